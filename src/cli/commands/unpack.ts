@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import { resolve } from 'node:path';
+import { ExitCode } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
+import type { Handler } from '../main.js';
+
+interface UnpackFlags {
+  readonly output: string;
+  readonly force?: boolean;
+}
+
+export function registerUnpack(program: Command, io: CliIo, run: (handler: Handler) => void): void {
+  program
+    .command('unpack')
+    .description('write DIR/manifest.json and one payload file per blob, verifying every checksum (exit 2 on damage)')
+    .argument('<file>', 'a PopEF open-layout file')
+    .requiredOption('-o, --output <dir>', 'directory to create')
+    .option('-f, --force', 'replace the directory if it exists')
+    .action((file: string, flags: UnpackFlags) => {
+      run(async () => {
+        const { unpackFile } = await import('../../manifest/unpack.js');
+        const result = await unpackFile(resolve(io.cwd, file), resolve(io.cwd, flags.output), { force: flags.force, signal: io.signal });
+        io.stdout(`wrote ${flags.output}/: manifest.json and ${result.files.length - 1} payload file(s); every checksum verified\n`);
+        return ExitCode.Ok;
+      });
+    });
+}

@@ -1,0 +1,55 @@
+import { Command, CommanderError, Option } from 'commander';
+import { isPopefError } from '../errors.js';
+import { EXIT_CODES_HELP, ExitCode } from './exit-codes.js';
+import type { CliIo } from './io.js';
+import { VERSION } from './version.js';
+
+/** A command's handler: does the work, writes through io, returns the exit code. */
+export type Handler = () => Promise<number>;
+
+/**
+ * Builds the program and runs it. This is the ONE error funnel: every error
+ * of every command ends here and becomes one message and one exit code.
+ * Known errors print one line (plus a hint); anything else is a bug and
+ * says so, with the stack only when POPEF_DEBUG is set.
+ */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  let pending: Handler | undefined;
+  const run = (handler: Handler): void => {
+    pending = handler;
+  };
+  const program = new Command('popef')
+    .description('Inspect, pack and validate Graphcore PopEF files (open layout) and their Triton model repositories.')
+    .version(VERSION, '-V, --version')
+    .addOption(new Option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)'))
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .addHelpText('after', EXIT_CODES_HELP);
+  const commands = await import('./commands/index.js');
+  commands.register(program, io, run);
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    if (pending === undefined) return ExitCode.Ok;
+    return await pending();
+  } catch (error) {
+    return report(error, io);
+  }
+}
+
+function report(error: unknown, io: CliIo): number {
+  if (error instanceof CommanderError) {
+    // Help and version exit through here with code 0; usage errors were already printed.
+    return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Error;
+  }
+  if (isPopefError(error)) {
+    io.stderr(`popef: error: ${error.describe()}\n`);
+    if (error.suggestion !== undefined) io.stderr(`  hint: ${error.suggestion}\n`);
+    return ExitCode.Error;
+  }
+  const e = error instanceof Error ? error : new Error(String(error));
+  io.stderr(`popef: internal error: ${e.message}\n`);
+  io.stderr('  this is a bug in popef-toolkit: please report it with the command you ran\n');
+  if (io.env.POPEF_DEBUG !== undefined) io.stderr(`${e.stack ?? ''}\n`);
+  return ExitCode.Internal;
+}

@@ -1,0 +1,124 @@
+/**
+ * Typed errors of the library. Everything below the library boundary throws
+ * only these (or lets a programming error escape as a plain Error, which the
+ * CLI reports as an internal error). Each carries a stable `code` so that
+ * tests, scripts and the CLI's exit-code funnel never match on message text.
+ */
+
+export const ErrorCode = {
+  /** The bytes are not in the PopEF open layout at all. */
+  NotPopef: 'E_NOT_POPEF',
+  /** The file ends inside a structure whose size says it should go on. */
+  Truncated: 'E_TRUNCATED',
+  /** A header, descriptor or size field is inconsistent. */
+  BadStructure: 'E_BAD_STRUCTURE',
+  /** A blob or layout major version this reader does not know. */
+  UnsupportedVersion: 'E_UNSUPPORTED_VERSION',
+  /** A count or length from the file exceeds a named limit. */
+  LimitExceeded: 'E_LIMIT',
+  /** A FlatBuffer (metadata or descriptor) fails structural verification. */
+  BadFlatBuffer: 'E_BAD_FLATBUFFER',
+  /** Stored bytes do not match their checksum. */
+  Checksum: 'E_CHECKSUM',
+  /** A compressed payload cannot be decompressed or has the wrong size. */
+  Compression: 'E_COMPRESSION',
+  /** Blobs are individually valid but do not form a consistent model set. */
+  Model: 'E_MODEL',
+  /** A value given to the writer or packer is invalid. */
+  InvalidInput: 'E_INVALID_INPUT',
+  /** A manifest (pack/unpack) fails its schema or refers to missing files. */
+  Manifest: 'E_MANIFEST',
+  /** The operating system refused a read or write. */
+  Io: 'E_IO',
+  /** The destination exists and overwriting was not allowed. */
+  Exists: 'E_EXISTS',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Where in which file a problem was found. All parts are optional. */
+export interface ErrorLocation {
+  readonly file?: string;
+  readonly offset?: number;
+  readonly field?: string;
+}
+
+export interface PopefErrorOptions extends ErrorLocation {
+  /** One sentence telling the user what to do about it. */
+  readonly suggestion?: string;
+  readonly cause?: unknown;
+}
+
+export class PopefError extends Error {
+  readonly code: ErrorCode;
+  readonly file: string | undefined;
+  readonly offset: number | undefined;
+  readonly field: string | undefined;
+  readonly suggestion: string | undefined;
+
+  constructor(code: ErrorCode, message: string, options: PopefErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'PopefError';
+    this.code = code;
+    this.file = options.file;
+    this.offset = options.offset;
+    this.field = options.field;
+    this.suggestion = options.suggestion;
+  }
+
+  /** The same error, attributed to a file (used when a source learns its name late). */
+  withFile(file: string): PopefError {
+    if (this.file !== undefined) return this;
+    return new PopefError(this.code, this.message, {
+      file,
+      offset: this.offset,
+      field: this.field,
+      suggestion: this.suggestion,
+      cause: this.cause,
+    });
+  }
+
+  /** "file: offset N: field: message", the one-line form the CLI prints. */
+  describe(): string {
+    const where: string[] = [];
+    if (this.file !== undefined) where.push(this.file);
+    if (this.offset !== undefined) where.push(`offset ${this.offset}`);
+    if (this.field !== undefined) where.push(this.field);
+    const head = where.length > 0 ? `${where.join(': ')}: ` : '';
+    return `${head}${this.message}`;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      code: this.code,
+      message: this.message,
+      file: this.file,
+      offset: this.offset,
+      field: this.field,
+      suggestion: this.suggestion,
+    };
+  }
+}
+
+export function isPopefError(value: unknown): value is PopefError {
+  return value instanceof PopefError;
+}
+
+/** Turns a Node fs error into a PopefError that names the path and the OS reason. */
+export function ioError(error: unknown, file: string, action: string): PopefError {
+  const errno = error as NodeJS.ErrnoException;
+  const reason = errno.code ?? 'unknown error';
+  const hint: Record<string, string> = {
+    ENOENT: 'check the path',
+    EACCES: 'check the file permissions',
+    EPERM: 'check the file permissions',
+    EISDIR: 'give a file, not a directory',
+    ENOSPC: 'free some disk space and try again',
+    EROFS: 'choose a writable destination',
+    EEXIST: 'use --force to overwrite, or choose another destination',
+  };
+  return new PopefError(
+    errno.code === 'EEXIST' ? ErrorCode.Exists : ErrorCode.Io,
+    `cannot ${action}: ${reason}${errno.message && errno.code === undefined ? ` (${errno.message})` : ''}`,
+    { file, suggestion: hint[reason], cause: error },
+  );
+}

@@ -1,0 +1,199 @@
+import { crc32 } from 'node:zlib';
+import { ErrorCode, PopefError } from '../errors.js';
+import { Cursor } from '../io/cursor.js';
+import {
+  ALIGNMENT,
+  BLOB_MAGIC,
+  BlobType,
+  Codec,
+  HEADER_SIZE,
+  HeaderField,
+  LAYOUT_MAJOR,
+  LAYOUT_MINOR,
+  Limits,
+} from './constants.js';
+
+/** Blob type code of the end-of-segment marker (see FORMAT.md). */
+export const END_OF_SEGMENT = 0xff;
+/** Payload length of the end-of-segment marker. */
+export const END_PAYLOAD_SIZE = 16;
+
+/** The fixed 64-byte header of one blob, decoded. */
+export interface BlobHeader {
+  readonly version: string;
+  readonly major: number;
+  readonly minor: number;
+  readonly blobType: number;
+  readonly codec: number;
+  readonly descriptorLength: number;
+  readonly totalSize: number;
+  readonly payloadLength: number;
+  readonly descriptorCrc: number;
+  readonly payloadCrc: number;
+}
+
+export function align(n: number): number {
+  return Math.ceil(n / ALIGNMENT) * ALIGNMENT;
+}
+
+/** Total blob size implied by its parts: header, padded descriptor, padded payload. */
+export function blobSizeFor(descriptorLength: number, payloadLength: number): number {
+  return HEADER_SIZE + align(descriptorLength) + align(payloadLength);
+}
+
+export function hasMagic(bytes: Uint8Array): boolean {
+  return BLOB_MAGIC.every((b, i) => bytes[i] === b);
+}
+
+const NOT_OPEN_LAYOUT_HINT =
+  'files written by the Poplar SDK use an unpublished encoding that this tool cannot read; ' +
+  'convert them on a machine with the SDK (popef import), or write files with popef pack';
+
+/**
+ * Decodes and checks the header at absolute `offset` of `file`. `first` says
+ * whether this is the first blob of the file, where a wrong magic means "not
+ * our format at all" rather than "damaged".
+ */
+export function decodeHeader(bytes: Uint8Array, file: string, offset: number, first: boolean): BlobHeader {
+  if (!hasMagic(bytes)) {
+    if (first) {
+      throw new PopefError(ErrorCode.NotPopef, 'not a PopEF open-layout file: the blob signature is missing', {
+        file,
+        offset,
+        field: 'blob magic',
+        suggestion: NOT_OPEN_LAYOUT_HINT,
+      });
+    }
+    throw new PopefError(ErrorCode.BadStructure, 'expected a blob header here, but the blob signature is missing', {
+      file,
+      offset,
+      field: 'blob magic',
+      suggestion: 'the previous blob\'s size is wrong or the file is damaged: pack or export it again',
+    });
+  }
+  const c = new Cursor(bytes, offset, file);
+  c.bytesOf(8, 'blob magic');
+  const versionBytes = c.bytesOf(HeaderField.versionLength, 'blob version');
+  const version = parseVersion(versionBytes, file, offset + HeaderField.version);
+  if (version.major !== LAYOUT_MAJOR) {
+    const newer = version.major > LAYOUT_MAJOR;
+    throw new PopefError(
+      ErrorCode.UnsupportedVersion,
+      `blob layout version ${version.text} is ${newer ? 'newer than' : 'older than'} the supported major version ${LAYOUT_MAJOR}`,
+      {
+        file,
+        offset: offset + HeaderField.version,
+        field: 'blob version',
+        suggestion: newer ? 'upgrade popef-toolkit to read this file' : 'this version was never published: the file is damaged',
+      },
+    );
+  }
+  const headerCrc = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(HeaderField.headerCrc, true);
+  const actualCrc = crc32(bytes.subarray(0, HeaderField.headerCrc));
+  if (headerCrc !== actualCrc) {
+    throw new PopefError(
+      ErrorCode.Checksum,
+      `blob header checksum mismatch: stored ${hex(headerCrc)}, computed ${hex(actualCrc)}`,
+      { file, offset, field: 'header crc32', suggestion: 'the file is damaged: pack or export it again' },
+    );
+  }
+  const blobType = c.u8('blob type');
+  const codec = c.u8('codec');
+  const reserved0 = c.u16('reserved');
+  const descriptorLength = c.u32('descriptor length');
+  const totalSize = c.u64AsNumber('total blob size');
+  const payloadLength = c.u64AsNumber('payload length');
+  const descriptorCrc = c.u32('descriptor crc32');
+  const payloadCrc = c.u32('payload crc32');
+  const reserved1 = c.u32('reserved');
+  const structural = (field: string, at: number, message: string): PopefError =>
+    new PopefError(ErrorCode.BadStructure, message, {
+      file,
+      offset: offset + at,
+      field,
+      suggestion: 'the file is damaged: pack or export it again',
+    });
+  if (reserved0 !== 0 || reserved1 !== 0) throw structural('reserved', reserved0 !== 0 ? HeaderField.reserved0 : HeaderField.reserved1, 'reserved header bytes are not zero');
+  if (descriptorLength > Limits.maxDescriptorBytes) {
+    throw new PopefError(
+      ErrorCode.LimitExceeded,
+      `descriptor length ${descriptorLength} exceeds the limit of ${Limits.maxDescriptorBytes} bytes`,
+      { file, offset: offset + HeaderField.descriptorLength, field: 'descriptor length' },
+    );
+  }
+  const expected = blobSizeFor(descriptorLength, payloadLength);
+  if (totalSize !== expected) {
+    throw structural(
+      'total blob size',
+      HeaderField.totalSize,
+      `total blob size ${totalSize} disagrees with its parts (64-byte header, ${descriptorLength}-byte descriptor, ${payloadLength}-byte payload, padded to 8: ${expected})`,
+    );
+  }
+  if (codec !== Codec.NONE && !(codec === Codec.ZLIB && blobType === BlobType.POPLAR_EXECUTABLE)) {
+    const known = blobType <= BlobType.OPAQUE || blobType === END_OF_SEGMENT;
+    // An unknown blob type may use codecs we do not know; it is skipped anyway.
+    if (known) throw structural('codec', HeaderField.codec, `codec ${codec} is not allowed for blob type ${blobType}`);
+  }
+  return {
+    version: version.text,
+    major: version.major,
+    minor: version.minor,
+    blobType,
+    codec,
+    descriptorLength,
+    totalSize,
+    payloadLength,
+    descriptorCrc,
+    payloadCrc,
+  };
+}
+
+function parseVersion(bytes: Uint8Array, file: string, offset: number): { text: string; major: number; minor: number } {
+  const end = bytes.indexOf(0);
+  const textBytes = end === -1 ? bytes : bytes.subarray(0, end);
+  const text = String.fromCharCode(...textBytes);
+  const padding = end === -1 ? [] : [...bytes.subarray(end)];
+  const match = /^(\d{1,5})\.(\d{1,5})$/.exec(text);
+  if (match === null || padding.some((b) => b !== 0)) {
+    throw new PopefError(ErrorCode.BadStructure, `blob version ${JSON.stringify(text)} is not "MAJOR.MINOR" padded with NUL bytes`, {
+      file,
+      offset,
+      field: 'blob version',
+      suggestion: 'the file is damaged: pack or export it again',
+    });
+  }
+  return { text, major: Number(match[1]), minor: Number(match[2]) };
+}
+
+export function hex(n: number): string {
+  return `0x${n.toString(16).padStart(8, '0')}`;
+}
+
+export interface HeaderFields {
+  readonly blobType: number;
+  readonly codec: number;
+  readonly descriptorLength: number;
+  readonly payloadLength: number;
+  readonly descriptorCrc: number;
+  readonly payloadCrc: number;
+  /** Defaults to this code's layout version. */
+  readonly version?: string;
+}
+
+/** Encodes a 64-byte header, computing the total size and the header CRC. */
+export function encodeHeader(h: HeaderFields): Uint8Array {
+  const out = new Uint8Array(HEADER_SIZE);
+  const view = new DataView(out.buffer);
+  out.set(BLOB_MAGIC, HeaderField.magic);
+  const version = h.version ?? `${LAYOUT_MAJOR}.${LAYOUT_MINOR}`;
+  for (let i = 0; i < version.length; i++) out[HeaderField.version + i] = version.charCodeAt(i);
+  view.setUint8(HeaderField.blobType, h.blobType);
+  view.setUint8(HeaderField.codec, h.codec);
+  view.setUint32(HeaderField.descriptorLength, h.descriptorLength, true);
+  view.setBigUint64(HeaderField.totalSize, BigInt(blobSizeFor(h.descriptorLength, h.payloadLength)), true);
+  view.setBigUint64(HeaderField.payloadLength, BigInt(h.payloadLength), true);
+  view.setUint32(HeaderField.descriptorCrc, h.descriptorCrc, true);
+  view.setUint32(HeaderField.payloadCrc, h.payloadCrc, true);
+  view.setUint32(HeaderField.headerCrc, crc32(out.subarray(0, HeaderField.headerCrc)), true);
+  return out;
+}

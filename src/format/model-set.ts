@@ -1,0 +1,121 @@
+import type { ByteSource } from '../io/byte-source.js';
+import type { Metadata } from '../schema/model.js';
+import type { Blob, ExecutableBlob, FeedDataBlob, MetadataBlob, OpaqueBlob, ReadWarning, TensorDataBlob, UnknownBlob } from './blob.js';
+import { checkModelContents } from './model-rules.js';
+import { PopefFile } from './reader.js';
+
+/** One model: an executable with its metadata and the blobs linked to it. */
+export interface Model {
+  readonly name: string;
+  readonly executable: ExecutableBlob;
+  readonly metadata: Metadata | undefined;
+  readonly metadataBlob: MetadataBlob | undefined;
+  readonly opaques: readonly OpaqueBlob[];
+  /** Tensor data blobs whose name matches an anchor of this model. */
+  readonly tensors: readonly TensorDataBlob[];
+}
+
+/**
+ * Several PopEF files read as one set of models, linked by executable name,
+ * the way Graphcore's Reader merges every file it parses. Opening reads
+ * headers, descriptors and metadata; payloads stay on disk.
+ */
+export class ModelSet {
+  private constructor(
+    readonly files: readonly PopefFile[],
+    readonly models: readonly Model[],
+    readonly tensors: readonly TensorDataBlob[],
+    readonly feeds: readonly FeedDataBlob[],
+    readonly opaques: readonly OpaqueBlob[],
+    readonly unknown: readonly UnknownBlob[],
+    private readonly owners: ReadonlyMap<Blob, PopefFile>,
+  ) {}
+
+  static async open(inputs: readonly (string | ByteSource)[]): Promise<ModelSet> {
+    const files: PopefFile[] = [];
+    try {
+      for (const input of inputs) files.push(await PopefFile.open(input));
+      return await ModelSet.fromFiles(files);
+    } catch (error) {
+      await Promise.all(files.map((f) => f.close()));
+      throw error;
+    }
+  }
+
+  /** Builds and validates a set from files already open (they stay owned by the set). */
+  static async fromFiles(files: readonly PopefFile[]): Promise<ModelSet> {
+    const owners = new Map<Blob, PopefFile>();
+    const executables: ExecutableBlob[] = [];
+    const metadata: { blob: MetadataBlob; metadata: Metadata }[] = [];
+    const tensors: TensorDataBlob[] = [];
+    const feeds: FeedDataBlob[] = [];
+    const opaques: OpaqueBlob[] = [];
+    const unknown: UnknownBlob[] = [];
+    for (const file of files) {
+      for (const blob of file.blobs) {
+        owners.set(blob, file);
+        switch (blob.kind) {
+          case 'executable':
+            executables.push(blob);
+            break;
+          case 'metadata':
+            metadata.push({ blob, metadata: await file.readMetadata(blob) });
+            break;
+          case 'tensor':
+            tensors.push(blob);
+            break;
+          case 'feed':
+            feeds.push(blob);
+            break;
+          case 'opaque':
+            opaques.push(blob);
+            break;
+          case 'unknown':
+            unknown.push(blob);
+            break;
+        }
+      }
+    }
+    const where = (b: Blob): { file: string; offset: number } => ({ file: b.file, offset: b.offset });
+    checkModelContents({
+      executables: executables.map((e) => ({ name: e.name, where: where(e) })),
+      metadata: metadata.map((m) => ({ metadata: m.metadata, where: where(m.blob) })),
+      tensors: tensors.map((t) => ({ name: t.name, tensorInfo: t.tensorInfo, where: where(t) })),
+      feeds: feeds.map((f) => ({ name: f.name, where: where(f) })),
+      opaques: opaques.map((o) => ({ name: o.name, executable: o.executable, where: where(o) })),
+    });
+    const models = executables.map((executable): Model => {
+      const m = metadata.find((x) => x.metadata.executable === executable.name);
+      const anchorNames = new Set(m?.metadata.anchors.map((a) => a.name) ?? []);
+      return {
+        name: executable.name,
+        executable,
+        metadata: m?.metadata,
+        metadataBlob: m?.blob,
+        opaques: opaques.filter((o) => o.executable === executable.name),
+        tensors: tensors.filter((t) => anchorNames.has(t.name)),
+      };
+    });
+    return new ModelSet(files, models, tensors, feeds, opaques, unknown, owners);
+  }
+
+  /** Every blob of every file, in file order. */
+  get blobs(): readonly Blob[] {
+    return this.files.flatMap((f) => f.blobs);
+  }
+
+  get warnings(): readonly ReadWarning[] {
+    return this.files.flatMap((f) => f.warnings);
+  }
+
+  /** The file a blob was read from, to read its payload. */
+  fileOf(blob: Blob): PopefFile {
+    const file = this.owners.get(blob);
+    if (file === undefined) throw new RangeError('blob does not belong to this model set');
+    return file;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.files.map((f) => f.close()));
+  }
+}

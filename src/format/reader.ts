@@ -1,0 +1,356 @@
+import { Readable } from 'node:stream';
+import { createInflate, crc32 } from 'node:zlib';
+import { ErrorCode, PopefError } from '../errors.js';
+import type { ByteSource } from '../io/byte-source.js';
+import { Cursor } from '../io/cursor.js';
+import { FileSource } from '../io/file-source.js';
+import { decodeDescriptor, decodeMetadata } from '../schema/decode.js';
+import { sizeInBytes, type Metadata } from '../schema/model.js';
+import type { Blob, BlobFrame, ReadWarning } from './blob.js';
+import { BlobType, Codec, HEADER_SIZE, LAYOUT_MINOR, Limits } from './constants.js';
+import { END_OF_SEGMENT, END_PAYLOAD_SIZE, align, decodeHeader, hex, type BlobHeader } from './header.js';
+
+/** Chunk size for streamed payload reads: large enough for throughput, small for memory. */
+export const STREAM_CHUNK = 1024 * 1024;
+
+export interface OpenOptions {
+  /** Name used in messages instead of the source's own name. */
+  readonly name?: string;
+}
+
+/** Progress of a long operation: bytes done out of bytes total. */
+export type ProgressCallback = (done: number, total: number) => void;
+
+/**
+ * One PopEF open-layout file. Opening walks the blob headers and descriptors
+ * only; payloads are read on demand, by offset, through the byte source.
+ */
+export class PopefFile {
+  private constructor(
+    readonly source: ByteSource,
+    readonly name: string,
+    readonly blobs: readonly Blob[],
+    readonly warnings: readonly ReadWarning[],
+    /** Absolute offsets of the end-of-segment markers, in file order. */
+    readonly segmentEnds: readonly number[],
+  ) {}
+
+  /** Opens a file by path, or wraps an existing byte source. */
+  static async open(input: string | ByteSource, options: OpenOptions = {}): Promise<PopefFile> {
+    const source = typeof input === 'string' ? await FileSource.open(input) : input;
+    try {
+      const name = options.name ?? source.name;
+      const walked = await walk(source, name);
+      return new PopefFile(source, name, walked.blobs, walked.warnings, walked.segmentEnds);
+    } catch (error) {
+      await source.close();
+      throw error;
+    }
+  }
+
+  get size(): number {
+    return this.source.size;
+  }
+
+  async close(): Promise<void> {
+    await this.source.close();
+  }
+
+  /** Reads, checksums and decodes a metadata blob. */
+  async readMetadata(blob: Blob): Promise<Metadata> {
+    if (blob.kind !== 'metadata') throw new TypeError('readMetadata needs a metadata blob');
+    if (blob.payloadLength > Limits.maxMetadataBytes) {
+      throw new PopefError(
+        ErrorCode.LimitExceeded,
+        `metadata of ${blob.payloadLength} bytes exceeds the limit of ${Limits.maxMetadataBytes}`,
+        { file: this.name, offset: blob.offset, field: 'payload length' },
+      );
+    }
+    const bytes = await this.source.read(blob.payloadOffset, blob.payloadLength, 'metadata');
+    checkCrc(bytes, blob.payloadCrc, this.name, blob.payloadOffset, 'metadata crc32');
+    return decodeMetadata(bytes, { file: this.name, offset: blob.payloadOffset });
+  }
+
+  /** Stored payload bytes [start, start+length) of a blob (no decompression). */
+  async readPayload(blob: BlobFrame, start = 0, length = blob.payloadLength - start): Promise<Uint8Array> {
+    if (start < 0 || length < 0 || start + length > blob.payloadLength) {
+      throw new RangeError(`range ${start}+${length} is outside the ${blob.payloadLength}-byte payload`);
+    }
+    return this.source.read(blob.payloadOffset + start, length, 'payload');
+  }
+
+  /** The stored payload as a stream of chunks, read lazily. */
+  async *storedChunks(blob: BlobFrame, chunkSize = STREAM_CHUNK): AsyncGenerator<Uint8Array> {
+    for (let at = 0; at < blob.payloadLength; at += chunkSize) {
+      yield await this.source.read(blob.payloadOffset + at, Math.min(chunkSize, blob.payloadLength - at), 'payload');
+    }
+  }
+
+  /**
+   * The payload as the producer wrote it: compressed executables are
+   * inflated on the fly. The length is checked against the descriptor.
+   */
+  async *payloadChunks(blob: Blob, chunkSize = STREAM_CHUNK): AsyncGenerator<Uint8Array> {
+    if (blob.codec === Codec.NONE) {
+      yield* this.storedChunks(blob, chunkSize);
+      return;
+    }
+    const expected = blob.kind === 'executable' ? blob.uncompressedSize : -1;
+    const inflate = createInflate();
+    const stored = Readable.from(this.storedChunks(blob, chunkSize));
+    stored.on('error', (error) => inflate.destroy(error));
+    stored.pipe(inflate);
+    let produced = 0;
+    try {
+      for await (const chunk of inflate) {
+        const bytes = chunk as Buffer;
+        produced += bytes.byteLength;
+        if (expected >= 0 && produced > expected) break;
+        yield bytes;
+      }
+    } catch (error) {
+      if (error instanceof PopefError) throw error;
+      throw new PopefError(ErrorCode.Compression, `compressed payload cannot be inflated: ${(error as Error).message}`, {
+        file: this.name,
+        offset: blob.payloadOffset,
+        field: 'payload',
+        suggestion: 'the file is damaged: pack or export it again',
+      });
+    } finally {
+      stored.destroy();
+      inflate.destroy();
+    }
+    if (expected >= 0 && produced !== expected) {
+      throw new PopefError(
+        ErrorCode.Compression,
+        `payload inflates to ${produced > expected ? 'more than' : ''} ${produced} bytes, but the descriptor says ${expected}`,
+        { file: this.name, offset: blob.payloadOffset, field: 'uncompressed size' },
+      );
+    }
+  }
+
+  /**
+   * Reads every byte of a blob: descriptor and payload checksums, zero
+   * padding, and for compressed payloads a full inflate with its length.
+   */
+  async verifyBlob(blob: Blob, onProgress?: ProgressCallback): Promise<void> {
+    let crc = 0;
+    let done = 0;
+    for await (const chunk of this.storedChunks(blob)) {
+      crc = crc32(chunk, crc);
+      done += chunk.byteLength;
+      onProgress?.(done, blob.payloadLength);
+    }
+    if (crc !== blob.payloadCrc) {
+      throw new PopefError(
+        ErrorCode.Checksum,
+        `payload checksum mismatch: stored ${hex(blob.payloadCrc)}, computed ${hex(crc)}`,
+        { file: this.name, offset: blob.payloadOffset, field: `${blob.type} payload crc32`, suggestion: 'the payload is damaged: pack or export the file again' },
+      );
+    }
+    const padStart = blob.payloadOffset + blob.payloadLength;
+    const padLength = blob.offset + blob.totalSize - padStart;
+    if (padLength > 0) checkZero(await this.source.read(padStart, padLength, 'payload padding'), this.name, padStart, 'payload padding');
+    if (blob.codec !== Codec.NONE && blob.kind === 'executable') {
+      for await (const chunk of this.payloadChunks(blob)) void chunk;
+    }
+    if (blob.kind === 'metadata') await this.readMetadata(blob);
+  }
+}
+
+function checkCrc(bytes: Uint8Array, stored: number, file: string, offset: number, field: string): void {
+  const actual = crc32(bytes);
+  if (actual !== stored) {
+    throw new PopefError(ErrorCode.Checksum, `checksum mismatch: stored ${hex(stored)}, computed ${hex(actual)}`, {
+      file,
+      offset,
+      field,
+      suggestion: 'the file is damaged: pack or export it again',
+    });
+  }
+}
+
+function checkZero(bytes: Uint8Array, file: string, offset: number, field: string): void {
+  const at = bytes.findIndex((b) => b !== 0);
+  if (at !== -1) {
+    throw new PopefError(ErrorCode.BadStructure, `${field} byte is ${bytes[at]}, must be zero`, {
+      file,
+      offset: offset + at,
+      field,
+      suggestion: 'the file is damaged: pack or export it again',
+    });
+  }
+}
+
+interface Walked {
+  blobs: Blob[];
+  warnings: ReadWarning[];
+  segmentEnds: number[];
+}
+
+/** Walks the headers and descriptors of every blob; reads no payload but the tiny end markers. */
+async function walk(source: ByteSource, name: string): Promise<Walked> {
+  const blobs: Blob[] = [];
+  const warnings: ReadWarning[] = [];
+  const segmentEnds: number[] = [];
+  if (source.size === 0) {
+    throw new PopefError(ErrorCode.NotPopef, 'not a PopEF open-layout file: the file is empty', { file: name, offset: 0 });
+  }
+  let offset = 0;
+  let segmentStart = 0;
+  let segmentBlobs = 0;
+  let lastWasEnd = false;
+  while (offset < source.size) {
+    if (blobs.length + segmentEnds.length >= Limits.maxBlobsPerFile) {
+      throw new PopefError(ErrorCode.LimitExceeded, `more than ${Limits.maxBlobsPerFile} blobs in one file`, { file: name, offset });
+    }
+    const headerBytes = await source.read(offset, HEADER_SIZE, 'blob header');
+    const header = decodeHeader(headerBytes, name, offset, offset === 0);
+    if (header.totalSize > source.size - offset) {
+      throw new PopefError(
+        ErrorCode.Truncated,
+        `blob of ${header.totalSize} bytes starting here runs past the end of the ${source.size}-byte file`,
+        { file: name, offset, field: 'total blob size', suggestion: 'the file is truncated: copy or export it again' },
+      );
+    }
+    if (header.minor > LAYOUT_MINOR) {
+      warnings.push({
+        code: 'W_NEWER_MINOR_VERSION',
+        message: `blob layout version ${header.version} is newer than ${`1.${LAYOUT_MINOR}`}; fields added since are ignored`,
+        file: name,
+        offset,
+      });
+    }
+    const descriptorOffset = offset + HEADER_SIZE;
+    const payloadOffset = descriptorOffset + align(header.descriptorLength);
+    if (header.blobType === END_OF_SEGMENT) {
+      await checkEndMarker(source, name, offset, header, payloadOffset, segmentStart, segmentBlobs);
+      segmentEnds.push(offset);
+      offset += header.totalSize;
+      segmentStart = offset;
+      segmentBlobs = 0;
+      lastWasEnd = true;
+      continue;
+    }
+    lastWasEnd = false;
+    segmentBlobs += 1;
+    const frame: BlobFrame = {
+      file: name,
+      index: blobs.length,
+      offset,
+      typeCode: header.blobType,
+      version: header.version,
+      codec: header.codec,
+      descriptorOffset,
+      descriptorLength: header.descriptorLength,
+      descriptorCrc: header.descriptorCrc,
+      payloadOffset,
+      payloadLength: header.payloadLength,
+      payloadCrc: header.payloadCrc,
+      totalSize: header.totalSize,
+    };
+    if (header.blobType > BlobType.OPAQUE) {
+      warnings.push({
+        code: 'W_UNKNOWN_BLOB_TYPE',
+        message: `blob type ${header.blobType} is unknown to this reader; skipped (${header.totalSize} bytes)`,
+        file: name,
+        offset,
+      });
+      blobs.push({ ...frame, kind: 'unknown', type: 'UNKNOWN' });
+    } else {
+      blobs.push(await describe(source, name, frame, header));
+    }
+    offset += header.totalSize;
+  }
+  if (!lastWasEnd) {
+    throw new PopefError(
+      ErrorCode.Truncated,
+      `file ends after ${segmentBlobs} blob(s) without the end-of-segment marker that closes every complete file`,
+      { file: name, offset, field: 'end-of-segment marker', suggestion: 'the file is truncated or still being written: copy or export it again' },
+    );
+  }
+  return { blobs, warnings, segmentEnds };
+}
+
+async function checkEndMarker(
+  source: ByteSource,
+  name: string,
+  offset: number,
+  header: BlobHeader,
+  payloadOffset: number,
+  segmentStart: number,
+  segmentBlobs: number,
+): Promise<void> {
+  const bad = (message: string): PopefError =>
+    new PopefError(ErrorCode.BadStructure, message, { file: name, offset, field: 'end-of-segment marker', suggestion: 'the file is damaged: pack or export it again' });
+  if (header.descriptorLength !== 0 || header.payloadLength !== END_PAYLOAD_SIZE) {
+    throw bad(`end-of-segment marker must have no descriptor and a ${END_PAYLOAD_SIZE}-byte payload`);
+  }
+  const payload = await source.read(payloadOffset, END_PAYLOAD_SIZE, 'end-of-segment marker');
+  checkCrc(payload, header.payloadCrc, name, payloadOffset, 'end-of-segment crc32');
+  const c = new Cursor(payload, payloadOffset, name);
+  const length = c.u64AsNumber('segment length');
+  const count = c.u32('segment blob count');
+  const reserved = c.u32('reserved');
+  if (reserved !== 0) throw bad('reserved bytes of the end-of-segment marker are not zero');
+  if (length !== offset - segmentStart || count !== segmentBlobs) {
+    throw bad(
+      `end-of-segment marker records ${count} blob(s) in ${length} bytes, but the segment holds ${segmentBlobs} blob(s) in ${offset - segmentStart} bytes`,
+    );
+  }
+}
+
+/** Reads and checks a blob's descriptor and turns the frame into a typed blob. */
+async function describe(source: ByteSource, name: string, frame: BlobFrame, header: BlobHeader): Promise<Blob> {
+  const padded = align(header.descriptorLength);
+  const bytes = await source.read(frame.descriptorOffset, padded, 'blob descriptor');
+  const descriptorBytes = bytes.subarray(0, header.descriptorLength);
+  checkCrc(descriptorBytes, header.descriptorCrc, name, frame.descriptorOffset, 'descriptor crc32');
+  checkZero(bytes.subarray(header.descriptorLength), name, frame.descriptorOffset + header.descriptorLength, 'descriptor padding');
+  if (header.blobType === BlobType.METADATA) {
+    // The metadata descriptor carries nothing; it is still verified.
+    decodeDescriptor(descriptorBytes, { file: name, offset: frame.descriptorOffset });
+    return { ...frame, kind: 'metadata', type: 'METADATA' };
+  }
+  const d = decodeDescriptor(descriptorBytes, { file: name, offset: frame.descriptorOffset });
+  const bad = (field: string, message: string): PopefError =>
+    new PopefError(ErrorCode.BadStructure, message, {
+      file: name,
+      offset: frame.offset,
+      field,
+      suggestion: 'the file is damaged: pack or export it again',
+    });
+  const needInfo = (): NonNullable<typeof d.tensorInfo> => {
+    if (d.tensorInfo === undefined) throw bad('tensor_info', `descriptor of blob ${frame.index} has no tensor info`);
+    return d.tensorInfo;
+  };
+  switch (header.blobType) {
+    case BlobType.POPLAR_EXECUTABLE: {
+      const compressed = header.codec === Codec.ZLIB;
+      if (d.uncompressedSize > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('uncompressed_size', `uncompressed size ${d.uncompressedSize} is too large`);
+      const uncompressedSize = Number(d.uncompressedSize);
+      if (!compressed && uncompressedSize !== header.payloadLength) {
+        throw bad('uncompressed_size', `uncompressed executable records ${uncompressedSize} bytes but stores ${header.payloadLength}`);
+      }
+      return { ...frame, kind: 'executable', type: 'POPLAR_EXECUTABLE', name: d.name, compressed, uncompressedSize };
+    }
+    case BlobType.DATA_TENSOR: {
+      const tensorInfo = needInfo();
+      const expected = sizeInBytes(tensorInfo);
+      if (expected !== BigInt(header.payloadLength)) {
+        throw bad('payload length', `tensor "${d.name}" stores ${header.payloadLength} bytes but its tensor info (${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}]) needs ${expected}`);
+      }
+      return { ...frame, kind: 'tensor', type: 'DATA_TENSOR', name: d.name, tensorInfo };
+    }
+    case BlobType.DATA_FEED: {
+      const tensorInfo = needInfo();
+      const expected = sizeInBytes(tensorInfo) * d.sampleCount;
+      if (expected !== BigInt(header.payloadLength)) {
+        throw bad('payload length', `feed "${d.name}" stores ${header.payloadLength} bytes but ${d.sampleCount} sample(s) of ${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}] need ${expected}`);
+      }
+      return { ...frame, kind: 'feed', type: 'DATA_FEED', name: d.name, tensorInfo, sampleCount: Number(d.sampleCount) };
+    }
+    default:
+      return { ...frame, kind: 'opaque', type: 'OPAQUE', name: d.name, executable: d.executable };
+  }
+}

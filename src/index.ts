@@ -1,0 +1,53 @@
+/**
+ * popef-toolkit's library entry. Everything exported here is pure: nothing
+ * below this boundary prints, exits, or reads process state.
+ */
+export { ErrorCode, PopefError, isPopefError } from './errors.js';
+export type { ErrorLocation } from './errors.js';
+
+export type { ByteSource } from './io/byte-source.js';
+export { FileSource } from './io/file-source.js';
+export { MemorySource } from './io/memory-source.js';
+
+export { BlobType, Codec, LAYOUT_VERSION, Limits, type BlobTypeName } from './format/constants.js';
+export type {
+  Blob,
+  BlobFrame,
+  BlobKind,
+  ExecutableBlob,
+  FeedDataBlob,
+  MetadataBlob,
+  OpaqueBlob,
+  ReadWarning,
+  TensorDataBlob,
+  UnknownBlob,
+} from './format/blob.js';
+export { PopefFile, type OpenOptions, type ProgressCallback } from './format/reader.js';
+export { ModelSet, type Model } from './format/model-set.js';
+export { checkModelContents, type ModelContents } from './format/model-rules.js';
+export { PopefWriter, type ExecutableOptions, type PayloadSource, type RawBlob, type WriterOptions } from './format/writer.js';
+
+export {
+  DATA_TYPES,
+  TENSOR_TYPES,
+  elementBytes,
+  emptyMetadata,
+  isDataType,
+  isTensorType,
+  sameTensorInfo,
+  sizeInBytes,
+} from './schema/model.js';
+export type {
+  Anchor,
+  DataType,
+  Metadata,
+  Option,
+  ProgramFlow,
+  ProgramName,
+  TensorInfo,
+  TensorType,
+} from './schema/model.js';
+
+export { MANIFEST_FORMAT, MANIFEST_VERSION, type Manifest, type ManifestBlob } from './manifest/manifest.js';
+export { checkManifestModel, packManifest, readManifest, type PackOptions } from './manifest/pack.js';
+export { unpackFile, type UnpackOptions, type UnpackResult } from './manifest/unpack.js';

@@ -1,0 +1,73 @@
+import { open, type FileHandle } from 'node:fs/promises';
+import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { MAX_READ_CHUNK, type ByteSource } from './byte-source.js';
+import { checkRange } from './range-check.js';
+
+/**
+ * A ByteSource over a local file, read by offset through one FileHandle.
+ * The size is taken once at open: a file that shrinks under us yields a
+ * typed truncation error rather than short reads.
+ */
+export class FileSource implements ByteSource {
+  readonly name: string;
+  readonly size: number;
+  private handle: FileHandle | undefined;
+
+  private constructor(name: string, handle: FileHandle, size: number) {
+    this.name = name;
+    this.handle = handle;
+    this.size = size;
+  }
+
+  static async open(path: string): Promise<FileSource> {
+    let handle: FileHandle;
+    try {
+      handle = await open(path, 'r');
+    } catch (error) {
+      throw ioError(error, path, 'open the file');
+    }
+    try {
+      const stat = await handle.stat();
+      if (!stat.isFile()) {
+        throw new PopefError(ErrorCode.Io, 'not a regular file', {
+          file: path,
+          suggestion: 'give the path of a .popef file',
+        });
+      }
+      return new FileSource(path, handle, stat.size);
+    } catch (error) {
+      await handle.close();
+      if (error instanceof PopefError) throw error;
+      throw ioError(error, path, 'read the file');
+    }
+  }
+
+  async read(offset: number, length: number, field: string): Promise<Uint8Array> {
+    checkRange(this.name, this.size, offset, length, field);
+    const handle = this.handle;
+    if (handle === undefined) throw new PopefError(ErrorCode.Io, 'file already closed', { file: this.name });
+    const out = new Uint8Array(length);
+    let done = 0;
+    while (done < length) {
+      const want = Math.min(MAX_READ_CHUNK, length - done);
+      let bytesRead: number;
+      try {
+        ({ bytesRead } = await handle.read(out, done, want, offset + done));
+      } catch (error) {
+        throw ioError(error, this.name, `read ${field}`);
+      }
+      if (bytesRead === 0) {
+        // The file shrank after we measured it.
+        checkRange(this.name, offset + done, offset, length, field);
+      }
+      done += bytesRead;
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    const handle = this.handle;
+    this.handle = undefined;
+    if (handle !== undefined) await handle.close();
+  }
+}

@@ -1,0 +1,28 @@
+import type { ByteSource } from './byte-source.js';
+import { checkRange } from './range-check.js';
+
+/** A ByteSource over bytes already in memory (tests, small buffers). */
+export class MemorySource implements ByteSource {
+  readonly name: string;
+  readonly size: number;
+  private readonly bytes: Uint8Array;
+
+  constructor(bytes: Uint8Array, name = '<memory>') {
+    this.bytes = bytes;
+    this.name = name;
+    this.size = bytes.byteLength;
+  }
+
+  read(offset: number, length: number, field: string): Promise<Uint8Array> {
+    try {
+      checkRange(this.name, this.size, offset, length, field);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    return Promise.resolve(this.bytes.subarray(offset, offset + length));
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,43 @@
+import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+
+/**
+ * The JSON Schemas in schemas/, compiled once with ajv. Errors come back as
+ * one "JSON-pointer: message" line each, the form the CLI prints.
+ */
+
+export type SchemaName = 'manifest';
+
+const compiled = new Map<SchemaName, ValidateFunction>();
+
+/** Where the schemas live: schemas/ at the package root, from src/ and dist/ alike. */
+export function schemaUrl(name: string): URL {
+  return new URL(`../schemas/${name}.schema.json`, import.meta.url);
+}
+
+function validator(name: SchemaName): ValidateFunction {
+  let v = compiled.get(name);
+  if (v === undefined) {
+    const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false });
+    v = ajv.compile(JSON.parse(readFileSync(schemaUrl(name), 'utf8')) as object);
+    compiled.set(name, v);
+  }
+  return v;
+}
+
+function describe(e: ErrorObject): string {
+  const where = e.instancePath === '' ? '/' : e.instancePath;
+  const params = e.params as Record<string, unknown>;
+  let message = e.message ?? 'is invalid';
+  if (e.keyword === 'enum' && Array.isArray(params.allowedValues)) message += ` (${params.allowedValues.map(String).join(', ')})`;
+  if (e.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') message = `has unknown property "${params.additionalProperty}"`;
+  return `${where}: ${message}`;
+}
+
+/** Validates `value`; returns [] when valid, else one line per problem (if/then noise removed). */
+export function schemaErrors(name: SchemaName, value: unknown): string[] {
+  const v = validator(name);
+  if (v(value)) return [];
+  const lines = (v.errors ?? []).filter((e) => e.keyword !== 'if').map(describe);
+  return [...new Set(lines)];
+}

@@ -1,0 +1,126 @@
+import { createReadStream } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { checkModelContents } from '../format/model-rules.js';
+import { PopefWriter, type WriterOptions } from '../format/writer.js';
+import { schemaErrors } from '../json-schemas.js';
+import type { Manifest, ManifestBlob } from './manifest.js';
+
+/** Reads manifest.json and checks it against its JSON Schema. */
+export async function readManifest(path: string): Promise<Manifest> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw ioError(error, path, 'read the manifest');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new PopefError(ErrorCode.Manifest, `manifest is not valid JSON: ${(error as Error).message}`, {
+      file: path,
+      suggestion: 'fix the JSON syntax',
+    });
+  }
+  const errors = schemaErrors('manifest', value);
+  if (errors.length > 0) {
+    throw new PopefError(ErrorCode.Manifest, `manifest does not match its schema:\n  ${errors.join('\n  ')}`, {
+      file: path,
+      suggestion: 'see schemas/manifest.schema.json',
+    });
+  }
+  return value as Manifest;
+}
+
+/** Model-level checks on a manifest, so that pack never writes an inconsistent file. */
+export function checkManifestModel(manifest: Manifest, path: string): void {
+  const at = (i: number): { file: string; offset: undefined } => ({ file: `${path}#/blobs/${i}`, offset: undefined });
+  const pick = <T extends ManifestBlob['type']>(type: T): { blob: Extract<ManifestBlob, { type: T }>; i: number }[] =>
+    manifest.blobs.flatMap((blob, i) => (blob.type === type ? [{ blob: blob as Extract<ManifestBlob, { type: T }>, i }] : []));
+  checkModelContents({
+    executables: pick('POPLAR_EXECUTABLE').map(({ blob, i }) => ({ name: blob.name, where: at(i) })),
+    metadata: pick('METADATA').map(({ blob, i }) => ({ metadata: blob.metadata, where: at(i) })),
+    tensors: pick('DATA_TENSOR').map(({ blob, i }) => ({ name: blob.name, tensorInfo: blob.tensorInfo, where: at(i) })),
+    feeds: pick('DATA_FEED').map(({ blob, i }) => ({ name: blob.name, where: at(i) })),
+    opaques: pick('OPAQUE').map(({ blob, i }) => ({ name: blob.name, executable: blob.executable, where: at(i) })),
+  });
+}
+
+export interface PackOptions extends Pick<WriterOptions, 'force' | 'compressionLevel' | 'signal'> {
+  /** Called after each blob with its position and type. */
+  readonly onBlob?: (index: number, blob: ManifestBlob) => void;
+}
+
+/** Payload files are streamed in chunks of this size: big enough to keep up with cp, small enough for memory. */
+const READ_CHUNK = 4 * 1024 * 1024;
+
+/**
+ * Writes the file a manifest describes. Everything is checked before the
+ * first byte is written (schema, model consistency, payload files present);
+ * payloads are streamed from disk. The output appears atomically at the end.
+ */
+export async function packManifest(manifestPath: string, outPath: string, options: PackOptions = {}): Promise<void> {
+  const manifest = await readManifest(manifestPath);
+  checkManifestModel(manifest, manifestPath);
+  const base = dirname(manifestPath);
+  const payloadPath = (file: string): string => resolve(base, file);
+  for (const [i, blob] of manifest.blobs.entries()) {
+    for (const file of 'file' in blob ? [blob.file, ...('descriptorFile' in blob ? [blob.descriptorFile] : [])] : []) {
+      const path = payloadPath(file);
+      let info;
+      try {
+        info = await stat(path);
+      } catch (error) {
+        throw ioError(error, `${manifestPath}#/blobs/${i}`, `read payload file ${JSON.stringify(file)}`);
+      }
+      if (!info.isFile()) throw new PopefError(ErrorCode.Manifest, `payload ${JSON.stringify(file)} is not a regular file`, { file: `${manifestPath}#/blobs/${i}` });
+    }
+  }
+  const stream = (file: string): AsyncIterable<Uint8Array> => createReadStream(payloadPath(file), { highWaterMark: READ_CHUNK });
+  const writer = await PopefWriter.create(outPath, { force: options.force, compressionLevel: options.compressionLevel, signal: options.signal });
+  try {
+    for (const [i, blob] of manifest.blobs.entries()) {
+      try {
+        await writeOne(writer, blob, stream, payloadPath);
+      } catch (error) {
+        if (error instanceof PopefError && error.file === undefined) {
+          throw new PopefError(error.code, error.message, { file: `${manifestPath}#/blobs/${i}`, field: error.field, suggestion: error.suggestion });
+        }
+        throw error;
+      }
+      options.onBlob?.(i, blob);
+    }
+    await writer.close();
+  } catch (error) {
+    await writer.abort();
+    throw error;
+  }
+}
+
+async function writeOne(
+  writer: PopefWriter,
+  blob: ManifestBlob,
+  stream: (file: string) => AsyncIterable<Uint8Array>,
+  payloadPath: (file: string) => string,
+): Promise<void> {
+  switch (blob.type) {
+    case 'POPLAR_EXECUTABLE':
+      return writer.writeExecutable(blob.name, stream(blob.file), { compress: blob.compress === true });
+    case 'METADATA':
+      return writer.writeMetadata(blob.metadata);
+    case 'DATA_TENSOR':
+      return writer.writeTensorData(blob, stream(blob.file));
+    case 'DATA_FEED':
+      return writer.writeFeedData(blob, stream(blob.file));
+    case 'OPAQUE':
+      return writer.writeOpaque(blob, stream(blob.file));
+    case 'RAW': {
+      const descriptor = new Uint8Array(await readFile(payloadPath(blob.descriptorFile)));
+      return writer.writeRaw({ typeCode: blob.typeCode, version: blob.version, codec: blob.codec, descriptor }, stream(blob.file));
+    }
+    case 'END_OF_SEGMENT':
+      return writer.endSegment();
+  }
+}

@@ -1,0 +1,136 @@
+import { createWriteStream } from 'node:fs';
+import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
+import { ErrorCode, PopefError, ioError } from '../errors.js';
+import type { Blob } from '../format/blob.js';
+import { PopefFile } from '../format/reader.js';
+import { MANIFEST_FORMAT, MANIFEST_VERSION, type Manifest, type ManifestBlob } from './manifest.js';
+
+export interface UnpackOptions {
+  /** Replace an existing output directory. */
+  readonly force?: boolean;
+  readonly onBlob?: (index: number, blob: Blob) => void;
+  /** Stops the unpack (Ctrl-C); the staging directory is removed. */
+  readonly signal?: AbortSignal;
+}
+
+export interface UnpackResult {
+  readonly manifest: Manifest;
+  readonly files: readonly string[];
+}
+
+/**
+ * Writes DIR/manifest.json and one payload file per blob, verifying every
+ * checksum first. The directory is assembled beside DIR and renamed into
+ * place, so a failure (damage found, disk full) leaves nothing behind.
+ */
+export async function unpackFile(path: string, outDir: string, options: UnpackOptions = {}): Promise<UnpackResult> {
+  const existing = await stat(outDir).then(
+    () => true,
+    () => false,
+  );
+  if (existing && options.force !== true) {
+    throw new PopefError(ErrorCode.Exists, 'output directory already exists', {
+      file: outDir,
+      suggestion: 'use --force to replace it, or choose another directory',
+    });
+  }
+  const file = await PopefFile.open(path);
+  const staging = join(dirname(outDir), `.${basename(outDir)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+  try {
+    await mkdir(staging).catch((error: unknown) => {
+      throw ioError(error, outDir, 'create the output directory');
+    });
+    const blobs: ManifestBlob[] = [];
+    const files: string[] = [];
+    // Every end-of-segment marker is listed where it stands, so that pack
+    // reproduces the segments (and so the bytes) of an appended-to file.
+    const ends = file.segmentEnds;
+    let nextEnd = 0;
+    const flushEnds = (before: number): void => {
+      while ((ends[nextEnd] ?? Infinity) < before) {
+        blobs.push({ type: 'END_OF_SEGMENT' });
+        nextEnd += 1;
+      }
+    };
+    for (const blob of file.blobs) {
+      flushEnds(blob.offset);
+      if (options.signal?.aborted === true) throw new PopefError(ErrorCode.Io, 'interrupted; nothing was written', { file: outDir });
+      await file.verifyBlob(blob);
+      const stem = `${String(blob.index).padStart(3, '0')}-${blob.type.toLowerCase()}`;
+      const payloadName = `${stem}.bin`;
+      const write = async (name: string, chunks: AsyncIterable<Uint8Array>): Promise<void> => {
+        try {
+          await pipeline(Readable.from(chunks), createWriteStream(join(staging, name), { flags: 'wx' }), {
+            signal: options.signal,
+          });
+        } catch (error) {
+          if (error instanceof PopefError) throw error;
+          throw ioError(error, join(outDir, name), 'write the payload file');
+        }
+        files.push(name);
+      };
+      switch (blob.kind) {
+        case 'executable':
+          await write(payloadName, file.payloadChunks(blob));
+          blobs.push({ type: 'POPLAR_EXECUTABLE', name: blob.name, file: payloadName, ...(blob.compressed ? { compress: true } : {}) });
+          break;
+        case 'metadata':
+          blobs.push({ type: 'METADATA', metadata: await file.readMetadata(blob) });
+          break;
+        case 'tensor':
+          await write(payloadName, file.payloadChunks(blob));
+          blobs.push({ type: 'DATA_TENSOR', name: blob.name, tensorInfo: blob.tensorInfo, file: payloadName });
+          break;
+        case 'feed':
+          await write(payloadName, file.payloadChunks(blob));
+          blobs.push({ type: 'DATA_FEED', name: blob.name, tensorInfo: blob.tensorInfo, sampleCount: blob.sampleCount, file: payloadName });
+          break;
+        case 'opaque':
+          await write(payloadName, file.payloadChunks(blob));
+          blobs.push({ type: 'OPAQUE', name: blob.name, executable: blob.executable, file: payloadName });
+          break;
+        case 'unknown': {
+          const descriptorName = `${stem}.descriptor.bin`;
+          const descriptor = await file.source.read(blob.descriptorOffset, blob.descriptorLength, 'blob descriptor');
+          await writeFile(join(staging, descriptorName), descriptor, { flag: 'wx' });
+          files.push(descriptorName);
+          await write(payloadName, file.storedChunks(blob));
+          blobs.push({ type: 'RAW', typeCode: blob.typeCode, version: blob.version, codec: blob.codec, descriptorFile: descriptorName, file: payloadName });
+          break;
+        }
+      }
+      options.onBlob?.(blob.index, blob);
+    }
+    flushEnds(Infinity);
+    const manifest: Manifest = { format: MANIFEST_FORMAT, version: MANIFEST_VERSION, blobs };
+    await writeFile(join(staging, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`, { flag: 'wx' }).catch((error: unknown) => {
+      throw ioError(error, join(outDir, 'manifest.json'), 'write the manifest');
+    });
+    await moveIntoPlace(staging, outDir, existing);
+    return { manifest, files: ['manifest.json', ...files] };
+  } catch (error) {
+    await rm(staging, { recursive: true, force: true });
+    throw error;
+  } finally {
+    await file.close();
+  }
+}
+
+async function moveIntoPlace(staging: string, outDir: string, replace: boolean): Promise<void> {
+  try {
+    if (replace) {
+      const old = `${staging}.old`;
+      await rename(outDir, old);
+      await rename(staging, outDir);
+      await rm(old, { recursive: true, force: true });
+    } else {
+      await rename(staging, outDir);
+    }
+  } catch (error) {
+    throw ioError(error, outDir, 'move the output directory into place');
+  }
+}

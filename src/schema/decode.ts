@@ -1,0 +1,159 @@
+import { ByteBuffer } from 'flatbuffers';
+import { ErrorCode, PopefError } from '../errors.js';
+import { DESCRIPTOR_IDENTIFIER, Limits, METADATA_IDENTIFIER } from '../format/constants.js';
+import { BlobDescriptor as FbBlobDescriptor } from './generated/popef/open/blob-descriptor.js';
+import { Metadata as FbMetadata } from './generated/popef/open/metadata.js';
+import type { TensorInfo as FbTensorInfo } from './generated/popef/open/tensor-info.js';
+import { DATA_TYPES, TENSOR_TYPES, type Anchor, type Metadata, type Option, type TensorInfo } from './model.js';
+import { verifyBuffer } from './verify.js';
+
+/**
+ * The only seam between generated FlatBuffers accessors and the domain
+ * model: verify, then read into plain objects, checking every value that
+ * the type system of the wire format does not (enum ranges, signs, limits).
+ */
+
+export interface DecodeWhere {
+  readonly file: string;
+  /** Absolute offset of the buffer in the file. */
+  readonly offset: number;
+}
+
+/** Descriptor fields as stored; which ones matter depends on the blob type. */
+export interface RawDescriptor {
+  readonly name: string;
+  readonly executable: string;
+  readonly tensorInfo: TensorInfo | undefined;
+  readonly sampleCount: bigint;
+  readonly uncompressedSize: bigint;
+}
+
+class Decoder {
+  constructor(private readonly where: DecodeWhere, private readonly what: string) {}
+
+  fail(field: string, message: string): never {
+    throw new PopefError(ErrorCode.BadFlatBuffer, `${this.what}: ${message}`, {
+      file: this.where.file,
+      offset: this.where.offset,
+      field,
+      suggestion: 'the file is damaged or was written by a newer tool',
+    });
+  }
+
+  count(field: string, value: number, limit: number): number {
+    if (value > limit) {
+      throw new PopefError(ErrorCode.LimitExceeded, `${this.what}: ${field} has ${value} entries, more than the limit of ${limit}`, {
+        file: this.where.file,
+        offset: this.where.offset,
+        field,
+      });
+    }
+    return value;
+  }
+
+  int(field: string, value: bigint): number {
+    if (value < 0n) this.fail(field, `must not be negative (is ${value})`);
+    if (value > BigInt(Number.MAX_SAFE_INTEGER)) this.fail(field, `is ${value}, too large to represent exactly`);
+    return Number(value);
+  }
+
+  tensorInfo(field: string, info: FbTensorInfo | null): TensorInfo {
+    if (info === null) this.fail(field, 'tensor info is missing');
+    const code = info.dataType() as number;
+    const dtype = DATA_TYPES[code];
+    if (dtype === undefined) this.fail(`${field}.data_type`, `unknown data type code ${code}`);
+    const rank = this.count(`${field}.shape`, info.shapeLength(), Limits.maxRank);
+    const shape: number[] = [];
+    for (let i = 0; i < rank; i++) shape.push(this.int(`${field}.shape[${i}]`, info.shape(i) ?? 0n));
+    return { dtype, shape };
+  }
+
+  u32List(field: string, length: number, get: (i: number) => number | null): number[] {
+    const n = this.count(field, length, Limits.maxPrograms);
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) out.push(get(i) ?? 0);
+    return out;
+  }
+}
+
+export function decodeMetadata(bytes: Uint8Array, where: DecodeWhere): Metadata {
+  verifyBuffer(bytes, 'Metadata', METADATA_IDENTIFIER, { file: where.file, base: where.offset, what: 'metadata' });
+  const d: Decoder = new Decoder(where, 'metadata');
+  const fb = FbMetadata.getRootAsMetadata(new ByteBuffer(bytes));
+
+  const anchorCount = d.count('anchors', fb.anchorsLength(), Limits.maxAnchors);
+  const anchors: Anchor[] = [];
+  for (let i = 0; i < anchorCount; i++) {
+    const a = fb.anchors(i);
+    const field = `anchors[${i}]`;
+    if (a === null) d.fail(field, 'anchor is missing');
+    const typeCode = a.type() as number;
+    const type = TENSOR_TYPES[typeCode];
+    if (type === undefined) d.fail(`${field}.type`, `unknown tensor type code ${typeCode}`);
+    anchors.push({
+      name: a.name() ?? '',
+      handle: a.handle() ?? '',
+      tensorInfo: d.tensorInfo(`${field}.tensor_info`, a.tensorInfo()),
+      isPerReplica: a.isPerReplica(),
+      type,
+      programs: d.u32List(`${field}.programs`, a.programsLength(), (k) => a.programs(k)),
+    });
+  }
+
+  const flow = fb.programFlow();
+  const programFlow = {
+    load: flow === null ? [] : d.u32List('program_flow.load', flow.loadLength(), (k) => flow.load(k)),
+    main: flow === null ? [] : d.u32List('program_flow.main', flow.mainLength(), (k) => flow.main(k)),
+    save: flow === null ? [] : d.u32List('program_flow.save', flow.saveLength(), (k) => flow.save(k)),
+  };
+
+  const mapCount = d.count('programs_map', fb.programsMapLength(), Limits.maxPrograms);
+  const programsMap = [];
+  for (let i = 0; i < mapCount; i++) {
+    const entry = fb.programsMap(i);
+    if (entry === null) d.fail(`programs_map[${i}]`, 'entry is missing');
+    programsMap.push({ index: entry.index(), name: entry.name() ?? '' });
+  }
+
+  const options = (field: string, length: number, get: (i: number) => { name(): string | null; value(): string | null } | null): Option[] => {
+    const n = d.count(field, length, Limits.maxOptions);
+    const out: Option[] = [];
+    for (let i = 0; i < n; i++) {
+      const o = get(i);
+      if (o === null) d.fail(`${field}[${i}]`, 'option is missing');
+      out.push({ name: o.name() ?? '', value: o.value() ?? '' });
+    }
+    return out;
+  };
+
+  return {
+    executable: fb.executable() ?? '',
+    anchors,
+    programFlow,
+    programsMap,
+    replicationFactor: d.int('replication_factor', fb.replicationFactor()),
+    numIpus: d.int('num_ipus', fb.numIpus()),
+    ipuVersion: d.int('ipu_version', fb.ipuVersion()),
+    isPOD: fb.isPod(),
+    numProcesses: d.int('num_processes', fb.numProcesses()),
+    isInference: fb.isInference(),
+    deviceIterations: d.int('device_iterations', fb.deviceIterations()),
+    seedHandle: fb.seedHandle() ?? '',
+    engineOptions: options('engine_options', fb.engineOptionsLength(), (i) => fb.engineOptions(i)),
+    deviceOptions: options('device_options', fb.deviceOptionsLength(), (i) => fb.deviceOptions(i)),
+  };
+}
+
+export function decodeDescriptor(bytes: Uint8Array, where: DecodeWhere): RawDescriptor {
+  verifyBuffer(bytes, 'BlobDescriptor', DESCRIPTOR_IDENTIFIER, { file: where.file, base: where.offset, what: 'blob descriptor' });
+  const d: Decoder = new Decoder(where, 'blob descriptor');
+  const fb = FbBlobDescriptor.getRootAsBlobDescriptor(new ByteBuffer(bytes));
+  const info = fb.tensorInfo();
+  return {
+    name: fb.name() ?? '',
+    executable: fb.executable() ?? '',
+    tensorInfo: info === null ? undefined : d.tensorInfo('tensor_info', info),
+    sampleCount: fb.sampleCount(),
+    uncompressedSize: fb.uncompressedSize(),
+  };
+}
