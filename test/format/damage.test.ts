@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { describe, it } from 'node:test';
+import { MemorySource, ModelSet, PopefError } from '../../src/index.js';
+import { fixture, fixtureManifest } from '../helpers.js';
+
+/** Opens bytes as a one-file model set and reads every byte of every blob. */
+async function openAndVerify(bytes: Uint8Array): Promise<void> {
+  const set = await ModelSet.open([new MemorySource(bytes, 'damaged.popef')]);
+  try {
+    for (const blob of set.blobs) await set.fileOf(blob).verifyBlob(blob);
+  } finally {
+    await set.close();
+  }
+}
+
+async function expectTypedError(bytes: Uint8Array, what: string): Promise<void> {
+  try {
+    await openAndVerify(bytes);
+  } catch (error) {
+    if (error instanceof PopefError) {
+      assert.equal(error.file, 'damaged.popef');
+      return;
+    }
+    assert.fail(`${what}: expected a PopefError, got ${String(error)}`);
+  }
+  assert.fail(`${what}: damaged bytes were accepted`);
+}
+
+// Single-file fixtures that open cleanly on their own.
+const valid = (await fixtureManifest()).filter((f) => f.expect.ok && f.with === undefined && f.expect.models > 0);
+
+describe('truncation at every byte offset', () => {
+  for (const entry of valid) {
+    it(`${entry.path}: every proper prefix gives a typed error`, async () => {
+      const bytes = new Uint8Array(await readFile(fixture(entry.path)));
+      for (let cut = 0; cut < bytes.byteLength; cut++) {
+        await expectTypedError(bytes.subarray(0, cut), `cut at ${cut}`);
+      }
+    });
+  }
+});
+
+describe('single-byte changes, with verification', () => {
+  for (const path of ['mnist/executable.popef', 'compressed/executable.popef', 'weights/executable.popef', 'feed/executable.popef']) {
+    it(`${path}: every byte changed (two ways) is reported`, async () => {
+      const original = new Uint8Array(await readFile(fixture(path)));
+      for (let at = 0; at < original.byteLength; at++) {
+        for (const mask of [0x01, 0xff]) {
+          const bytes = original.slice();
+          bytes[at] = (bytes[at] ?? 0) ^ mask;
+          await expectTypedError(bytes, `byte ${at} ^ ${mask}`);
+        }
+      }
+    });
+  }
+});

@@ -1,0 +1,61 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { main } from '../src/cli/main.js';
+import type { CliIo } from '../src/cli/io.js';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const FIXTURES = join(ROOT, 'fixtures');
+
+export function fixture(path: string): string {
+  return join(FIXTURES, path);
+}
+
+export interface FixtureEntry {
+  path: string;
+  description: string;
+  origin: string;
+  with?: string[];
+  expect:
+    | { ok: true; models: number; blobs: number; warnings?: string[] }
+    | { ok: false; code: string; offset?: number; field?: string; onlyWithVerify?: boolean };
+}
+
+export async function fixtureManifest(): Promise<FixtureEntry[]> {
+  const parsed = JSON.parse(await readFile(fixture('manifest.json'), 'utf8')) as { fixtures: FixtureEntry[] };
+  return parsed.fixtures;
+}
+
+/** A temporary directory, removed by the returned cleanup. */
+export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'popef-test-'));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI in-process with captured output, colour off, in `cwd`. */
+export async function runCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIo = {
+    stdout: (t) => {
+      stdout += t;
+    },
+    stderr: (t) => {
+      stderr += t;
+    },
+    stdoutIsTTY: false,
+    stderrIsTTY: false,
+    env: options.env ?? {},
+    cwd: options.cwd ?? ROOT,
+    signal: new AbortController().signal,
+  };
+  const code = await main(args, io);
+  return { code, stdout, stderr };
+}
