@@ -152,7 +152,8 @@ export class PopefFile {
     const padLength = blob.offset + blob.totalSize - padStart;
     if (padLength > 0) checkZero(await this.source.read(padStart, padLength, 'payload padding'), this.name, padStart, 'payload padding');
     if (blob.codec !== Codec.NONE && blob.kind === 'executable') {
-      for await (const chunk of this.payloadChunks(blob)) void chunk;
+      // Inflating to the end checks the zlib stream, its Adler-32 and the length.
+      for await (const chunk of this.payloadChunks(blob)) crc32(chunk);
     }
     if (blob.kind === 'metadata') await this.readMetadata(blob);
   }
@@ -216,7 +217,7 @@ async function walk(source: ByteSource, name: string): Promise<Walked> {
     if (header.minor > LAYOUT_MINOR) {
       warnings.push({
         code: 'W_NEWER_MINOR_VERSION',
-        message: `blob layout version ${header.version} is newer than ${`1.${LAYOUT_MINOR}`}; fields added since are ignored`,
+        message: `blob layout version ${header.version} is newer than 1.${LAYOUT_MINOR}; fields added since are ignored`,
         file: name,
         offset,
       });

@@ -76,7 +76,7 @@ export class PopefWriter {
         suggestion: 'use --force to overwrite it, or choose another name',
       });
     }
-    const tempPath = join(dirname(path), `.${basename(path)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+    const tempPath = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
     let handle: FileHandle;
     try {
       handle = await open(tempPath, 'wx');

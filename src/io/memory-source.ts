@@ -14,12 +14,10 @@ export class MemorySource implements ByteSource {
   }
 
   read(offset: number, length: number, field: string): Promise<Uint8Array> {
-    try {
+    return new Promise((resolve) => {
       checkRange(this.name, this.size, offset, length, field);
-    } catch (error) {
-      return Promise.reject(error as Error);
-    }
-    return Promise.resolve(this.bytes.subarray(offset, offset + length));
+      resolve(this.bytes.subarray(offset, offset + length));
+    });
   }
 
   close(): Promise<void> {

@@ -39,7 +39,7 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
     });
   }
   const file = await PopefFile.open(path);
-  const staging = join(dirname(outDir), `.${basename(outDir)}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+  const staging = join(dirname(outDir), `.${basename(outDir)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     await mkdir(staging).catch((error: unknown) => {
       throw ioError(error, outDir, 'create the output directory');

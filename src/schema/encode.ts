@@ -6,8 +6,10 @@ import { Metadata as FbMetadata } from './generated/popef/open/metadata.js';
 import { Option as FbOption } from './generated/popef/open/option.js';
 import { ProgramFlow as FbProgramFlow } from './generated/popef/open/program-flow.js';
 import { ProgramName as FbProgramName } from './generated/popef/open/program-name.js';
+import { DataType as FbDataType } from './generated/popef/open/data-type.js';
 import { TensorInfo as FbTensorInfo } from './generated/popef/open/tensor-info.js';
-import { DATA_TYPES, TENSOR_TYPES, type Metadata, type Option, type TensorInfo } from './model.js';
+import { TensorType as FbTensorType } from './generated/popef/open/tensor-type.js';
+import type { Metadata, Option, TensorInfo } from './model.js';
 import type { RawDescriptor } from './decode.js';
 
 /**
@@ -18,7 +20,8 @@ import type { RawDescriptor } from './decode.js';
 
 function tensorInfo(b: Builder, info: TensorInfo): number {
   const shape = FbTensorInfo.createShapeVector(b, info.shape.map((d) => BigInt(d)));
-  return FbTensorInfo.createTensorInfo(b, DATA_TYPES.indexOf(info.dtype), shape);
+  // Domain names equal the generated enum's member names (both follow the .fbs).
+  return FbTensorInfo.createTensorInfo(b, FbDataType[info.dtype], shape);
 }
 
 function optionList(b: Builder, options: readonly Option[]): number {
@@ -39,7 +42,7 @@ export function encodeMetadata(m: Metadata): Uint8Array {
     FbAnchor.addHandle(b, handle);
     FbAnchor.addTensorInfo(b, info);
     FbAnchor.addIsPerReplica(b, a.isPerReplica);
-    FbAnchor.addType(b, TENSOR_TYPES.indexOf(a.type));
+    FbAnchor.addType(b, FbTensorType[a.type]);
     FbAnchor.addPrograms(b, programs);
     return FbAnchor.endAnchor(b);
   });

@@ -86,7 +86,7 @@ describe('writer -> reader round trips', () => {
     try {
       const path = join(dir, 's.popef');
       const w = await PopefWriter.create(path);
-      async function* chunks(): AsyncGenerator<Uint8Array> {
+      function* chunks(): Generator<Uint8Array> {
         for (let i = 0; i < 10; i++) yield new Uint8Array(1000).fill(i);
       }
       await w.writeExecutable('e', chunks());
@@ -192,6 +192,10 @@ describe('writer safety', () => {
     try {
       const w = await PopefWriter.create(join(dir, 'v.popef'));
       await assert.rejects(w.writeExecutable('', new Uint8Array(1)), /executable name must not be empty/);
+      // A rejected argument writes nothing and leaves the writer usable.
+      await w.writeExecutable('fine', new Uint8Array(1));
+      await w.abort();
+      assert.deepEqual(await readdir(dir), []);
     } finally {
       await cleanup();
     }
@@ -202,7 +206,7 @@ describe('writer safety', () => {
     try {
       const controller = new AbortController();
       const w = await PopefWriter.create(join(dir, 'i.popef'), { signal: controller.signal });
-      async function* chunks(): AsyncGenerator<Uint8Array> {
+      function* chunks(): Generator<Uint8Array> {
         yield new Uint8Array(10);
         controller.abort();
         yield new Uint8Array(10);
