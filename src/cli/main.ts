@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { isPopefError } from '../errors.js';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.js';
 import type { CliIo } from './io.js';
+import { reportError } from './report-error.js';
 import { VERSION } from './version.js';
 
 /** A command's handler: does the work, writes through io, returns the exit code. */
@@ -43,8 +44,7 @@ function report(error: unknown, io: CliIo): number {
     return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Error;
   }
   if (isPopefError(error)) {
-    io.stderr(`popef: error: ${error.describe()}\n`);
-    if (error.suggestion !== undefined) io.stderr(`  hint: ${error.suggestion}\n`);
+    reportError(error, io);
     return ExitCode.Error;
   }
   const e = error instanceof Error ? error : new Error(String(error));

@@ -19,26 +19,27 @@ export class FileSource implements ByteSource {
     this.size = size;
   }
 
-  static async open(path: string): Promise<FileSource> {
+  /** Opens `path`; `name` (default: the path) is what messages call the file. */
+  static async open(path: string, name = path): Promise<FileSource> {
     let handle: FileHandle;
     try {
       handle = await open(path, 'r');
     } catch (error) {
-      throw ioError(error, path, 'open the file');
+      throw ioError(error, name, 'open the file');
     }
     try {
       const stat = await handle.stat();
       if (!stat.isFile()) {
         throw new PopefError(ErrorCode.Io, 'not a regular file', {
-          file: path,
+          file: name,
           suggestion: 'give the path of a .popef file',
         });
       }
-      return new FileSource(path, handle, stat.size);
+      return new FileSource(name, handle, stat.size);
     } catch (error) {
       await handle.close();
       if (error instanceof PopefError) throw error;
-      throw ioError(error, path, 'read the file');
+      throw ioError(error, name, 'read the file');
     }
   }
 

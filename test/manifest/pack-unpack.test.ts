@@ -74,7 +74,7 @@ describe('popef unpack errors', () => {
       await writeFile(join(dir, 'out/keep'), 'x');
       const r = await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'out')]);
       assert.equal(r.code, 2);
-      assert.match(r.stderr, /output directory already exists\n {2}hint: use --force/);
+      assert.match(r.stderr, /output directory already exists \[E_EXISTS\]\n {2}hint: use --force/);
       assert.deepEqual(await readdir(join(dir, 'out')), ['keep']);
       const forced = await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'out'), '--force']);
       assert.equal(forced.code, 0, forced.stderr);

@@ -1,11 +1,13 @@
 import type { Command } from 'commander';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
+import { registerDump } from './dump.js';
 import { registerPack } from './pack.js';
 import { registerUnpack } from './unpack.js';
 
 /** Adds every command to the program. Each command's work is imported lazily by its handler. */
 export function register(program: Command, io: CliIo, run: (handler: Handler) => void): void {
+  registerDump(program, io, run);
   registerPack(program, io, run);
   registerUnpack(program, io, run);
 }

@@ -1,0 +1,96 @@
+import { ModelSet } from '../../format/model-set.js';
+import { PopefFile } from '../../format/reader.js';
+import { buildReport, type VerifyReport } from '../../inspect/report.js';
+import { verifyModelSet } from '../../inspect/verify.js';
+import { FileSource } from '../../io/file-source.js';
+import { chooseColour } from '../../present/colour.js';
+import { renderDumpMarkdown } from '../../present/dump-markdown.js';
+import { renderDumpText, type TextSections } from '../../present/dump-text.js';
+import { progressBar } from '../../present/progress.js';
+import { ExitCode } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
+import { reportError } from '../report-error.js';
+
+export interface DumpOptions {
+  readonly userAnchors?: boolean;
+  readonly metadata?: boolean;
+  readonly all?: boolean;
+  readonly blobs?: boolean;
+  readonly json?: boolean;
+  readonly markdown?: boolean;
+  readonly verify?: boolean;
+}
+
+function sectionsFor(o: DumpOptions): TextSections {
+  if (o.all === true) return { metadata: 'full', anchors: 'all', blobs: true, data: true };
+  const any = o.userAnchors === true || o.metadata === true || o.blobs === true;
+  if (!any) return { metadata: 'summary', anchors: 'user', blobs: false, data: false };
+  return {
+    metadata: o.metadata === true ? 'full' : 'none',
+    anchors: o.userAnchors === true ? 'user' : 'none',
+    blobs: o.blobs === true,
+    data: false,
+  };
+}
+
+/**
+ * `popef dump`: opens each file on its own (so one bad file does not hide
+ * the others), reads the good ones as one model set, renders the chosen
+ * view. Any error is printed and makes the exit code 2, after the report of
+ * what could be read.
+ */
+export async function dumpFiles(
+  files: readonly { path: string; name: string }[],
+  options: DumpOptions,
+  colourFlag: boolean | undefined,
+  io: CliIo,
+): Promise<number> {
+  if (options.json === true && options.markdown === true) {
+    io.stderr('popef: error: --json and --markdown are exclusive: choose one output format\n');
+    return ExitCode.Error;
+  }
+  let failed = false;
+  const opened: PopefFile[] = [];
+  for (const f of files) {
+    try {
+      opened.push(await PopefFile.open(await FileSource.open(f.path, f.name)));
+    } catch (error) {
+      failed = true;
+      reportError(error, io);
+    }
+  }
+  if (opened.length === 0) return ExitCode.Error;
+  let set: ModelSet;
+  try {
+    set = await ModelSet.fromFiles(opened);
+  } catch (error) {
+    await Promise.all(opened.map((f) => f.close()));
+    reportError(error, io);
+    return ExitCode.Error;
+  }
+  try {
+    let verify: VerifyReport | null = null;
+    if (options.verify === true) {
+      const total = set.files.reduce((sum, f) => sum + f.size, 0);
+      const bar = progressBar(io, 'verifying', total);
+      const outcome = await verifyModelSet(set, (done, all) => bar.update(done, all));
+      bar.finish();
+      verify = outcome.report;
+      for (const error of outcome.errors) reportError(error, io);
+      if (outcome.errors.length > 0) failed = true;
+    }
+    const report = buildReport(set, verify);
+    if (options.json === true) {
+      io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+    } else if (options.markdown === true) {
+      io.stdout(renderDumpMarkdown(report));
+    } else {
+      const colour = chooseColour({ flag: colourFlag, env: io.env, isTTY: io.stdoutIsTTY });
+      io.stdout(renderDumpText(report, sectionsFor(options), colour));
+    }
+    for (const w of set.warnings) io.stderr(`popef: warning: ${w.file}: offset ${w.offset}: ${w.message}\n`);
+  } finally {
+    await set.close();
+  }
+  return failed ? ExitCode.Error : ExitCode.Ok;
+}

@@ -1,0 +1,39 @@
+import type { CliIo } from '../cli/io.js';
+
+/** Files above this size get a progress bar when verified on a terminal. */
+export const PROGRESS_THRESHOLD = 256 * 1024 * 1024;
+
+export interface Progress {
+  update(done: number, total: number): void;
+  finish(): void;
+}
+
+const NONE: Progress = { update: () => undefined, finish: () => undefined };
+
+/**
+ * A one-line progress bar on stderr, only on a terminal and only for work
+ * above the threshold; redrawn at most ten times a second. Piped output
+ * never sees it.
+ */
+export function progressBar(io: CliIo, label: string, total: number, threshold = PROGRESS_THRESHOLD): Progress {
+  if (!io.stderrIsTTY || total < threshold) return NONE;
+  let last = 0;
+  const draw = (done: number): void => {
+    const width = 30;
+    const fraction = total === 0 ? 1 : Math.min(1, done / total);
+    const filled = Math.round(fraction * width);
+    io.stderr(`\r${label} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(fraction * 100).toFixed(0).padStart(3)}%`);
+  };
+  return {
+    update(done) {
+      const now = Date.now();
+      if (now - last < 100) return;
+      last = now;
+      draw(done);
+    },
+    finish() {
+      draw(total);
+      io.stderr('\n');
+    },
+  };
+}
