@@ -3,7 +3,7 @@ import { isPopefError } from '../errors.js';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { reportError } from './report-error.js';
-import { VERSION } from './version.js';
+import { VERSION } from '../version.js';
 
 /** A command's handler: does the work, writes through io, returns the exit code. */
 export type Handler = () => Promise<number>;

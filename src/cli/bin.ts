@@ -1,0 +1,19 @@
+import { main } from './main.js';
+import { processIo } from './io.js';
+
+/**
+ * The process entry (bundled into dist/popef.mjs): turns Ctrl-C into a
+ * cooperative abort, so that partial outputs are removed, and sets the exit
+ * code. A second Ctrl-C exits at once.
+ */
+export async function runProcess(): Promise<void> {
+  const controller = new AbortController();
+  let interrupted = false;
+  process.on('SIGINT', () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    controller.abort();
+  });
+  process.exitCode = await main(process.argv.slice(2), processIo(controller.signal));
+  if (interrupted) process.exitCode = 130;
+}

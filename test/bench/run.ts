@@ -1,0 +1,130 @@
+/**
+ * Benchmarks for the figures the issues name. Prints figures; asserts
+ * nothing (timed assertions do not belong in unit tests). Run: npm run bench
+ * (after npm run build). Needs about 5.5 GiB of free disk in the temp dir.
+ *
+ * - open + metadata of a 4 GiB PopEF vs a 4 MiB one (library, in process);
+ * - popef dump (text and --json) of both files vs `node -e ""`, with peak RSS;
+ * - popef pack of a 1 GiB payload vs cp of the same bytes, with peak RSS.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ModelSet, PopefWriter, emptyMetadata, type Anchor } from '../../src/index.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = join(ROOT, 'bin/popef.js');
+const RSS_HOOK = join(ROOT, 'test/bench/max-rss.mjs');
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+const dir = await mkdtemp(join(tmpdir(), 'popef-bench-'));
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? NaN;
+}
+
+/** Runs a command `runs` times; returns the median wall time (ms) and the largest peak RSS (MiB). */
+async function measure(cmd: string, args: string[], runs: number, node = false): Promise<{ ms: number; rssMiB: number }> {
+  const times: number[] = [];
+  const rssFile = join(dir, 'rss.txt');
+  await writeFile(rssFile, '');
+  for (let i = 0; i < runs; i++) {
+    const start = process.hrtime.bigint();
+    const r = spawnSync(cmd, node ? ['--import', RSS_HOOK, ...args] : args, {
+      env: { ...process.env, BENCH_RSS_FILE: rssFile },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr.toString()}`);
+  }
+  const rss = (await readFile(rssFile, 'utf8')).split('\n').filter(Boolean).map(Number);
+  return { ms: median(times), rssMiB: rss.length > 0 ? Math.max(...rss) / 1024 : NaN };
+}
+
+/** Writes a model with an executable of `size` bytes (streamed, never whole in memory) and realistic metadata. */
+async function makeModel(path: string, size: number): Promise<void> {
+  const chunk = new Uint8Array(16 * MiB).map((_, i) => (i * 2654435761) >>> 24);
+  async function* body(): AsyncGenerator<Uint8Array> {
+    for (let left = size; left > 0; left -= chunk.byteLength) yield left >= chunk.byteLength ? chunk : chunk.subarray(0, left);
+    await Promise.resolve();
+  }
+  const anchors: Anchor[] = [];
+  for (let i = 0; i < 200; i++) {
+    anchors.push({ name: `input/${i}`, handle: `h2d_input/${i}`, tensorInfo: { dtype: 'F16', shape: [8, 384, 1024] }, isPerReplica: false, type: 'INPUT', programs: [5] });
+  }
+  const w = await PopefWriter.create(path, { force: true });
+  await w.writeExecutable('bench', body());
+  await w.writeMetadata({ ...emptyMetadata('bench'), anchors, programFlow: { load: [0], main: [5], save: [] } });
+  await w.close();
+}
+
+async function openTimes(path: string, runs: number): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const start = process.hrtime.bigint();
+    const set = await ModelSet.open([path]);
+    if (set.models[0]?.metadata?.anchors.length !== 200) throw new Error('metadata not read');
+    await set.close();
+    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  return median(times);
+}
+
+const fmt = (n: number, digits = 2): string => n.toFixed(digits);
+
+try {
+  const small = join(dir, 'small.popef');
+  const big = join(dir, 'big.popef');
+  console.log('writing a 4 MiB and a 4 GiB model...');
+  await makeModel(small, 4 * MiB);
+  let start = process.hrtime.bigint();
+  await makeModel(big, 4 * GiB);
+  const writeS = Number(process.hrtime.bigint() - start) / 1e9;
+  console.log(`  4 GiB written by PopefWriter in ${fmt(writeS, 1)} s (${fmt(4096 / writeS, 0)} MiB/s)`);
+
+  console.log('\n[issue 2] open + read all metadata (library, median of 50)');
+  await openTimes(small, 5);
+  const tSmall = await openTimes(small, 50);
+  const tBig = await openTimes(big, 50);
+  console.log(`  4 MiB: ${fmt(tSmall, 3)} ms   4 GiB: ${fmt(tBig, 3)} ms   ratio ${fmt(tBig / tSmall)} (target <= 1.10)`);
+  const openRss = await measure(process.execPath, ['-e', `import('${join(ROOT, 'dist/index.js')}').then(async (m) => { const s = await m.ModelSet.open(['${big}']); await s.close(); })`], 3, true);
+  console.log(`  peak RSS of a process that opens the 4 GiB file with the built library: ${fmt(openRss.rssMiB, 1)} MiB (target < 80)`);
+
+  console.log('\n[issue 3] popef dump (CLI, median of 10)');
+  const baseline = await measure(process.execPath, ['-e', ''], 10, true);
+  console.log(`  node -e "": ${fmt(baseline.ms, 1)} ms, ${fmt(baseline.rssMiB, 1)} MiB`);
+  for (const flags of [[], ['--json']]) {
+    const s = await measure(process.execPath, [BIN, 'dump', ...flags, small], 10, true);
+    const b = await measure(process.execPath, [BIN, 'dump', ...flags, big], 10, true);
+    const label = flags.length === 0 ? 'default' : flags.join(' ');
+    console.log(
+      `  dump ${label}: 4 MiB ${fmt(s.ms, 1)} ms, 4 GiB ${fmt(b.ms, 1)} ms (x${fmt(b.ms / baseline.ms)} of node -e, target <= 1.5; ` +
+        `4 GiB/4 MiB ${fmt(b.ms / s.ms)}, target <= 1.10), peak RSS ${fmt(b.rssMiB, 1)} MiB (target < 80)`,
+    );
+  }
+
+  console.log('\n[issue 2] popef pack of a 1 GiB payload vs cp (median of 3)');
+  const payload = join(dir, 'payload.bin');
+  {
+    const w = await import('node:fs').then((fs) => fs.createWriteStream(payload));
+    const block = new Uint8Array(4 * MiB).map((_, i) => (i * 40503) >>> 8);
+    for (let i = 0; i < 256; i++) if (!w.write(block)) await new Promise((r) => w.once('drain', r));
+    await new Promise((r) => w.end(r));
+  }
+  await rm(big);
+  await writeFile(join(dir, 'manifest.json'), JSON.stringify({ format: 'popef-open-manifest', version: 1, blobs: [{ type: 'POPLAR_EXECUTABLE', name: 'bench', file: 'payload.bin' }] }));
+  spawnSync('cat', [payload], { stdio: ['ignore', 'ignore', 'ignore'] }); // warm the page cache for both
+  const cp = await measure('cp', [payload, join(dir, 'copy.bin')], 3);
+  const pack = await measure(process.execPath, [BIN, 'pack', '--force', join(dir, 'manifest.json'), '-o', join(dir, 'packed.popef')], 3, true);
+  start = process.hrtime.bigint();
+  console.log(`  cp: ${fmt(cp.ms, 0)} ms (${fmt(1024 / (cp.ms / 1000), 0)} MiB/s)`);
+  console.log(
+    `  pack: ${fmt(pack.ms, 0)} ms (${fmt(1024 / (pack.ms / 1000), 0)} MiB/s) = ${fmt(cp.ms / pack.ms)} of cp's throughput (target >= 0.5), peak RSS ${fmt(pack.rssMiB, 1)} MiB (target < 150)`,
+  );
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
