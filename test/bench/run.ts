@@ -8,6 +8,8 @@
  * - popef pack of a 1 GiB payload vs cp of the same bytes, with peak RSS.
  */
 import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,10 +112,11 @@ try {
   console.log('\n[issue 2] popef pack of a 1 GiB payload vs cp (median of 3)');
   const payload = join(dir, 'payload.bin');
   {
-    const w = await import('node:fs').then((fs) => fs.createWriteStream(payload));
+    const w = createWriteStream(payload);
     const block = new Uint8Array(4 * MiB).map((_, i) => (i * 40503) >>> 8);
-    for (let i = 0; i < 256; i++) if (!w.write(block)) await new Promise((r) => w.once('drain', r));
-    await new Promise((r) => w.end(r));
+    for (let i = 0; i < 256; i++) if (!w.write(block)) await once(w, 'drain');
+    w.end();
+    await once(w, 'finish');
   }
   await rm(big);
   await writeFile(join(dir, 'manifest.json'), JSON.stringify({ format: 'popef-open-manifest', version: 1, blobs: [{ type: 'POPLAR_EXECUTABLE', name: 'bench', file: 'payload.bin' }] }));
