@@ -54,7 +54,7 @@ export default tseslint.config(
   restrictImports(['src/schema/**/*.ts'], [], { presentation: true, upward: true, generated: false }),
   restrictImports(['src/cli/**/*.ts', 'src/present/**/*.ts'], [], { presentation: false, upward: false, generated: true }),
   {
-    files: ['**/*.js'],
+    files: ['**/*.js', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { parserOptions: { projectService: false }, globals: { process: 'readonly', AbortController: 'readonly' } },
   },

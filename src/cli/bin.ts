@@ -15,5 +15,5 @@ export async function runProcess(): Promise<void> {
     controller.abort();
   });
   process.exitCode = await main(process.argv.slice(2), processIo(controller.signal));
-  if (interrupted) process.exitCode = 130;
+  if (controller.signal.aborted) process.exitCode = 130;
 }
