@@ -28,6 +28,8 @@ export const ErrorCode = {
   InvalidInput: 'E_INVALID_INPUT',
   /** A manifest (pack/unpack) fails its schema or refers to missing files. */
   Manifest: 'E_MANIFEST',
+  /** A text file (config.pbtxt, JSON) does not parse. */
+  Parse: 'E_PARSE',
   /** The operating system refused a read or write. */
   Io: 'E_IO',
   /** The destination exists and overwriting was not allowed. */
@@ -38,7 +40,11 @@ export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 /** Where in which file a problem was found. All parts are optional. */
 export interface ErrorLocation {
   readonly file?: string;
+  /** Byte offset, for binary files. */
   readonly offset?: number;
+  /** 1-based line and column, for text files. */
+  readonly line?: number;
+  readonly column?: number;
   readonly field?: string;
 }
 
@@ -52,6 +58,8 @@ export class PopefError extends Error {
   readonly code: ErrorCode;
   readonly file: string | undefined;
   readonly offset: number | undefined;
+  readonly line: number | undefined;
+  readonly column: number | undefined;
   readonly field: string | undefined;
   readonly suggestion: string | undefined;
 
@@ -61,6 +69,8 @@ export class PopefError extends Error {
     this.code = code;
     this.file = options.file;
     this.offset = options.offset;
+    this.line = options.line;
+    this.column = options.column;
     this.field = options.field;
     this.suggestion = options.suggestion;
   }
@@ -71,16 +81,19 @@ export class PopefError extends Error {
     return new PopefError(this.code, this.message, {
       file,
       offset: this.offset,
+      line: this.line,
+      column: this.column,
       field: this.field,
       suggestion: this.suggestion,
       cause: this.cause,
     });
   }
 
-  /** "file: offset N: field: message", the one-line form the CLI prints. */
+  /** "file: offset N: field: message" (or "file:line:column: ..."), the one-line form the CLI prints. */
   describe(): string {
     const where: string[] = [];
-    if (this.file !== undefined) where.push(this.file);
+    const position = this.line === undefined ? '' : `:${this.line}:${this.column ?? 0}`;
+    if (this.file !== undefined || position !== '') where.push(`${this.file ?? ''}${position}`);
     if (this.offset !== undefined) where.push(`offset ${this.offset}`);
     if (this.field !== undefined) where.push(this.field);
     const head = where.length > 0 ? `${where.join(': ')}: ` : '';
@@ -93,6 +106,8 @@ export class PopefError extends Error {
       message: this.message,
       file: this.file,
       offset: this.offset,
+      line: this.line,
+      column: this.column,
       field: this.field,
       suggestion: this.suggestion,
     };

@@ -1,0 +1,377 @@
+import { ErrorCode, PopefError } from '../errors.js';
+import type { Message } from './model-config.js';
+import { tokenize, unescapeString, type SourcePos, type Token } from './pbtxt-lexer.js';
+import { ENUMS, MESSAGES, isEnumName, isMessageName, type FieldSpec, type MessageName, type ScalarType } from './schema.js';
+
+/**
+ * A schema-driven parser for protobuf's text format, as Triton reads
+ * config.pbtxt (TextFormat::ParseFromString). It accepts what protoc 3.21
+ * accepts and fails where it fails, with the same message at the same
+ * line:column (test/triton/protoc-differential.test.ts checks this against
+ * protoc over a generated corpus).
+ *
+ * Proto3 presence is mirrored: a scalar counts as "set" (for the
+ * "specified multiple times" rule) only once it holds a non-default value;
+ * messages and oneof members count as set as soon as they appear.
+ */
+
+/** A parsed message as a plain object (see model-config.ts for the conventions). */
+export type ParsedMessage = Record<string, unknown>;
+
+export interface ParseResult<M extends MessageName> {
+  readonly message: Message<M>;
+  /**
+   * Where each field occurrence starts (its name token), by path:
+   * `max_batch_size`, `input[0]`, `input[0].dims`, `input[0].dims[1]`,
+   * `parameters[2].key`. Validators point their findings here.
+   */
+  readonly positions: ReadonlyMap<string, SourcePos>;
+}
+
+export interface ParseOptions {
+  /** File name for error messages. */
+  readonly file?: string;
+}
+
+const INT_LIMITS: Record<'int32' | 'int64' | 'uint32' | 'uint64', bigint> = {
+  int32: 2n ** 31n - 1n,
+  int64: 2n ** 63n - 1n,
+  uint32: 2n ** 32n - 1n,
+  uint64: 2n ** 64n - 1n,
+};
+
+/** The type name protoc uses for a map field's entry message, e.g. "inference.ModelConfig.ParametersEntry". */
+export function mapEntryTypeName(parent: string, field: string): string {
+  const camel = field
+    .split('_')
+    .map((part) => (part === '' ? '' : (part[0] ?? '').toUpperCase() + part.slice(1)))
+    .join('');
+  return `${parent}.${camel}Entry`;
+}
+
+/** Is `value` the proto3 default of a field of type `t` (so it does not count as present)? */
+function isDefault(t: string, value: unknown): boolean {
+  if (isEnumName(t)) return value === ENUMS[t][0] || value === 0;
+  return value === 0 || value === 0n || value === false || value === '';
+}
+
+class Parser {
+  private pos = 0;
+  private readonly positions = new Map<string, SourcePos>();
+
+  constructor(
+    private readonly tokens: readonly Token[],
+    private readonly file: string | undefined,
+  ) {
+    this.enter(0);
+  }
+
+  private get current(): Token {
+    const t = this.tokens[this.pos];
+    if (t === undefined) throw new Error('token stream ended without an end token');
+    return t;
+  }
+
+  /** Makes token `index` current; its scan errors surface now, as in protoc. */
+  private enter(index: number): void {
+    this.pos = index;
+    const first = this.current.errors[0];
+    if (first !== undefined) this.fail(first.message, first);
+  }
+
+  private advance(): void {
+    if (this.current.type !== 'end') this.enter(this.pos + 1);
+  }
+
+  private fail(message: string, at: SourcePos = this.current): never {
+    throw new PopefError(ErrorCode.Parse, message, {
+      file: this.file,
+      line: at.line,
+      column: at.column,
+      suggestion: 'see the protobuf text format: fields as name: value, messages in { }, lists in [ ]',
+    });
+  }
+
+  private lookingAt(symbol: string): boolean {
+    const t = this.current;
+    return (t.type === 'symbol' || t.type === 'identifier') && t.text === symbol;
+  }
+
+  private tryConsume(symbol: string): boolean {
+    if (this.lookingAt(symbol)) {
+      this.advance();
+      return true;
+    }
+    return false;
+  }
+
+  private consume(symbol: string): void {
+    if (!this.tryConsume(symbol)) this.fail(`Expected "${symbol}", found "${this.current.text}".`);
+  }
+
+  private consumeIdentifier(): string {
+    const t = this.current;
+    if (t.type !== 'identifier') this.fail(`Expected identifier, got: ${t.text}`);
+    this.advance();
+    return t.text;
+  }
+
+  parseTop(type: MessageName): ParsedMessage {
+    const message: ParsedMessage = {};
+    const set = new Set<string>();
+    while (this.current.type !== 'end') this.consumeField(type, message, set, '');
+    return message;
+  }
+
+  private consumeMessage(type: string, path: string, delimiter: string): ParsedMessage {
+    const message: ParsedMessage = {};
+    const set = new Set<string>();
+    while (!this.lookingAt('>') && !this.lookingAt('}')) this.consumeField(type, message, set, path);
+    this.consume(delimiter);
+    return message;
+  }
+
+  private fieldsFor(type: string): Readonly<Record<string, FieldSpec>> | undefined {
+    if (isMessageName(type)) return MESSAGES[type];
+    return undefined;
+  }
+
+  private consumeField(type: string, message: ParsedMessage, set: Set<string>, path: string): void {
+    const start = this.current;
+    if (this.tryConsume('[')) {
+      let name = this.consumeIdentifier();
+      while (this.tryConsume('.')) name += `.${this.consumeIdentifier()}`;
+      this.consume(']');
+      this.fail(`Extension "${name}" is not defined or is not an extension of "${type}".`);
+    }
+    const name = this.consumeIdentifier();
+    const spec = this.specFor(type, name);
+    if (spec === undefined) this.fail(`Message type "${type}" has no field named "${name}".`);
+    const repeated = spec.repeated === true || spec.map !== undefined;
+    if (!repeated && set.has(name)) this.fail(`Non-repeated field "${name}" is specified multiple times.`);
+    if (spec.oneof !== undefined) {
+      const other = Object.keys(message).find((k) => k !== name && this.specFor(type, k)?.oneof === spec.oneof && set.has(k));
+      if (other !== undefined) {
+        this.fail(`Field "${name}" is specified along with field "${other}", another member of oneof "${spec.oneof}".`);
+      }
+    }
+    const fieldPath = path === '' ? name : `${path}.${name}`;
+    if (!this.positions.has(fieldPath)) this.positions.set(fieldPath, start);
+    const valueType = spec.map !== undefined ? mapEntryTypeName(type, name) : spec.t;
+    const isMessage = spec.map !== undefined || isMessageName(spec.t);
+
+    const store = (value: unknown, at: SourcePos): void => {
+      if (repeated) {
+        const list = (message[name] ?? []) as unknown[];
+        this.positions.set(`${fieldPath}[${list.length}]`, at);
+        list.push(value);
+        message[name] = list;
+      } else {
+        message[name] = value;
+        // Proto3: a scalar outside a oneof is "present" only when non-default.
+        if (isMessage || spec.oneof !== undefined || !isDefault(spec.t, value)) set.add(name);
+      }
+    };
+
+    if (isMessage) {
+      this.tryConsume(':');
+      if (repeated && this.tryConsume('[')) {
+        if (!this.tryConsume(']')) {
+          for (;;) {
+            const at = this.current;
+            store(this.consumeMessageValue(valueType, spec, `${fieldPath}[${this.countOf(message, name)}]`), at);
+            if (this.tryConsume(']')) break;
+            this.consume(',');
+          }
+        }
+      } else {
+        const at = this.current;
+        const index = repeated ? `[${this.countOf(message, name)}]` : '';
+        store(this.consumeMessageValue(valueType, spec, `${fieldPath}${index}`), at);
+      }
+    } else {
+      this.consume(':');
+      if (repeated && this.tryConsume('[')) {
+        if (!this.tryConsume(']')) {
+          for (;;) {
+            const at = this.current;
+            store(this.consumeScalar(spec, name), at);
+            if (this.tryConsume(']')) break;
+            this.consume(',');
+          }
+        }
+      } else {
+        const at = this.current;
+        store(this.consumeScalar(spec, name), at);
+      }
+    }
+    if (!this.tryConsume(';')) this.tryConsume(',');
+  }
+
+  private countOf(message: ParsedMessage, name: string): number {
+    const list = message[name];
+    return Array.isArray(list) ? list.length : 0;
+  }
+
+  /** A field's spec, including the synthetic key/value fields of map entries. */
+  private specFor(type: string, name: string): FieldSpec | undefined {
+    const entry = this.mapEntries.get(type);
+    if (entry !== undefined) {
+      if (name === 'key') return { n: 1, t: entry.map ?? 'string' };
+      if (name === 'value') return { n: 2, t: entry.t };
+      return undefined;
+    }
+    return this.fieldsFor(type)?.[name];
+  }
+
+  /** Map entry type name -> the map field's spec. */
+  private readonly mapEntries = new Map<string, FieldSpec>(
+    Object.entries(MESSAGES).flatMap(([msg, fields]) =>
+      Object.entries(fields as Record<string, FieldSpec>).flatMap(([field, spec]) => (spec.map === undefined ? [] : [[mapEntryTypeName(msg, field), spec] as const])),
+    ),
+  );
+
+  private consumeMessageValue(type: string, spec: FieldSpec, path: string): ParsedMessage {
+    let delimiter = '}';
+    if (this.tryConsume('<')) delimiter = '>';
+    else this.consume('{');
+    const value = this.consumeMessage(type, path, delimiter);
+    if (spec.map !== undefined) {
+      // Entries always carry both sides, so a missing one reads as its default.
+      if (!('key' in value)) value.key = spec.map === 'uint64' ? 0 : '';
+      if (!('value' in value)) value.value = isMessageName(spec.t) ? {} : defaultScalar(spec.t);
+    }
+    return value;
+  }
+
+  private consumeScalar(spec: FieldSpec, name: string): unknown {
+    const t = spec.t;
+    if (isEnumName(t)) return this.consumeEnum(t, name);
+    switch (t as ScalarType) {
+      case 'string':
+        return this.consumeString();
+      case 'bool':
+        return this.consumeBool(name);
+      case 'float':
+      case 'double':
+        return this.consumeDouble();
+      case 'int32':
+      case 'int64':
+        return narrow(this.consumeSigned(INT_LIMITS[t as 'int32' | 'int64']));
+      case 'uint32':
+      case 'uint64':
+        return narrow(this.consumeUnsigned(INT_LIMITS[t as 'uint32' | 'uint64']));
+    }
+  }
+
+  private consumeString(): string {
+    if (this.current.type !== 'string') this.fail(`Expected string, got: ${this.current.text}`);
+    const parts: Uint8Array[] = [];
+    while (this.current.type === 'string') {
+      parts.push(unescapeString(this.current.text));
+      this.advance();
+    }
+    return Buffer.concat(parts).toString('utf8');
+  }
+
+  private consumeBool(name: string): boolean {
+    if (this.current.type === 'integer') return this.consumeUnsigned(1n) === 1n;
+    const word = this.consumeIdentifier();
+    if (word === 'true' || word === 'True' || word === 't') return true;
+    if (word === 'false' || word === 'False' || word === 'f') return false;
+    this.fail(`Invalid value for boolean field "${name}". Value: "${word}".`);
+  }
+
+  private consumeUnsigned(max: bigint): bigint {
+    const t = this.current;
+    if (t.type !== 'integer') this.fail(`Expected integer, got: ${t.text}`);
+    const value = parseInteger(t.text);
+    if (value === undefined || value > max) this.fail(`Integer out of range (${t.text})`);
+    this.advance();
+    return value;
+  }
+
+  private consumeSigned(max: bigint): bigint {
+    const negative = this.tryConsume('-');
+    const value = this.consumeUnsigned(negative ? max + 1n : max);
+    return negative ? -value : value;
+  }
+
+  private consumeDouble(): number {
+    const negative = this.tryConsume('-');
+    const t = this.current;
+    let value: number;
+    if (t.type === 'integer') {
+      if (/^0[xX]/.test(t.text) || (t.text.length > 1 && t.text.startsWith('0'))) this.fail(`Expect a decimal number, got: ${t.text}`);
+      const parsed = parseInteger(t.text);
+      if (parsed === undefined || parsed > INT_LIMITS.uint64) this.fail(`Integer out of range (${t.text})`);
+      value = Number(parsed);
+      this.advance();
+    } else if (t.type === 'float') {
+      value = Number(t.text.replace(/[fF]$/, '').replace(/[eE]$/, ''));
+      this.advance();
+    } else if (t.type === 'identifier') {
+      const word = t.text.toLowerCase();
+      if (word === 'inf' || word === 'infinity') value = Infinity;
+      else if (word === 'nan') value = NaN;
+      else this.fail(`Expected double, got: ${word}`);
+      this.advance();
+    } else {
+      this.fail(`Expected double, got: ${t.text}`);
+    }
+    return negative ? -value : value;
+  }
+
+  private consumeEnum(type: keyof typeof ENUMS, name: string): string | number {
+    const values: readonly string[] = ENUMS[type];
+    if (this.current.type === 'identifier') {
+      const word = this.consumeIdentifier();
+      if (values.includes(word)) return word;
+      this.fail(`Unknown enumeration value of "${word}" for field "${name}".`);
+    }
+    if (this.lookingAt('-') || this.current.type === 'integer') {
+      const number = Number(this.consumeSigned(INT_LIMITS.int32));
+      // Proto3 enums are open: a number the enum does not name is kept as is.
+      return values[number] ?? number;
+    }
+    this.fail(`Expected integer or identifier, got: ${this.current.text}`);
+  }
+
+  get positionMap(): ReadonlyMap<string, SourcePos> {
+    return this.positions;
+  }
+}
+
+function defaultScalar(t: string): unknown {
+  if (isEnumName(t)) return ENUMS[t][0];
+  if (t === 'string') return '';
+  if (t === 'bool') return false;
+  return 0;
+}
+
+/** Integers as protobuf's tokenizer reads them: decimal, 0x hex, leading-0 octal. */
+function parseInteger(text: string): bigint | undefined {
+  try {
+    if (/^0[xX][0-9a-fA-F]+$/.test(text)) return BigInt(text);
+    if (/^0[0-7]+$/.test(text)) return BigInt(`0o${text.slice(1)}`);
+    if (/^\d+$/.test(text)) return BigInt(text);
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+/** 64-bit values stay bigints only when a number could not hold them exactly. */
+function narrow(value: bigint): number | bigint {
+  return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
+}
+
+/** Parses config.pbtxt text into a typed ModelConfig (or another message). Throws E_PARSE with line:column. */
+export function parsePbtxt<M extends MessageName = 'inference.ModelConfig'>(
+  text: string,
+  options: ParseOptions & { readonly type?: M } = {},
+): ParseResult<M> {
+  const parser = new Parser(tokenize(text), options.file);
+  const message = parser.parseTop(options.type ?? ('inference.ModelConfig' as M));
+  return { message: message as Message<M>, positions: parser.positionMap };
+}
