@@ -51,3 +51,14 @@ export type {
 export { MANIFEST_FORMAT, MANIFEST_VERSION, type Manifest, type ManifestBlob } from './manifest/manifest.js';
 export { checkManifestModel, packManifest, readManifest, type PackOptions } from './manifest/pack.js';
 export { unpackFile, type UnpackOptions, type UnpackResult } from './manifest/unpack.js';
+
+export type { Message, ModelConfig, ModelInput, ModelOutput, ModelInstanceGroup, ModelDynamicBatching, ModelParameter, MapEntry, Int64, TritonDataType } from './triton/model-config.js';
+export { ENUMS as TRITON_ENUMS, MESSAGES as TRITON_MESSAGES, type FieldSpec, type MessageName } from './triton/schema.js';
+export { parsePbtxt, type ParseOptions, type ParseResult } from './triton/pbtxt-parser.js';
+export type { SourcePos } from './triton/pbtxt-lexer.js';
+export { DEFAULT_TRITON_VERSION, canonicalize, printPbtxt, type PrintOptions } from './triton/pbtxt-printer.js';
+export { POPEF_TO_TRITON, configFromPopef, type ConfigOptions, type GeneratedConfig } from './triton/config-from-popef.js';
+export { parseNameMap, renderNameMap, type NameMapEntry, type ParsedNameMap } from './triton/name-map.js';
+export { applyScaffold, checkModelName, planScaffold, type ScaffoldOptions, type ScaffoldPlan } from './triton/scaffold.js';
+export { anchorRole, userAnchors, type AnchorRole } from './inspect/anchor-roles.js';
+export { buildReport, type DumpReport } from './inspect/report.js';

@@ -23,6 +23,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .description('Inspect, pack and validate Graphcore PopEF files (open layout) and their Triton model repositories.')
     .version(VERSION, '-V, --version')
     .addOption(new Option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)'))
+    // Options after a command name belong to that command: scaffold's --version
+    // is a model version, not a request for popef's own version.
+    .enablePositionalOptions()
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })

@@ -1,3 +1,4 @@
+import { ErrorCode, PopefError } from '../errors.js';
 import type { ByteSource } from '../io/byte-source.js';
 import type { Metadata } from '../schema/model.js';
 import type { Blob, ExecutableBlob, FeedDataBlob, MetadataBlob, OpaqueBlob, ReadWarning, TensorDataBlob, UnknownBlob } from './blob.js';
@@ -97,6 +98,41 @@ export class ModelSet {
       };
     });
     return new ModelSet(files, models, tensors, feeds, opaques, unknown, owners);
+  }
+
+  /**
+   * The model to work on: the one named, or the only one. Errors list the
+   * executables to choose from.
+   */
+  model(executable?: string): Model {
+    const names = this.models.map((m) => JSON.stringify(m.name)).join(', ');
+    if (executable !== undefined) {
+      const found = this.models.find((m) => m.name === executable);
+      if (found === undefined) {
+        throw new PopefError(ErrorCode.InvalidInput, `no executable named "${executable}" (the files hold: ${names || 'none'})`, {
+          suggestion: 'pick one of the executables listed',
+        });
+      }
+      return found;
+    }
+    const only = this.models[0];
+    if (only === undefined) {
+      throw new PopefError(ErrorCode.InvalidInput, 'these files hold no executable', {
+        file: this.files[0]?.name,
+        suggestion: 'give the file with the executable (for example executable.popef) as well',
+      });
+    }
+    if (this.models.length > 1) {
+      throw new PopefError(ErrorCode.InvalidInput, `these files hold ${this.models.length} models (${names})`, {
+        suggestion: 'choose one with --executable NAME',
+      });
+    }
+    return only;
+  }
+
+  /** Names of all tensor data blobs: anchors they feed are not user-provided. */
+  get storedTensorNames(): ReadonlySet<string> {
+    return new Set(this.tensors.map((t) => t.name));
   }
 
   /** Every blob of every file, in file order. */

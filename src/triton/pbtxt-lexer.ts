@@ -265,7 +265,7 @@ export function unescapeString(token: string): Uint8Array {
   const simple: Record<string, number> = { a: 7, b: 8, f: 12, n: 10, r: 13, t: 9, v: 11, '\\': 92, '?': 63, "'": 39, '"': 34 };
   const hexRun = (max: number): string => {
     let s = '';
-    while (s.length < max && i < end && isHex(text[i] ?? '')) s += text[i++];
+    while (s.length < max && i < end && isHex(text[i] ?? '')) s += text[i++] ?? '';
     return s;
   };
   while (i < end) {
@@ -282,7 +282,7 @@ export function unescapeString(token: string): Uint8Array {
       i += 1;
     } else if (isOctal(e)) {
       let s = '';
-      while (s.length < 3 && i < end && isOctal(text[i] ?? '')) s += text[i++];
+      while (s.length < 3 && i < end && isOctal(text[i] ?? '')) s += text[i++] ?? '';
       out.push(parseInt(s, 8) & 0xff);
     } else if (e === 'x') {
       i += 1;

@@ -66,6 +66,11 @@ class Parser {
     this.enter(0);
   }
 
+  /** The current token's type, read afresh (advancing changes it). */
+  private currentType(): Token['type'] {
+    return this.current.type;
+  }
+
   private get current(): Token {
     const t = this.tokens[this.pos];
     if (t === undefined) throw new Error('token stream ended without an end token');
@@ -267,7 +272,8 @@ class Parser {
   private consumeString(): string {
     if (this.current.type !== 'string') this.fail(`Expected string, got: ${this.current.text}`);
     const parts: Uint8Array[] = [];
-    while (this.current.type === 'string') {
+    // Adjacent string literals concatenate.
+    while (this.currentType() === 'string') {
       parts.push(unescapeString(this.current.text));
       this.advance();
     }
@@ -372,6 +378,6 @@ export function parsePbtxt<M extends MessageName = 'inference.ModelConfig'>(
   options: ParseOptions & { readonly type?: M } = {},
 ): ParseResult<M> {
   const parser = new Parser(tokenize(text), options.file);
-  const message = parser.parseTop(options.type ?? ('inference.ModelConfig' as M));
+  const message = parser.parseTop(options.type ?? 'inference.ModelConfig');
   return { message: message as Message<M>, positions: parser.positionMap };
 }

@@ -36,7 +36,7 @@ function compareKeys(a: unknown, b: unknown): number {
 
 /** The normal form the printer writes: defaults dropped, empty lists dropped, map entries sorted by key (stably). */
 export function canonicalize<M extends MessageName>(type: M, message: Message<M>): Message<M> {
-  return canonicalMessage(type, message as Record<string, unknown>) as Message<M>;
+  return canonicalMessage(type, message) as Message<M>;
 }
 
 function canonicalMessage(type: string, message: Record<string, unknown>): Record<string, unknown> {
@@ -90,7 +90,7 @@ function scalarText(t: string, v: unknown): string {
     if (n === -Infinity) return '-inf';
     return Object.is(n, -0) ? '-0' : String(n);
   }
-  return String(v as number | bigint);
+  return String(v);
 }
 
 class Printer {
@@ -176,6 +176,6 @@ export function printPbtxt<M extends MessageName = 'inference.ModelConfig'>(
     });
   }
   const printer = new Printer(target);
-  printer.message(type, canonicalize(type, message) as Record<string, unknown>, '', '');
+  printer.message(type, canonicalize(type, message), '', '');
   return printer.text();
 }

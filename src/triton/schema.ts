@@ -58,7 +58,7 @@ export interface FieldSpec {
 }
 
 /** A scalar field; generic so the literal types survive for the typed model (model-config.ts). */
-function S<T extends ScalarType, E extends Partial<FieldSpec> = Record<never, never>>(n: number, t: T, extra?: E): { readonly n: number; readonly t: T } & E {
+function S<T extends ScalarType, E extends Partial<FieldSpec> = { readonly since?: undefined }>(n: number, t: T, extra?: E): { readonly n: number; readonly t: T } & E {
   return { n, t, ...(extra ?? ({} as E)) };
 }
 

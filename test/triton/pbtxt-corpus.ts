@@ -47,7 +47,7 @@ function ws(r: Rng): string {
 function renderString(r: Rng, value: string): string {
   const quote = r.pick(['"', "'"]);
   const escape = (s: string): string =>
-    [...s]
+    Array.from(s)
       .map((c) => {
         if (c === quote || c === '\\') return `\\${c}`;
         if (c === 'a' && r.chance(0.2)) return r.pick(['\\x61', '\\141', '\\u0061', '\\U00000061']);

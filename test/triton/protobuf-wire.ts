@@ -100,10 +100,9 @@ export function decodeBinary(type: string, bytes: Uint8Array): Record<string, un
     list.push(value);
     out[name] = list;
   };
-  const scalarFrom = (t: string, wire: number, reader: Reader): unknown => {
+  const scalarFrom = (t: string, reader: Reader): unknown => {
     if (t === 'float') return new DataView(reader.take(4).slice().buffer).getFloat32(0, true);
     if (t === 'double') return new DataView(reader.take(8).slice().buffer).getFloat64(0, true);
-    void wire;
     const v = signed(t, reader.varint());
     if (t === 'bool') return v !== 0n;
     if (isEnumName(t)) return Number(v);
@@ -136,9 +135,9 @@ export function decodeBinary(type: string, bytes: Uint8Array): Record<string, un
       else out[name] = value;
     } else if (wire === 2) {
       const packed = new Reader(r.take(Number(r.varint())));
-      while (!packed.done) push(name, scalarFrom(spec.t, wire, packed));
+      while (!packed.done) push(name, scalarFrom(spec.t, packed));
     } else {
-      const value = scalarFrom(spec.t, wire, r);
+      const value = scalarFrom(spec.t, r);
       if (spec.repeated === true) push(name, value);
       else out[name] = value;
     }

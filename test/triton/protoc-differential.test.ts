@@ -17,7 +17,7 @@ import { decodeBinary, normalize } from './protobuf-wire.js';
 function outcome(text: string): { ours: string; protoc: string } {
   let ours: string;
   try {
-    ours = `ok ${JSON.stringify(normalize('inference.ModelConfig', parsePbtxt(text).message as Record<string, unknown>))}`;
+    ours = `ok ${JSON.stringify(normalize('inference.ModelConfig', parsePbtxt(text).message))}`;
   } catch (error) {
     if (!(error instanceof PopefError)) throw error;
     ours = `${error.line}:${error.column}: ${error.message}`;

@@ -38,6 +38,7 @@ export function registerDump(program: Command, io: CliIo, run: (handler: Handler
     .option('--json', 'print one JSON document with everything --all shows (schema: schemas/dump.schema.json)')
     .option('--markdown', 'print a Markdown model card for a pull-request comment')
     .option('--verify', 'read every payload and check checksums and sizes (exit 2 on damage)')
+    .option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)')
     .addHelpText('after', HELP)
     .action((files: string[], flags: DumpFlags, command: Command) => {
       run(async () => {

@@ -1,0 +1,53 @@
+import type { Command } from 'commander';
+import { join, resolve } from 'node:path';
+import { ExitCode } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
+import type { Handler } from '../main.js';
+import { addConfigOptions, type ConfigFlags } from './config-options.js';
+
+interface Flags extends ConfigFlags {
+  readonly out?: string;
+  readonly modelName?: string;
+  readonly force?: boolean;
+}
+
+export function registerConfig(program: Command, io: CliIo, run: (handler: Handler) => void): void {
+  const command = program
+    .command('config')
+    .description('generate config.pbtxt (and name_map.json) for the Triton Poplar backend from PopEF anchors')
+    .argument('<file...>', 'PopEF open-layout files of one model set')
+    .option('-o, --out <dir>', 'write DIR/config.pbtxt and DIR/name_map.json instead of printing the config')
+    .option('--model-name <name>', 'the config\'s name: (default: none; Triton takes the directory name)')
+    .option('-f, --force', 'replace existing files in --out');
+  addConfigOptions(command).addHelpText(
+    'after',
+    `
+Inputs and outputs are the user-provided anchors (see popef dump --help), in
+anchor order. The first dimension of each anchor is the batch and is left out
+of dims (per-replica anchors of a replicated model: the replica dimension
+too), and max_batch_size = micro-batch x device iterations x replication
+factor x gradient accumulation.`,
+  );
+  command.action((files: string[], flags: Flags) => {
+    run(async () => {
+      const { generateFiles } = await import('./config-options.js');
+      const generated = await generateFiles(files, flags, flags.modelName, io);
+      if (flags.out === undefined) {
+        io.stdout(generated.pbtxt);
+        io.stderr(`popef: ${generated.batchExplanation}\n`);
+        return ExitCode.Ok;
+      }
+      const { writeTextFilesAtomically } = await import('../../triton/write-files.js');
+      const dir = resolve(io.cwd, flags.out);
+      await writeTextFilesAtomically(
+        [
+          { path: join(dir, 'config.pbtxt'), text: generated.pbtxt },
+          { path: join(dir, 'name_map.json'), text: generated.nameMapText },
+        ],
+        { force: flags.force },
+      );
+      io.stdout(`wrote ${join(flags.out, 'config.pbtxt')} and ${join(flags.out, 'name_map.json')}\n${generated.batchExplanation}\n`);
+      return ExitCode.Ok;
+    });
+  });
+}

@@ -1,0 +1,65 @@
+import type { Command } from 'commander';
+import { join, relative, resolve } from 'node:path';
+import { ExitCode } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
+import type { Handler } from '../main.js';
+import { addConfigOptions, type ConfigFlags } from './config-options.js';
+import { parseIntOption } from './options.js';
+
+interface Flags extends ConfigFlags {
+  readonly repository: string;
+  readonly model: string;
+  readonly version: number;
+  readonly link?: boolean;
+  readonly dryRun?: boolean;
+  readonly force?: boolean;
+}
+
+export function registerScaffold(program: Command, io: CliIo, run: (handler: Handler) => void): void {
+  const command = program
+    .command('scaffold')
+    .description('create a Triton model directory: config.pbtxt, VERSION/executable.popef and VERSION/name_map.json')
+    .argument('<file...>', 'PopEF open-layout files of one model set (every file is placed)')
+    .requiredOption('-r, --repository <dir>', 'the model repository (created if missing)')
+    .requiredOption('-m, --model <name>', 'the model name: directory name and config name')
+    .option('--version <n>', 'version directory', parseIntOption(1, Number.MAX_SAFE_INTEGER), 1)
+    .option('--link', 'hard-link the PopEF files instead of copying them')
+    .option('--dry-run', 'print what would be created, write nothing')
+    .option('-f, --force', 'replace an existing config.pbtxt and version directory (other versions are kept)');
+  addConfigOptions(command);
+  command.action((files: string[], flags: Flags) => {
+    run(async () => {
+      const { generateFiles } = await import('./config-options.js');
+      const { applyScaffold, checkModelName, planScaffold } = await import('../../triton/scaffold.js');
+      checkModelName(flags.model);
+      const generated = await generateFiles(files, flags, flags.model, io);
+      const repository = resolve(io.cwd, flags.repository);
+      const plan = await planScaffold(
+        repository,
+        flags.model,
+        flags.version,
+        { config: generated.pbtxt, nameMap: generated.nameMapText, popefFiles: generated.popefFiles },
+        { force: flags.force },
+      );
+      const shown = (path: string): string => join(flags.repository, relative(repository, path));
+      const lines = plan.files.map((f) => {
+        const how = 'text' in f.content ? 'write' : flags.link === true ? `link  ${relative(io.cwd, f.content.copyFrom) || f.content.copyFrom} ->` : `copy  ${relative(io.cwd, f.content.copyFrom) || f.content.copyFrom} ->`;
+        return `  ${how} ${shown(join(plan.modelDir, f.path))}`;
+      });
+      if (flags.dryRun === true) {
+        io.stdout(`would create model "${flags.model}" (nothing written):\n${lines.join('\n')}\n`);
+        for (const r of plan.replaces) io.stdout(`  replace ${shown(r)}\n`);
+        io.stdout(`${generated.batchExplanation}\n`);
+        return ExitCode.Ok;
+      }
+      await applyScaffold(plan, { force: flags.force, link: flags.link });
+      io.stdout(
+        `created model "${flags.model}":\n${lines.join('\n')}\n${generated.batchExplanation}\n\n` +
+          'Serve it with the Poplar backend (libtriton_poplar.so, from the Poplar SDK):\n' +
+          `  tritonserver --model-repository ${flags.repository} --backend-directory <backends>\n` +
+          'where <backends>/poplar/libtriton_poplar.so exists (and the SDK libraries in <backends>/poplar/lib/).\n',
+      );
+      return ExitCode.Ok;
+    });
+  });
+}

@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { ErrorCode, PopefError, ioError } from '../errors.js';
+
+/**
+ * Writes several small text files as one step: each goes to a temporary
+ * file beside its target first, and only when all are written are they
+ * moved into place. Existing files are an error unless `force`.
+ */
+export async function writeTextFilesAtomically(files: readonly { path: string; text: string }[], options: { force?: boolean } = {}): Promise<void> {
+  if (options.force !== true) {
+    for (const f of files) {
+      const present = await stat(f.path).then(
+        () => true,
+        () => false,
+      );
+      if (present) throw new PopefError(ErrorCode.Exists, 'file already exists', { file: f.path, suggestion: 'use --force to replace it' });
+    }
+  }
+  const temps: string[] = [];
+  try {
+    for (const f of files) {
+      await mkdir(dirname(f.path), { recursive: true }).catch((error: unknown) => {
+        throw ioError(error, dirname(f.path), 'create the directory');
+      });
+      const temp = join(dirname(f.path), `.${basename(f.path)}.${randomBytes(6).toString('hex')}.tmp`);
+      await writeFile(temp, f.text, { flag: 'wx' }).catch((error: unknown) => {
+        throw ioError(error, f.path, 'write');
+      });
+      temps.push(temp);
+    }
+    for (const [i, f] of files.entries()) {
+      const temp = temps[i] ?? '';
+      try {
+        if (options.force === true) await rename(temp, f.path);
+        else {
+          await link(temp, f.path);
+          await rm(temp);
+        }
+      } catch (error) {
+        throw ioError(error, f.path, 'move the new file into place');
+      }
+    }
+  } finally {
+    await Promise.all(temps.map((t) => rm(t, { force: true })));
+  }
+}

@@ -1,0 +1,245 @@
+import assert from 'node:assert/strict';
+import { chmod, mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { PopefWriter, emptyMetadata } from '../../src/index.js';
+import { parseNameMap } from '../../src/triton/name-map.js';
+import { parsePbtxt } from '../../src/triton/pbtxt-parser.js';
+import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
+
+const EXAMPLES = join(ROOT, '../shared/examples/graphcore-triton');
+const SEED_NAMES = ['--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels'];
+
+async function listTree(dir: string): Promise<string[]> {
+  return (await readdir(dir, { recursive: true })).map(String).sort();
+}
+
+describe('popef scaffold: the seed acceptance', () => {
+  it("produces the seed's repository: name_map.json and config.pbtxt", async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '--repository', join(dir, 'OUT'), '--model', 'mnist', ...SEED_NAMES]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(await listTree(join(dir, 'OUT')), ['mnist', 'mnist/1', 'mnist/1/executable.popef', 'mnist/1/name_map.json', 'mnist/config.pbtxt']);
+      assert.deepEqual(JSON.parse(await readFile(join(dir, 'OUT/mnist/1/name_map.json'), 'utf8')), { input: 'digit_image', 'softmax/Softmax:0': 'output_labels' });
+      const config = parsePbtxt(await readFile(join(dir, 'OUT/mnist/config.pbtxt'), 'utf8')).message;
+      assert.equal(config.name, 'mnist');
+      assert.equal(config.backend, 'poplar');
+      assert.equal(config.max_batch_size, 1);
+      assert.deepEqual(config.input, [{ name: 'digit_image', data_type: 'TYPE_FP32', dims: [1, 28, 28] }]);
+      assert.deepEqual(config.output, [{ name: 'output_labels', data_type: 'TYPE_FP32', dims: [10] }]);
+      assert.ok((await readFile(join(dir, 'OUT/mnist/1/executable.popef'))).equals(await readFile(fixture('mnist/executable.popef'))));
+      assert.match(r.stdout, /tritonserver --model-repository .*OUT --backend-directory <backends>/);
+      assert.match(r.stdout, /<backends>\/poplar\/libtriton_poplar\.so/);
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe("popef config: Graphcore's example repositories", () => {
+  const params = ['--parameter', 'synchronous_execution=1', '--parameter', 'timeout_ns=500000'];
+  for (const [fixtureName, example, extra] of [
+    ['bert', 'bert', []],
+    ['bert', 'bert', ['--device-iterations', '16']],
+    ['resnet50', 'resnet50', ['--device-iterations', '128']],
+  ] as const) {
+    it(`${fixtureName} ${extra.join(' ')} has the shape of examples/${example}`, async () => {
+      const r = await runCli(['config', fixture(`${fixtureName}/executable.popef`), '--model-name', example, ...params, ...extra]);
+      assert.equal(r.code, 0, r.stderr);
+      const ours = parsePbtxt(r.stdout).message;
+      const theirs = parsePbtxt(await readFile(join(EXAMPLES, example, 'config.pbtxt'), 'utf8')).message;
+      assert.deepEqual(ours, theirs);
+      const { dir, cleanup } = await tempDir();
+      try {
+        const out = await runCli(['config', fixture(`${fixtureName}/executable.popef`), '--out', dir, ...params, ...extra]);
+        assert.equal(out.code, 0, out.stderr);
+        const ourMap = parseNameMap(await readFile(join(dir, 'name_map.json'), 'utf8')).entries.map((e) => [e.anchor, e.name]);
+        const theirMap = parseNameMap(await readFile(join(EXAMPLES, example, '1/name_map.json'), 'utf8')).entries.map((e) => [e.anchor, e.name]);
+        assert.deepEqual(ourMap, theirMap);
+      } finally {
+        await cleanup();
+      }
+    });
+  }
+
+  it('strips the replica and micro-batch dimensions of a replicated model', async () => {
+    const r = await runCli(['config', fixture('replicated/executable.popef')]);
+    assert.equal(r.code, 0, r.stderr);
+    const config = parsePbtxt(r.stdout).message;
+    assert.equal(config.max_batch_size, 32);
+    assert.deepEqual(config.input?.[0]?.dims, [16]);
+    assert.match(r.stderr, /micro-batch 8 x device iterations 1 x replication factor 4/);
+  });
+
+  it('--batching none keeps full shapes with max_batch_size 0', async () => {
+    const r = await runCli(['config', fixture('mnist/executable.popef'), '--batching', 'none']);
+    const config = parsePbtxt(r.stdout).message;
+    assert.equal(config.max_batch_size, undefined, 'max_batch_size 0 is the default and is not printed');
+    assert.deepEqual(config.input?.[0]?.dims, [1, 1, 28, 28]);
+  });
+
+  it('adds dynamic batching with preferred sizes, and checks them', async () => {
+    const ok = await runCli(['config', fixture('bert/executable.popef'), '--dynamic-batching', '--preferred-batch-size', '16', '--preferred-batch-size', '32', '--max-queue-delay-us', '100']);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.deepEqual(parsePbtxt(ok.stdout).message.dynamic_batching, { preferred_batch_size: [16, 32], max_queue_delay_microseconds: 100 });
+    const tooBig = await runCli(['config', fixture('bert/executable.popef'), '--dynamic-batching', '--preferred-batch-size', '64']);
+    assert.equal(tooBig.code, 2);
+    assert.match(tooBig.stderr, /preferred batch size 64 is outside 1\.\.32/);
+    const noBatch = await runCli(['config', fixture('bert/executable.popef'), '--dynamic-batching', '--batching', 'none']);
+    assert.equal(noBatch.code, 2);
+    assert.match(noBatch.stderr, /dynamic batching needs a batching model/);
+  });
+
+  it('uses the model of a split set, and asks which model when a file holds two', async () => {
+    assert.equal((await runCli(['config', fixture('split/executable.popef'), fixture('split/variables.popef')])).code, 0);
+    const two = await runCli(['config', fixture('two-models/models.popef')]);
+    assert.equal(two.code, 2);
+    assert.match(two.stderr, /these files hold 2 models \("encoder", "decoder"\)[\s\S]*--executable NAME/);
+    const chosen = await runCli(['config', fixture('two-models/models.popef'), '--executable', 'decoder']);
+    assert.equal(parsePbtxt(chosen.stdout).message.input?.[0]?.data_type, 'TYPE_FP16');
+  });
+
+  it('refuses fields newer than --triton-version', async () => {
+    const r = await runCli(['config', fixture('mnist/executable.popef'), '--triton-version', 'x']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /Triton version "x" is not YY\.MM/);
+  });
+});
+
+describe('popef config / scaffold: bad input exits 2 and writes nothing', () => {
+  async function expectRefusal(args: (dir: string) => string[] | Promise<string[]>, pattern: RegExp, prepare?: (dir: string) => Promise<void>): Promise<void> {
+    const { dir, cleanup } = await tempDir();
+    try {
+      if (prepare) await prepare(dir);
+      const before = await listTree(dir);
+      const r = await runCli(await args(dir));
+      assert.equal(r.code, 2, r.stdout);
+      assert.match(r.stderr, pattern);
+      assert.deepEqual(await listTree(dir), before, 'nothing may be written');
+    } finally {
+      await cleanup();
+    }
+  }
+
+  it('an unmappable dtype (F8)', async () => {
+    await expectRefusal(
+      (dir) => ['scaffold', join(dir, 'f8.popef'), '--repository', join(dir, 'repo'), '--model', 'm'],
+      /anchor "x" has dtype F8, which Triton has no data type for/,
+      async (dir) => {
+        const w = await PopefWriter.create(join(dir, 'f8.popef'));
+        await w.writeExecutable('e', new Uint8Array(4));
+        await w.writeMetadata({
+          ...emptyMetadata('e'),
+          programFlow: { load: [], main: [5], save: [] },
+          anchors: [{ name: 'x', handle: 'h2d_x', tensorInfo: { dtype: 'F8', shape: [1, 4] }, isPerReplica: false, type: 'INPUT', programs: [5] }],
+        });
+        await w.close();
+      },
+    );
+  });
+
+  it('a name collision after mapping', async () => {
+    await expectRefusal(
+      (dir) => ['scaffold', fixture('mnist/executable.popef'), '-r', join(dir, 'repo'), '-m', 'm', '--name', 'input=x', '--name', 'softmax/Softmax:0=x'],
+      /anchors "input" and "softmax\/Softmax:0" would both be called "x"/,
+    );
+    await expectRefusal(
+      (dir) => ['scaffold', fixture('bert/executable.popef'), '-r', join(dir, 'repo'), '-m', 'm', '--name', 'input/2=input_0'],
+      /would both be called "input_0"/,
+    );
+  });
+
+  it('a --name for an anchor that does not exist', async () => {
+    await expectRefusal(
+      (dir) => ['scaffold', fixture('mnist/executable.popef'), '-r', join(dir, 'repo'), '-m', 'm', '--name', 'nope=x'],
+      /--name names anchor "nope", which is not a user-provided anchor of "5230962391836378370" \(those are: "input", "softmax\/Softmax:0"\)/,
+    );
+  });
+
+  it('a target that exists', async () => {
+    await expectRefusal(
+      (dir) => ['scaffold', fixture('mnist/executable.popef'), '-r', join(dir, 'repo'), '-m', 'mnist'],
+      /mnist\/config\.pbtxt already exists[\s\S]*--force/,
+      async (dir) => {
+        await mkdir(join(dir, 'repo/mnist'), { recursive: true });
+        await writeFile(join(dir, 'repo/mnist/config.pbtxt'), 'mine');
+      },
+    );
+    await expectRefusal(
+      (dir) => ['config', fixture('mnist/executable.popef'), '--out', dir],
+      /config\.pbtxt: file already exists/,
+      async (dir) => writeFile(join(dir, 'config.pbtxt'), 'mine'),
+    );
+  });
+
+  it('a model name with / or ..', async () => {
+    for (const name of ['a/b', '..', 'x..y', '.hidden']) {
+      await expectRefusal((dir) => ['scaffold', fixture('mnist/executable.popef'), '-r', join(dir, 'repo'), '-m', name], /model name .* (contains a path separator|contains "\.\."|starts with ".")/);
+    }
+  });
+
+  it('a read-only destination', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      // Root ignores permission bits, so as root use a filesystem that refuses writes to everyone.
+      const asRoot = process.getuid?.() === 0;
+      const target = asRoot ? '/sys/popef-toolkit-test-repo' : join(dir, 'ro', 'repo');
+      if (!asRoot) {
+        await mkdir(join(dir, 'ro'));
+        await chmod(join(dir, 'ro'), 0o555);
+      }
+      const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', target, '-m', 'mnist']);
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /cannot create the repository directory: E(ACCES|PERM|ROFS)/);
+      await assert.rejects(stat(target));
+      if (!asRoot) await chmod(join(dir, 'ro'), 0o755);
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe('popef scaffold: options', () => {
+  it('--dry-run prints the plan and writes nothing', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', join(dir, 'repo'), '-m', 'mnist', '--dry-run']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /would create model "mnist" \(nothing written\)/);
+      assert.deepEqual(await readdir(dir), []);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('places every file of a split model, and --link hard-links them', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const r = await runCli(['scaffold', fixture('split/variables.popef'), fixture('split/executable.popef'), '-r', join(dir, 'repo'), '-m', 'split', '--link', '--version', '3']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(await listTree(join(dir, 'repo/split/3')), ['executable.popef', 'name_map.json', 'variables.popef']);
+      assert.equal((await stat(join(dir, 'repo/split/3/executable.popef'))).ino, (await stat(fixture('split/executable.popef'))).ino);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('--force replaces config.pbtxt and the version, keeping other versions', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const repo = join(dir, 'repo');
+      assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist'])).code, 0);
+      assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2'])).code, 2);
+      assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2', '--force'])).code, 0);
+      await writeFile(join(repo, 'mnist/1/notes.txt'), 'keep');
+      const again = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2', '--force', ...SEED_NAMES]);
+      assert.equal(again.code, 0, again.stderr);
+      assert.deepEqual(await listTree(join(repo, 'mnist')), ['1', '1/executable.popef', '1/name_map.json', '1/notes.txt', '2', '2/executable.popef', '2/name_map.json', 'config.pbtxt']);
+      assert.match(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), /digit_image/);
+      assert.deepEqual((await readdir(repo)).sort(), ['mnist'], 'no staging leftovers');
+    } finally {
+      await cleanup();
+    }
+  });
+});
