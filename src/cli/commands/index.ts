@@ -5,6 +5,7 @@ import { registerConfig } from './config.js';
 import { registerDump } from './dump.js';
 import { registerPack } from './pack.js';
 import { registerScaffold } from './scaffold.js';
+import { registerValidate } from './validate.js';
 import { registerUnpack } from './unpack.js';
 
 /** Adds every command to the program. Each command's work is imported lazily by its handler. */
@@ -12,6 +13,7 @@ export function register(program: Command, io: CliIo, run: (handler: Handler) =>
   registerDump(program, io, run);
   registerConfig(program, io, run);
   registerScaffold(program, io, run);
+  registerValidate(program, io, run);
   registerPack(program, io, run);
   registerUnpack(program, io, run);
 }

@@ -1,0 +1,81 @@
+import { Option, type Command } from 'commander';
+import { resolve } from 'node:path';
+import { ExitCode } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
+import type { Handler } from '../main.js';
+
+interface Flags {
+  readonly format: 'text' | 'json' | 'junit' | 'sarif' | 'github';
+  readonly strict?: boolean;
+  readonly tritonVersion: string;
+  readonly model?: string[];
+  readonly backendDirectory?: string;
+  readonly color?: boolean;
+}
+
+const HELP = `
+Checks, without a server, an IPU or the Poplar SDK: the repository layout
+(config.pbtxt, numeric version directories, the version policy, a .popef and
+a name_map.json in each served version of a poplar model), Triton's config
+rules with Triton's own messages, the name map, and the config against the
+PopEF anchors (headers and metadata only). Every finding has a rule id, a
+file and, where it applies, a line:column.
+
+Exit codes: 0 no errors (warnings allowed unless --strict), 1 findings,
+2 usage or I/O errors.`;
+
+export function registerValidate(program: Command, io: CliIo, run: (handler: Handler) => void): void {
+  program
+    .command('validate')
+    .description('check Triton model repositories offline, with Triton\'s rules and messages (exit 1 on errors)')
+    .argument('<repository...>', 'model repositories (the directories given to tritonserver --model-repository)')
+    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github']).default('text'))
+    .option('--strict', 'treat warnings as errors')
+    .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', '21.05')
+    .option('--model <name>', 'check only this model directory (repeatable)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--backend-directory <dir>', 'also check that each backend library exists there (<dir>/<backend>/libtriton_<backend>.so)')
+    .option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)')
+    .addHelpText('after', HELP)
+    .action((repositories: string[], flags: Flags) => {
+      run(async () => {
+        const { validateRepository, summarize } = await import('../../triton/repository/validate.js');
+        const present = await import('../../present/validate-report.js');
+        const { VERSION } = await import('../../version.js');
+        if (flags.tritonVersion !== 'latest' && !/^\d{2}\.\d{2}$/.test(flags.tritonVersion)) {
+          io.stderr(`popef: error: --triton-version "${flags.tritonVersion}" is not YY.MM (for example 21.05) or latest\n`);
+          return ExitCode.Error;
+        }
+        const reports = [];
+        for (const repository of repositories) {
+          reports.push(
+            await validateRepository(resolve(io.cwd, repository), {
+              tritonVersion: flags.tritonVersion,
+              strict: flags.strict,
+              models: flags.model,
+              backendDirectory: flags.backendDirectory === undefined ? undefined : resolve(io.cwd, flags.backendDirectory),
+            }),
+          );
+        }
+        const result = { reports, shownRoots: repositories, tritonVersion: flags.tritonVersion, strict: flags.strict === true, toolVersion: VERSION };
+        switch (flags.format) {
+          case 'json':
+            io.stdout(`${JSON.stringify(present.validateJson(result), null, 2)}\n`);
+            break;
+          case 'junit':
+            io.stdout(present.renderJunit(result));
+            break;
+          case 'sarif':
+            io.stdout(`${JSON.stringify(present.validateSarif(result), null, 2)}\n`);
+            break;
+          case 'github':
+            io.stdout(present.renderGithub(result));
+            break;
+          default: {
+            const { chooseColour } = await import('../../present/colour.js');
+            io.stdout(present.renderValidateText(result, chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
+          }
+        }
+        return summarize(reports).errors > 0 ? ExitCode.Findings : ExitCode.Ok;
+      });
+    });
+}

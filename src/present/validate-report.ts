@@ -1,0 +1,190 @@
+import type { ChalkInstance } from 'chalk';
+import { join } from 'node:path';
+import { RULES, type Finding, type RuleId } from '../triton/repository/findings.js';
+import { summarize, type RepositoryReport } from '../triton/repository/validate.js';
+
+/**
+ * Renderings of `popef validate` results: text for people, JSON for
+ * scripts, JUnit XML and SARIF 2.1.0 for CI systems, and GitHub Actions
+ * workflow commands. Paths are shown as the user gave the repository.
+ */
+
+export interface ValidateRun {
+  readonly reports: readonly RepositoryReport[];
+  /** The repository paths as given on the command line, in the same order. */
+  readonly shownRoots: readonly string[];
+  readonly tritonVersion: string;
+  readonly strict: boolean;
+  readonly toolVersion: string;
+}
+
+function shownPath(run: ValidateRun, index: number, file: string | undefined): string | undefined {
+  return file === undefined ? undefined : join(run.shownRoots[index] ?? '', file);
+}
+
+function location(f: Finding, path: string | undefined): string {
+  if (path === undefined) return '';
+  return f.line === undefined ? `${path}: ` : `${path}:${f.line}:${f.column ?? 0}: `;
+}
+
+function summaryLine(run: ValidateRun): string {
+  const s = summarize(run.reports);
+  const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+  return `${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')} in ${plural(s.models, 'model')}`;
+}
+
+export function renderValidateText(run: ValidateRun, c: ChalkInstance): string {
+  const out: string[] = [];
+  run.reports.forEach((r, index) => {
+    out.push(c.bold(`${run.shownRoots[index] ?? r.repository} (${r.models.length} model${r.models.length === 1 ? '' : 's'}, Triton ${run.tritonVersion})`));
+    const line = (f: Finding): void => {
+      const severity = f.severity === 'error' ? c.red('error') : c.yellow('warning');
+      out.push(`    ${location(f, shownPath(run, index, f.file))}${severity}: ${f.message} ${c.dim(`[${f.rule}]`)}`);
+      if (f.hint !== undefined) out.push(`      ${c.dim(`hint: ${f.hint}`)}`);
+    };
+    if (r.findings.length > 0) {
+      out.push('  (repository)');
+      r.findings.forEach(line);
+    }
+    for (const m of r.models) {
+      if (m.findings.length === 0) {
+        out.push(`  ${m.name}: ${c.green('ok')}`);
+        continue;
+      }
+      out.push(`  ${m.name}`);
+      m.findings.forEach(line);
+    }
+  });
+  out.push(summaryLine(run));
+  return `${out.join('\n')}\n`;
+}
+
+export function validateJson(run: ValidateRun): unknown {
+  return {
+    tool: 'popef-toolkit',
+    reportVersion: 1,
+    tritonVersion: run.tritonVersion,
+    strict: run.strict,
+    repositories: run.reports.map((r, index) => ({
+      path: run.shownRoots[index] ?? r.repository,
+      findings: r.findings,
+      models: r.models.map((m) => ({ name: m.name, findings: m.findings })),
+    })),
+    summary: summarize(run.reports),
+  };
+}
+
+function xml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** JUnit XML: one test case per model and rule, failing on that rule's errors. */
+export function renderJunit(run: ValidateRun): string {
+  const ruleIds = Object.keys(RULES) as RuleId[];
+  const suites: string[] = [];
+  let tests = 0;
+  let failures = 0;
+  run.reports.forEach((r, index) => {
+    const root = run.shownRoots[index] ?? r.repository;
+    const groups: { name: string; findings: readonly Finding[] }[] = [
+      { name: '(repository)', findings: r.findings },
+      ...r.models.map((m) => ({ name: m.name, findings: m.findings })),
+    ];
+    for (const g of groups) {
+      const cases: string[] = [];
+      let suiteFailures = 0;
+      for (const rule of ruleIds) {
+        const hits = g.findings.filter((f) => f.rule === rule);
+        const errors = hits.filter((f) => f.severity === 'error');
+        const warnings = hits.filter((f) => f.severity === 'warning');
+        const body: string[] = [];
+        if (errors.length > 0) {
+          suiteFailures += 1;
+          const text = errors.map((f) => `${location(f, shownPath(run, index, f.file))}${f.message}${f.hint === undefined ? '' : `\nhint: ${f.hint}`}`).join('\n');
+          body.push(`      <failure type="error" message="${xml(errors[0]?.message ?? '')}">${xml(text)}</failure>`);
+        }
+        if (warnings.length > 0) {
+          body.push(`      <system-out>${xml(warnings.map((f) => `warning: ${location(f, shownPath(run, index, f.file))}${f.message}`).join('\n'))}</system-out>`);
+        }
+        const open = `    <testcase classname="${xml(`${root}/${g.name}`)}" name="${rule}"`;
+        cases.push(body.length === 0 ? `${open}/>` : `${open}>\n${body.join('\n')}\n    </testcase>`);
+      }
+      tests += ruleIds.length;
+      failures += suiteFailures;
+      suites.push(`  <testsuite name="${xml(`${root}/${g.name}`)}" tests="${ruleIds.length}" failures="${suiteFailures}" errors="0">\n${cases.join('\n')}\n  </testsuite>`);
+    }
+  });
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="popef validate" tests="${tests}" failures="${failures}" errors="0">\n${suites.join('\n')}\n</testsuites>\n`;
+}
+
+/** SARIF 2.1.0: one run, every rule described, each finding a result with file and region. */
+export function validateSarif(run: ValidateRun): unknown {
+  const results = run.reports.flatMap((r, index) =>
+    [...r.findings, ...r.models.flatMap((m) => m.findings)].map((f) => {
+      const uri = shownPath(run, index, f.file);
+      return {
+        ruleId: f.rule,
+        level: f.severity,
+        message: { text: f.hint === undefined ? f.message : `${f.message} (hint: ${f.hint})` },
+        ...(uri === undefined
+          ? {}
+          : {
+              locations: [
+                {
+                  physicalLocation: {
+                    artifactLocation: { uri: uri.split('\\').join('/') },
+                    ...(f.line === undefined ? {} : { region: { startLine: f.line, startColumn: Math.max(1, f.column ?? 1) } }),
+                  },
+                },
+              ],
+            }),
+      };
+    }),
+  );
+  return {
+    $schema: 'https://json.schemastore.org/sarif-2.1.0.json',
+    version: '2.1.0',
+    runs: [
+      {
+        tool: {
+          driver: {
+            name: 'popef-toolkit',
+            version: run.toolVersion,
+            rules: (Object.entries(RULES) as [RuleId, (typeof RULES)[RuleId]][]).map(([id, info]) => ({
+              id,
+              shortDescription: { text: info.description },
+              defaultConfiguration: { level: run.strict ? 'error' : info.severity },
+            })),
+          },
+        },
+        results,
+      },
+    ],
+  };
+}
+
+function escapeData(text: string): string {
+  return text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+}
+
+function escapeProperty(text: string): string {
+  return escapeData(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
+}
+
+/** GitHub Actions workflow commands: annotations on the files and lines. */
+export function renderGithub(run: ValidateRun): string {
+  const lines: string[] = [];
+  run.reports.forEach((r, index) => {
+    for (const f of [...r.findings, ...r.models.flatMap((m) => m.findings)]) {
+      const props: string[] = [];
+      const path = shownPath(run, index, f.file);
+      if (path !== undefined) props.push(`file=${escapeProperty(path)}`);
+      if (f.line !== undefined) props.push(`line=${f.line}`, `col=${f.column ?? 1}`);
+      props.push(`title=${escapeProperty(`popef validate ${f.rule}`)}`);
+      const message = f.hint === undefined ? f.message : `${f.message}\nhint: ${f.hint}`;
+      lines.push(`::${f.severity} ${props.join(',')}::${escapeData(message)}`);
+    }
+  });
+  lines.push(summaryLine(run));
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,370 @@
+import type { Dirent } from 'node:fs';
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { isAbsolute, join, normalize, sep } from 'node:path';
+import { ErrorCode, PopefError, ioError } from '../../errors.js';
+import { ModelSet } from '../../format/model-set.js';
+import { parseNameMap, type ParsedNameMap } from '../name-map.js';
+import type { SourcePos } from '../pbtxt-lexer.js';
+import { parsePbtxt } from '../pbtxt-parser.js';
+import type { ModelConfig } from '../model-config.js';
+import { DEFAULT_TRITON_VERSION } from '../pbtxt-printer.js';
+import { checkConfig } from './config-rules.js';
+import { RULES, type Finding, type RawFinding, type RuleId, type Severity } from './findings.js';
+import { checkAgainstPopef } from './popef-rules.js';
+
+/**
+ * `popef validate` without the CLI: walks a Triton model repository the way
+ * Triton polls it and returns findings per model. Reads config.pbtxt,
+ * name_map.json and the PopEF files' headers and metadata, nothing more.
+ */
+
+export interface ValidateOptions {
+  /** Target Triton release for field checks (default 21.05; `latest` disables). */
+  readonly tritonVersion?: string;
+  /** Only these model directories. */
+  readonly models?: readonly string[];
+  /** Check that each model's backend library exists here. */
+  readonly backendDirectory?: string;
+  /** Report warnings as errors. */
+  readonly strict?: boolean;
+}
+
+export interface ModelReport {
+  readonly name: string;
+  readonly findings: readonly Finding[];
+}
+
+export interface RepositoryReport {
+  readonly repository: string;
+  readonly models: readonly ModelReport[];
+  /** Findings about the repository itself (hidden directories). */
+  readonly findings: readonly Finding[];
+}
+
+/** Directories in a model directory that are not versions (Triton skips them silently). */
+const NOT_VERSIONS = new Set(['warmup', 'initial_state', 'configs']);
+
+interface VersionDir {
+  readonly dir: string;
+  readonly version: number;
+}
+
+async function listDir(path: string): Promise<Dirent[]> {
+  try {
+    return await readdir(path, { withFileTypes: true });
+  } catch (error) {
+    throw ioError(error, path, 'list the directory');
+  }
+}
+
+async function isDirectory(path: string, entry: Dirent): Promise<boolean> {
+  if (entry.isDirectory()) return true;
+  if (!entry.isSymbolicLink()) return false;
+  return stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+}
+
+/** Triton reads version names with std::stoll: a numeric prefix counts. */
+function stollPrefix(name: string): number | undefined {
+  const m = /^\s*([+-]?\d+)/.exec(name);
+  return m === null ? undefined : Number(m[1]);
+}
+
+function escapesDir(file: string): boolean {
+  if (isAbsolute(file)) return true;
+  const normal = normalize(file);
+  return normal === '..' || normal.startsWith(`..${sep}`);
+}
+
+class ModelChecker {
+  private readonly findings: Finding[] = [];
+
+  constructor(
+    private readonly root: string,
+    private readonly model: string,
+    private readonly options: ValidateOptions,
+  ) {}
+
+  private add(rule: RuleId, message: string, where: { file?: string; at?: SourcePos } = {}, hint?: string, severity?: Severity): void {
+    const base = severity ?? RULES[rule].severity;
+    this.findings.push({
+      rule,
+      severity: this.options.strict === true ? 'error' : base,
+      message,
+      model: this.model,
+      ...(where.file === undefined ? {} : { file: where.file }),
+      ...(where.at === undefined ? {} : { line: where.at.line, column: where.at.column }),
+      ...(hint === undefined ? {} : { hint }),
+    });
+  }
+
+  private addRaw(raw: readonly RawFinding[], file: string, positions: ReadonlyMap<string, SourcePos>): void {
+    for (const f of raw) {
+      let at: SourcePos | undefined;
+      // The nearest recorded position: the path itself, else its parents.
+      for (let p = f.path; p !== undefined && p !== ''; p = p.includes('.') || p.includes('[') ? p.replace(/(\.[^.[\]]*|\[\d+\])$/, '') : undefined) {
+        at = positions.get(p);
+        if (at !== undefined) break;
+      }
+      this.add(f.rule, f.message, { file, at }, f.hint, f.severity);
+    }
+  }
+
+  async run(): Promise<ModelReport> {
+    const dir = join(this.root, this.model);
+    const configFile = `${this.model}/config.pbtxt`;
+    let config: ModelConfig | undefined;
+    let positions: ReadonlyMap<string, SourcePos> = new Map();
+    let text: string | undefined;
+    try {
+      text = await readFile(join(dir, 'config.pbtxt'), 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT') throw ioError(error, join(dir, 'config.pbtxt'), 'read');
+      this.add('layout/config-missing', `failed to open text file for read ${join(dir, 'config.pbtxt')}: No such file or directory`, { file: configFile }, 'add a config.pbtxt (popef config generates one)');
+    }
+    if (text !== undefined) {
+      try {
+        const parsed = parsePbtxt(text, { file: configFile });
+        config = parsed.message;
+        positions = parsed.positions;
+      } catch (error) {
+        if (!(error instanceof PopefError)) throw error;
+        this.add(
+          'config/parse',
+          `Error parsing text-format inference.ModelConfig: ${error.line ?? 0}:${error.column ?? 0}: ${error.message}`,
+          { file: configFile, at: error.line === undefined ? undefined : { line: error.line, column: error.column ?? 0 } },
+          'fix the syntax at that position (Triton fails to load the model with this message)',
+        );
+      }
+    }
+    if (config !== undefined) {
+      this.addRaw(checkConfig(config, { directory: this.model, tritonVersion: this.options.tritonVersion ?? DEFAULT_TRITON_VERSION }), configFile, positions);
+    }
+    const versions = await this.versions(dir, config, positions, configFile);
+    await this.checkVersions(dir, versions, config, positions, configFile);
+    if (config !== undefined && this.options.backendDirectory !== undefined) await this.checkBackend(config, versions, positions, configFile);
+    return { name: this.model, findings: this.findings };
+  }
+
+  /** Version directories as Triton reads them, then the ones the policy selects. */
+  private async versions(dir: string, config: ModelConfig | undefined, positions: ReadonlyMap<string, SourcePos>, configFile: string): Promise<VersionDir[]> {
+    const all: VersionDir[] = [];
+    for (const entry of await listDir(dir)) {
+      if (!(await isDirectory(join(dir, entry.name), entry)) || NOT_VERSIONS.has(entry.name)) continue;
+      const name = entry.name;
+      const where = { file: `${this.model}/${name}` };
+      if (/^(0|[1-9]\d*)$/.test(name)) {
+        all.push({ dir: name, version: Number(name) });
+      } else if (name.length > 1 && name.startsWith('0') && /^\d+$/.test(name)) {
+        this.add('layout/version-name', `ignore version directory '${name}' which contains leading zeros in its directory name`, where, `rename it to ${String(Number(name))}`);
+      } else {
+        const prefix = stollPrefix(name);
+        if (prefix === undefined) {
+          this.add('layout/version-name', `ignore version directory '${name}' which fails to convert to integral number`, where, 'version directories are plain numbers; move other directories out of the model directory');
+        } else {
+          this.add('layout/version-name', `version directory '${name}' is read by Triton as version ${prefix} (only its numeric prefix counts)`, where, `rename it to ${Math.max(0, prefix)}`);
+          all.push({ dir: name, version: prefix });
+        }
+      }
+    }
+    const policy = config?.version_policy;
+    let selected: VersionDir[];
+    const byVersion = [...all].sort((a, b) => b.version - a.version);
+    if (policy?.all !== undefined) {
+      selected = byVersion;
+    } else if (policy?.specific !== undefined) {
+      const wanted = (policy.specific.versions ?? []).map(Number);
+      selected = byVersion.filter((v) => wanted.includes(v.version));
+      for (const w of wanted) {
+        if (!all.some((v) => v.version === w)) {
+          this.add('layout/specific-version-missing', `version ${w} is specified for model '${this.model}', but the version directory is not present`, { file: configFile, at: positions.get('version_policy') }, `create ${this.model}/${w}/ or remove ${w} from the policy`);
+        }
+      }
+    } else {
+      const count = policy?.latest === undefined ? 1 : Number(policy.latest.num_versions ?? 0);
+      selected = byVersion.slice(0, count);
+    }
+    if (selected.length === 0) {
+      this.add('layout/no-version', `at least one version must be available under the version policy of model '${this.model}'`, { file: configFile, at: positions.get('version_policy') }, 'add a version directory such as 1/ (popef scaffold creates it)');
+    }
+    return selected;
+  }
+
+  private async checkVersions(dir: string, versions: readonly VersionDir[], config: ModelConfig | undefined, positions: ReadonlyMap<string, SourcePos>, configFile: string): Promise<void> {
+    let holdsPopef = false;
+    for (const v of versions) {
+      const files = (await listDir(join(dir, v.dir))).filter((e) => !e.isDirectory()).map((e) => e.name);
+      const popefFiles = files.filter((f) => f.endsWith('.popef')).sort((a, b) => (a === 'executable.popef' ? -1 : b === 'executable.popef' ? 1 : a < b ? -1 : 1));
+      if (popefFiles.length > 0) holdsPopef = true;
+      const poplar = config?.backend === 'poplar' || popefFiles.length > 0;
+      if (!poplar) continue;
+      const versionPath = `${this.model}/${v.dir}`;
+      if (popefFiles.length === 0) {
+        this.add('layout/popef-missing', `version directory ${versionPath} of poplar model '${this.model}' holds no .popef file`, { file: versionPath }, 'put the exported model there as executable.popef (popef scaffold does)');
+      } else if (!popefFiles.includes('executable.popef')) {
+        this.add('layout/popef-name', `the PopEF file in ${versionPath} is ${popefFiles[0] ?? ''}, not executable.popef as in Graphcore's examples`, { file: `${versionPath}/${popefFiles[0] ?? ''}` }, 'rename it to executable.popef');
+      }
+      let nameMap: ParsedNameMap | undefined;
+      let nameMapUsable = true;
+      const nameMapFile = `${versionPath}/name_map.json`;
+      if (!files.includes('name_map.json')) {
+        this.add('layout/name-map-missing', `version directory ${versionPath} of poplar model '${this.model}' holds no name_map.json`, { file: versionPath }, 'popef config writes one from the PopEF anchors');
+      } else {
+        nameMap = await this.checkNameMap(join(dir, v.dir, 'name_map.json'), nameMapFile, config, positions, configFile);
+        nameMapUsable = nameMap !== undefined && nameMap.schemaErrors.length === 0;
+      }
+      // Config names reach anchors through the map; without a usable map that link is unknown.
+      if (popefFiles.length > 0 && config !== undefined && nameMapUsable) {
+        await this.checkPopef(popefFiles.map((f) => join(dir, v.dir, f)), popefFiles.map((f) => `${versionPath}/${f}`), config, nameMap, positions, configFile);
+      }
+    }
+    if (holdsPopef && config !== undefined && config.backend !== 'poplar') {
+      this.add('popef/backend', `model '${this.model}' holds PopEF files but its backend is ${config.backend === undefined ? 'not set' : `"${config.backend}"`}`, { file: configFile, at: positions.get('backend') }, 'set backend: "poplar"');
+    }
+  }
+
+  private async checkNameMap(path: string, file: string, config: ModelConfig | undefined, positions: ReadonlyMap<string, SourcePos>, configFile: string): Promise<ParsedNameMap | undefined> {
+    let parsed: ParsedNameMap;
+    try {
+      parsed = parseNameMap(await readFile(path, 'utf8'), file);
+    } catch (error) {
+      if (!(error instanceof PopefError)) throw ioError(error, path, 'read');
+      this.add('name-map/invalid', `name_map.json is ${error.message}`, { file, at: error.line === undefined ? undefined : { line: error.line, column: error.column ?? 0 } }, 'write one JSON object of "anchor": "name" pairs');
+      return undefined;
+    }
+    for (const problem of parsed.schemaErrors) this.add('name-map/invalid', `name_map.json does not match its schema: ${problem}`, { file }, 'keys and values are non-empty strings (schemas/name-map.schema.json)');
+    const keys = new Map<string, SourcePos>();
+    const values = new Map<string, string>();
+    for (const e of parsed.entries) {
+      const first = keys.get(e.anchor);
+      if (first !== undefined) {
+        this.add('name-map/duplicate-key', `anchor "${e.anchor}" appears twice in name_map.json (first at ${first.line}:${first.column}); JSON readers keep only the last`, { file, at: e.at }, 'keep one entry per anchor');
+        continue;
+      }
+      keys.set(e.anchor, e.at);
+      if (e.name === '') continue;
+      const other = values.get(e.name);
+      if (other !== undefined) this.add('name-map/duplicate-value', `anchors "${other}" and "${e.anchor}" are both mapped to "${e.name}"`, { file, at: e.at }, 'give each anchor its own Triton name');
+      else values.set(e.name, e.anchor);
+    }
+    // With a malformed map, which tensor is which is unknown: the checks that need it would only echo the damage.
+    if (config === undefined || parsed.schemaErrors.length > 0) return parsed;
+    const tensors = [...(config.input ?? []).map((t, i) => ({ name: t.name ?? '', path: `input[${i}]` })), ...(config.output ?? []).map((t, i) => ({ name: t.name ?? '', path: `output[${i}]` }))];
+    const tensorNames = new Set(tensors.map((t) => t.name));
+    for (const e of parsed.entries) {
+      if (e.name !== '' && !tensorNames.has(e.name)) {
+        this.add('name-map/unknown-tensor', `name_map.json maps anchor "${e.anchor}" to "${e.name}", which is not an input or output of config.pbtxt`, { file, at: e.at }, 'fix the name, or add the tensor to the config');
+      }
+    }
+    for (const t of tensors) {
+      if (t.name !== '' && !values.has(t.name)) {
+        this.add('name-map/unmapped-tensor', `config tensor "${t.name}" of model '${this.model}' is not a value in name_map.json`, { file: configFile, at: positions.get(t.path) }, 'add "ANCHOR": "NAME" for it to name_map.json');
+      }
+    }
+    return parsed;
+  }
+
+  private async checkPopef(paths: readonly string[], shown: readonly string[], config: ModelConfig, nameMap: ParsedNameMap | undefined, positions: ReadonlyMap<string, SourcePos>, configFile: string): Promise<void> {
+    let set: ModelSet | undefined;
+    try {
+      set = await ModelSet.open(paths);
+      if (set.models.length !== 1) {
+        this.add('popef/unreadable', `${shown.join(' + ')} hold${shown.length === 1 ? 's' : ''} ${set.models.length} models; the Poplar backend serves one per version`, { file: shown[0] }, 'keep one model per version directory');
+        return;
+      }
+      const model = set.model();
+      if (model.metadata === undefined) {
+        this.add('popef/unreadable', `executable "${model.name}" in ${shown.join(' + ')} has no metadata`, { file: shown[0] }, 'export the model again');
+        return;
+      }
+      const anchorOf = new Map<string, string>();
+      for (const e of nameMap?.entries ?? []) if (e.name !== '' && !anchorOf.has(e.name)) anchorOf.set(e.name, e.anchor);
+      this.addRaw(checkAgainstPopef(config, anchorOf, model.metadata, set.storedTensorNames, this.model), configFile, positions);
+    } catch (error) {
+      if (!(error instanceof PopefError)) throw error;
+      const index = paths.findIndex((p) => p === error.file);
+      const file = shown[index] ?? shown[0];
+      const where = error.offset === undefined ? '' : ` at offset ${error.offset}${error.field === undefined ? '' : ` (${error.field})`}`;
+      this.add('popef/unreadable', `${file ?? 'PopEF'}${where}: ${error.message} [${error.code}]`, { file }, error.suggestion);
+    } finally {
+      await set?.close();
+    }
+  }
+
+  /** The backend library each model needs, searched where Triton searches: version dir, model dir, backend dir. */
+  private async checkBackend(config: ModelConfig, versions: readonly VersionDir[], positions: ReadonlyMap<string, SourcePos>, configFile: string): Promise<void> {
+    const backendDir = this.options.backendDirectory ?? '';
+    const backend = config.backend ?? '';
+    if (backend === '') return;
+    const runtime = config.runtime ?? '';
+    if (runtime !== '' && escapesDir(runtime)) {
+      this.add('backend/runtime-escapes', `backend library name '${runtime}' escapes backend directory '${join(backendDir, backend)}', for model '${this.model}', check model config runtime field`, { file: configFile, at: positions.get('runtime') }, 'name a file inside the backend directory');
+      return;
+    }
+    const library = runtime === '' ? `libtriton_${backend}.so` : runtime;
+    const candidates = [...versions.map((v) => join(this.root, this.model, v.dir, library)), join(this.root, this.model, library), join(backendDir, backend, library)];
+    for (const c of candidates) {
+      const found = await stat(c).then(
+        (st) => st.isFile(),
+        () => false,
+      );
+      if (found) return;
+    }
+    const message =
+      runtime === ''
+        ? `unable to find backend library for backend '${backend}', try specifying runtime on the model configuration.`
+        : `unable to find backend library '${library}' for model '${this.model}', searched: ${candidates.map((c) => `'${c}'`).join(' ')}`;
+    this.add('backend/library-missing', message, { file: configFile, at: positions.get(runtime === '' ? 'backend' : 'runtime') }, `install ${library} as ${join(backendDir, backend, library)}`);
+  }
+}
+
+/** Validates one repository. Throws only when the repository itself cannot be read (exit 2). */
+export async function validateRepository(root: string, options: ValidateOptions = {}): Promise<RepositoryReport> {
+  const info = await stat(root).catch((error: unknown) => {
+    throw ioError(error, root, 'open the model repository');
+  });
+  if (!info.isDirectory()) {
+    throw new PopefError(ErrorCode.Io, 'not a directory', { file: root, suggestion: 'give the model repository directory (the one passed to tritonserver --model-repository)' });
+  }
+  const findings: Finding[] = [];
+  const models: ModelReport[] = [];
+  const entries = (await listDir(root)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const wanted = options.models === undefined ? undefined : new Set(options.models);
+  for (const entry of entries) {
+    if (!(await isDirectory(join(root, entry.name), entry))) continue;
+    if (wanted !== undefined && !wanted.has(entry.name)) continue;
+    if (entry.name.startsWith('.')) {
+      findings.push({
+        rule: 'layout/hidden-directory',
+        severity: options.strict === true ? 'error' : 'warning',
+        message: `hidden directory '${entry.name}' at the repository root is loaded by Triton as a model (and fails)`,
+        file: entry.name,
+        hint: 'move it out of the model repository',
+      });
+      continue;
+    }
+    const checker = new ModelChecker(root, entry.name, options);
+    models.push(await checker.run());
+  }
+  if (wanted !== undefined) {
+    for (const name of wanted) {
+      if (!models.some((m) => m.name === name) && !findings.some((f) => f.file === name)) {
+        throw new PopefError(ErrorCode.InvalidInput, `no model directory named "${name}"`, { file: root, suggestion: 'check --model against the directories of the repository' });
+      }
+    }
+  }
+  return { repository: root, models, findings };
+}
+
+/** Counts of errors and warnings over reports. */
+export function summarize(reports: readonly RepositoryReport[]): { errors: number; warnings: number; models: number } {
+  const all = reports.flatMap((r) => [...r.findings, ...r.models.flatMap((m) => m.findings)]);
+  return {
+    errors: all.filter((f) => f.severity === 'error').length,
+    warnings: all.filter((f) => f.severity === 'warning').length,
+    models: reports.reduce((n, r) => n + r.models.length, 0),
+  };
+}
