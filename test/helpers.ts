@@ -22,6 +22,19 @@ export interface FixtureEntry {
     | { ok: false; code: string; offset?: number; field?: string; onlyWithVerify?: boolean };
 }
 
+export interface RepositoryFixture {
+  path: string;
+  description: string;
+  origin: string;
+  args?: string[];
+  expect: { rule: string; severity: 'error' | 'warning' }[];
+}
+
+export async function repositoryFixtures(): Promise<RepositoryFixture[]> {
+  const parsed = JSON.parse(await readFile(fixture('manifest.json'), 'utf8')) as { repositories: RepositoryFixture[] };
+  return parsed.repositories;
+}
+
 export async function fixtureManifest(): Promise<FixtureEntry[]> {
   const parsed = JSON.parse(await readFile(fixture('manifest.json'), 'utf8')) as { fixtures: FixtureEntry[] };
   return parsed.fixtures;

@@ -173,6 +173,13 @@ describe('popef config / scaffold: bad input exits 2 and writes nothing', () => 
     );
   });
 
+  it('a file holding two models', async () => {
+    await expectRefusal(
+      (dir) => ['scaffold', fixture('two-models/models.popef'), '-r', join(dir, 'repo'), '-m', 'm', '--executable', 'encoder'],
+      /the files hold 2 models; a version directory of the Poplar backend serves one/,
+    );
+  });
+
   it('a model name with / or ..', async () => {
     for (const name of ['a/b', '..', 'x..y', '.hidden']) {
       await expectRefusal((dir) => ['scaffold', fixture('mnist/executable.popef'), '-r', join(dir, 'repo'), '-m', name], /model name .* (contains a path separator|contains "\.\."|starts with ".")/);

@@ -62,6 +62,8 @@ export interface GeneratedFiles extends GeneratedConfig {
   /** The PopEF files, the one holding the executable first. */
   readonly popefFiles: readonly string[];
   readonly executable: string;
+  /** How many models the files hold (scaffold places all files, so it needs exactly one). */
+  readonly modelCount: number;
 }
 
 /** Opens the files, picks the model, generates config.pbtxt and name_map.json text. */
@@ -100,7 +102,7 @@ export async function generateFiles(files: readonly string[], flags: ConfigFlags
     const pbtxt = printPbtxt(generated.config, { tritonVersion: flags.tritonVersion });
     const owner = set.fileOf(model.executable).source.name;
     const popefFiles = [owner, ...paths.filter((p) => p !== owner)];
-    return { ...generated, pbtxt, nameMapText: renderNameMap(generated.nameMap), popefFiles, executable: model.name };
+    return { ...generated, pbtxt, nameMapText: renderNameMap(generated.nameMap), popefFiles, executable: model.name, modelCount: set.models.length };
   } finally {
     await set.close();
   }

@@ -33,6 +33,13 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
       const { applyScaffold, checkModelName, planScaffold } = await import('../../triton/scaffold.js');
       checkModelName(flags.model);
       const generated = await generateFiles(files, flags, flags.model, io);
+      if (generated.modelCount > 1) {
+        // Every file is placed in the version directory, and the backend serves one model from it.
+        const { ErrorCode, PopefError } = await import('../../errors.js');
+        throw new PopefError(ErrorCode.InvalidInput, `the files hold ${generated.modelCount} models; a version directory of the Poplar backend serves one`, {
+          suggestion: 'write each model to a file of its own (popef unpack, edit the manifest, popef pack), then scaffold it',
+        });
+      }
       const repository = resolve(io.cwd, flags.repository);
       const plan = await planScaffold(
         repository,

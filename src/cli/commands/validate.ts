@@ -32,7 +32,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github']).default('text'))
     .option('--strict', 'treat warnings as errors')
     .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', '21.05')
-    .option('--model <name>', 'check only this model directory (repeatable)', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--model <name>', 'check only this model directory (repeatable)', (v: string, prev?: string[]) => [...(prev ?? []), v])
     .option('--backend-directory <dir>', 'also check that each backend library exists there (<dir>/<backend>/libtriton_<backend>.so)')
     .option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)')
     .addHelpText('after', HELP)

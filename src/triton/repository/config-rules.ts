@@ -74,7 +74,7 @@ function newerThanTarget(config: ModelConfig, target: string): RawFinding[] {
       });
     }
   };
-  walk('inference.ModelConfig', config as Record<string, unknown>, '');
+  walk('inference.ModelConfig', config, '');
   return out;
 }
 

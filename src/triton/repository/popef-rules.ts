@@ -29,7 +29,7 @@ export function checkAgainstPopef(
 ): RawFinding[] {
   const out: RawFinding[] = [];
   const { inputs, outputs } = userAnchors(metadata, storedTensorNames);
-  const mbs = Number(config.max_batch_size ?? 0);
+  const mbs = config.max_batch_size ?? 0;
   const served = new Set<Anchor>();
   let batchReported = false;
   const check = (kind: 'input' | 'output', tensors: readonly (ModelInput | ModelOutput)[], anchors: readonly Anchor[]): void => {

@@ -123,7 +123,7 @@ class ModelChecker {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT') throw ioError(error, join(dir, 'config.pbtxt'), 'read');
-      this.add('layout/config-missing', `failed to open text file for read ${join(dir, 'config.pbtxt')}: No such file or directory`, { file: configFile }, 'add a config.pbtxt (popef config generates one)');
+      this.add('layout/config-missing', `failed to open text file for read ${configFile}: No such file or directory`, { file: configFile }, 'add a config.pbtxt (popef config generates one)');
     }
     if (text !== undefined) {
       try {
@@ -184,7 +184,7 @@ class ModelChecker {
         }
       }
     } else {
-      const count = policy?.latest === undefined ? 1 : Number(policy.latest.num_versions ?? 0);
+      const count = policy?.latest === undefined ? 1 : policy.latest.num_versions ?? 0;
       selected = byVersion.slice(0, count);
     }
     if (selected.length === 0) {
@@ -317,7 +317,7 @@ class ModelChecker {
       runtime === ''
         ? `unable to find backend library for backend '${backend}', try specifying runtime on the model configuration.`
         : `unable to find backend library '${library}' for model '${this.model}', searched: ${candidates.map((c) => `'${c}'`).join(' ')}`;
-    this.add('backend/library-missing', message, { file: configFile, at: positions.get(runtime === '' ? 'backend' : 'runtime') }, `install ${library} as ${join(backendDir, backend, library)}`);
+    this.add('backend/library-missing', message, { file: configFile, at: positions.get(runtime === '' ? 'backend' : 'runtime') }, `install ${library} in the backend directory as ${backend}/${library}`);
   }
 }
 

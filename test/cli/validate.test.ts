@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { schemaErrors } from '../../src/json-schemas.js';
+import { FIXTURES, ROOT, fixture, fixtureManifest, repositoryFixtures, runCli, tempDir } from '../helpers.js';
+
+const GOLDEN = join(ROOT, 'test/golden/validate');
+const update = process.env.UPDATE_GOLDEN === '1';
+const EXAMPLES = join(ROOT, '../shared/examples/graphcore-triton');
+
+async function golden(name: string, actual: string): Promise<void> {
+  const path = join(GOLDEN, name);
+  if (update) {
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, actual);
+    return;
+  }
+  const expected = await readFile(path, 'utf8').catch(() => assert.fail(`golden file ${name} is missing: run UPDATE_GOLDEN=1 npm run test:unit`));
+  assert.equal(actual, expected, `${name} differs from its golden file`);
+}
+
+interface JsonFinding {
+  rule: string;
+  severity: 'error' | 'warning';
+  message: string;
+  file?: string;
+  line?: number;
+}
+interface JsonReport {
+  repositories: { findings: JsonFinding[]; models: { name: string; findings: JsonFinding[] }[] }[];
+  summary: { errors: number; warnings: number; models: number };
+}
+
+const allFindings = (r: JsonReport): JsonFinding[] => r.repositories.flatMap((repo) => [...repo.findings, ...repo.models.flatMap((m) => m.findings)]);
+
+describe('popef validate: one broken repository per rule', async () => {
+  for (const repo of await repositoryFixtures()) {
+    it(`${repo.path}: ${repo.expect.map((e) => e.rule).join(', ') || 'clean'}`, async () => {
+      const args = ['validate', repo.path, ...(repo.args ?? [])];
+      const json = await runCli([...args, '--format', 'json'], { cwd: FIXTURES });
+      const report = JSON.parse(json.stdout) as JsonReport;
+      assert.deepEqual(schemaErrors('validate', report), []);
+      const got = allFindings(report).map((f) => ({ rule: f.rule, severity: f.severity }));
+      assert.deepEqual(got, repo.expect, `findings of ${repo.path}:\n${json.stdout}`);
+      assert.equal(json.code, repo.expect.some((e) => e.severity === 'error') ? 1 : 0);
+
+      const sarif = await runCli([...args, '--format', 'sarif'], { cwd: FIXTURES });
+      assert.deepEqual(schemaErrors('sarif-2.1.0-subset', JSON.parse(sarif.stdout)), []);
+
+      const text = await runCli(args, { cwd: FIXTURES });
+      await golden(`${repo.path.replace(/^repos\//, '')}.txt`, text.stdout.split(FIXTURES).join('<fixtures>'));
+    });
+  }
+});
+
+describe("popef validate: Graphcore's example repositories", () => {
+  it('finds nothing wrong in their configs and name maps, only the PopEF files that are not published', async () => {
+    const r = await runCli(['validate', EXAMPLES, '--format', 'json']);
+    const findings = allFindings(JSON.parse(r.stdout) as JsonReport);
+    assert.equal(findings.length, 4);
+    assert.deepEqual([...new Set(findings.map((f) => f.rule))], ['layout/popef-missing']);
+    assert.equal(r.code, 1);
+  });
+});
+
+describe('popef validate: repositories made by popef scaffold validate clean', async () => {
+  // Files with two models cannot be scaffolded (a version directory serves one model): tested in config-scaffold.test.ts.
+  const models = (await fixtureManifest()).filter((f) => f.expect.ok && f.expect.models === 1);
+  for (const entry of models) {
+    it(entry.path, async () => {
+      const { dir, cleanup } = await tempDir();
+      try {
+        const files = [entry.path, ...(entry.with ?? [])].map(fixture);
+        const s = await runCli(['scaffold', ...files, '-r', join(dir, 'repo'), '-m', 'model', '--parameter', 'timeout_ns=500000']);
+        assert.equal(s.code, 0, s.stderr);
+        const v = await runCli(['validate', join(dir, 'repo'), '--format', 'json']);
+        assert.deepEqual(allFindings(JSON.parse(v.stdout) as JsonReport), []);
+        assert.equal(v.code, 0);
+      } finally {
+        await cleanup();
+      }
+    });
+  }
+});
+
+describe('popef validate: formats and options', () => {
+  it('--strict turns warnings into errors', async () => {
+    const plain = await runCli(['validate', 'repos/version-name'], { cwd: FIXTURES });
+    assert.equal(plain.code, 0);
+    const strict = await runCli(['validate', 'repos/version-name', '--strict', '--format', 'json'], { cwd: FIXTURES });
+    assert.equal(strict.code, 1);
+    assert.equal(allFindings(JSON.parse(strict.stdout) as JsonReport)[0]?.severity, 'error');
+  });
+
+  it('writes GitHub annotations with file, line and column', async () => {
+    const r = await runCli(['validate', 'repos/io-dims', '--format', 'github'], { cwd: FIXTURES });
+    assert.match(r.stdout, /^::error file=repos\/io-dims\/mnist\/config\.pbtxt,line=\d+,col=\d+,title=popef validate io\/dims::model input 'digit_image' dimension must be integer >= 1, or -1 to indicate a variable-size dimension for mnist%0Ahint: /m);
+  });
+
+  it('writes JUnit with one test case per model and rule', async () => {
+    const r = await runCli(['validate', 'repos/popef-dims', '--format', 'junit'], { cwd: FIXTURES });
+    assert.match(r.stdout, /^<\?xml version="1\.0" encoding="UTF-8"\?>\n<testsuites name="popef validate" tests="\d+" failures="1" errors="0">/);
+    assert.match(r.stdout, /<testcase classname="repos\/popef-dims\/mnist" name="popef\/dims">\n {6}<failure type="error" message="config input &quot;digit_image&quot; has dims/);
+    assert.match(r.stdout, /<testcase classname="repos\/popef-dims\/mnist" name="io\/dims"\/>/);
+  });
+
+  it('points findings at the line and column of the offending field', async () => {
+    const r = await runCli(['validate', 'repos/popef-data-type', '--format', 'json'], { cwd: FIXTURES });
+    const f = allFindings(JSON.parse(r.stdout) as JsonReport)[0];
+    const text = await readFile(fixture('repos/popef-data-type/mnist/config.pbtxt'), 'utf8');
+    const line = text.split('\n')[(f?.line ?? 0) - 1] ?? '';
+    assert.match(line, /^\s*data_type: TYPE_FP16$/);
+  });
+
+  it('--model restricts the check, and an unknown model or repository is a usage error (exit 2)', async () => {
+    const r = await runCli(['validate', 'repos/hidden-directory', '--model', 'mnist', '--format', 'json'], { cwd: FIXTURES });
+    assert.deepEqual(allFindings(JSON.parse(r.stdout) as JsonReport), []);
+    const unknown = await runCli(['validate', 'repos/clean', '--model', 'nope'], { cwd: FIXTURES });
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /no model directory named "nope"/);
+    const missing = await runCli(['validate', 'repos/does-not-exist'], { cwd: FIXTURES });
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /cannot open the model repository: ENOENT/);
+  });
+
+  it('refuses a malformed --triton-version', async () => {
+    const r = await runCli(['validate', 'repos/clean', '--triton-version', '21'], { cwd: FIXTURES });
+    assert.equal(r.code, 2);
+  });
+
+  it('documents the exit codes in --help', async () => {
+    const r = await runCli(['validate', '--help']);
+    assert.match(r.stdout, /Exit codes: 0 no errors \(warnings allowed unless --strict\), 1 findings,\n2 usage or I\/O errors\./);
+  });
+});
