@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The seed document's workflow on the bundled MNIST model, as far as the
 # toolkit implements it so far: inspect the model's user-provided anchors
-# (the report the seed shows), then scaffold the Triton model repository
-# with the seed's names, and show what was written.
+# (the report the seed shows), scaffold the Triton model repository with
+# the seed's names, show what was written, and validate it offline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 popef() { node bin/popef.js "$@"; }
@@ -20,3 +20,6 @@ echo '$ cat models/mnist/1/name_map.json'
 cat "$out/models/mnist/1/name_map.json"
 echo '$ cat models/mnist/config.pbtxt'
 cat "$out/models/mnist/config.pbtxt"
+echo
+echo '$ popef validate models'
+(cd "$out" && node "$OLDPWD/bin/popef.js" validate models)
