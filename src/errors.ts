@@ -30,6 +30,12 @@ export const ErrorCode = {
   Manifest: 'E_MANIFEST',
   /** A text file (config.pbtxt, JSON) does not parse. */
   Parse: 'E_PARSE',
+  /** An execution plugin is not available here (runtime or SDK missing). */
+  PluginUnavailable: 'E_PLUGIN_UNAVAILABLE',
+  /** An execution plugin failed, broke the protocol, or died. */
+  Plugin: 'E_PLUGIN',
+  /** An execution plugin did not answer in time and was stopped. */
+  Timeout: 'E_TIMEOUT',
   /** The operating system refused a read or write. */
   Io: 'E_IO',
   /** The destination exists and overwriting was not allowed. */
@@ -52,6 +58,8 @@ export interface PopefErrorOptions extends ErrorLocation {
   /** One sentence telling the user what to do about it. */
   readonly suggestion?: string;
   readonly cause?: unknown;
+  /** The process exit code this error calls for, when not 2 (128 + n for a plugin killed by signal n). */
+  readonly exitCode?: number;
 }
 
 export class PopefError extends Error {
@@ -62,6 +70,7 @@ export class PopefError extends Error {
   readonly column: number | undefined;
   readonly field: string | undefined;
   readonly suggestion: string | undefined;
+  readonly exitCode: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: PopefErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -73,6 +82,7 @@ export class PopefError extends Error {
     this.column = options.column;
     this.field = options.field;
     this.suggestion = options.suggestion;
+    this.exitCode = options.exitCode;
   }
 
   /** The same error, attributed to a file (used when a source learns its name late). */

@@ -48,7 +48,7 @@ function report(error: unknown, io: CliIo): number {
   }
   if (isPopefError(error)) {
     reportError(error, io);
-    return ExitCode.Error;
+    return error.exitCode ?? ExitCode.Error;
   }
   const e = error instanceof Error ? error : new Error(String(error));
   io.stderr(`popef: internal error: ${e.message}\n`);

@@ -4,11 +4,11 @@ import { basename, dirname, join } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 
 /**
- * Writes several small text files as one step: each goes to a temporary
+ * Writes several small files as one step: each goes to a temporary
  * file beside its target first, and only when all are written are they
  * moved into place. Existing files are an error unless `force`.
  */
-export async function writeTextFilesAtomically(files: readonly { path: string; text: string }[], options: { force?: boolean } = {}): Promise<void> {
+export async function writeFilesAtomically(files: readonly { path: string; content: string | Uint8Array }[], options: { force?: boolean } = {}): Promise<void> {
   if (options.force !== true) {
     for (const f of files) {
       const present = await stat(f.path).then(
@@ -25,7 +25,7 @@ export async function writeTextFilesAtomically(files: readonly { path: string; t
         throw ioError(error, dirname(f.path), 'create the directory');
       });
       const temp = join(dirname(f.path), `.${basename(f.path)}.${randomBytes(6).toString('hex')}.tmp`);
-      await writeFile(temp, f.text, { flag: 'wx' }).catch((error: unknown) => {
+      await writeFile(temp, f.content, { flag: 'wx' }).catch((error: unknown) => {
         throw ioError(error, f.path, 'write');
       });
       temps.push(temp);

@@ -37,12 +37,12 @@ factor x gradient accumulation.`,
         io.stderr(`popef: ${generated.batchExplanation}\n`);
         return ExitCode.Ok;
       }
-      const { writeTextFilesAtomically } = await import('../../triton/write-files.js');
+      const { writeFilesAtomically } = await import('../../triton/write-files.js');
       const dir = resolve(io.cwd, flags.out);
-      await writeTextFilesAtomically(
+      await writeFilesAtomically(
         [
-          { path: join(dir, 'config.pbtxt'), text: generated.pbtxt },
-          { path: join(dir, 'name_map.json'), text: generated.nameMapText },
+          { path: join(dir, 'config.pbtxt'), content: generated.pbtxt },
+          { path: join(dir, 'name_map.json'), content: generated.nameMapText },
         ],
         { force: flags.force },
       );

@@ -4,6 +4,7 @@ import type { Handler } from '../main.js';
 import { registerConfig } from './config.js';
 import { registerDump } from './dump.js';
 import { registerPack } from './pack.js';
+import { registerRun } from './run.js';
 import { registerScaffold } from './scaffold.js';
 import { registerValidate } from './validate.js';
 import { registerUnpack } from './unpack.js';
@@ -14,6 +15,7 @@ export function register(program: Command, io: CliIo, run: (handler: Handler) =>
   registerConfig(program, io, run);
   registerScaffold(program, io, run);
   registerValidate(program, io, run);
+  registerRun(program, io, run);
   registerPack(program, io, run);
   registerUnpack(program, io, run);
 }

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""popef-toolkit's bridge to Graphcore's Model Runtime (the `ipu` plugin).
+
+Speaks the popef-plugin/1 protocol (src/run/PROTOCOL.md) on stdin/stdout.
+On `open` it rebuilds the model in the Poplar SDK's own PopEF encoding with
+`popef.Writer` (the host sends the metadata as JSON and every payload as a
+tensor frame, so this script never reads the open layout), loads it with
+`model_runtime.ModelRunner`, and runs it on `run`.
+
+The SDK's Python modules are imported when the host says hello; when they
+are missing the bridge answers that it is not available, and why.
+
+NOT verified on IPU hardware or against a real Poplar SDK: the API names
+follow public usage (see popef-facts.md sections 7-8) and are exercised in
+the tests against a simulated SDK (fixtures/sim-sdk/).
+"""
+
+import json
+import os
+import struct
+import sys
+import tempfile
+import traceback
+
+PROTOCOL = "popef-plugin/1"
+BRIDGE_VERSION = "1"
+
+stdin = sys.stdin.buffer
+stdout = sys.stdout.buffer
+
+
+def log(*args):
+    print("ipu_bridge:", *args, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- frames
+
+def read_exact(n):
+    chunks = []
+    while n > 0:
+        chunk = stdin.read(n)
+        if not chunk:
+            raise EOFError()
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(expect):
+    header = read_exact(12)
+    tag = header[:4].decode("ascii", "replace")
+    (length,) = struct.unpack("<Q", header[4:])
+    if tag != expect:
+        raise ValueError("expected a %s frame, got %r" % (expect, tag))
+    return read_exact(length)
+
+
+def read_message():
+    message = json.loads(read_frame("JSON").decode("utf-8"))
+    tensors = []
+    for t in message.get("tensors", []):
+        data = read_frame("TENS")
+        if len(data) != t["bytes"]:
+            raise ValueError("tensor %s: %d bytes announced, %d sent" % (t["name"], t["bytes"], len(data)))
+        tensors.append((t, data))
+    return message, tensors
+
+
+def write_message(message, tensors=()):
+    parts = []
+    body = json.dumps(message).encode("utf-8")
+    parts.append(b"JSON" + struct.pack("<Q", len(body)))
+    parts.append(body)
+    for data in tensors:
+        parts.append(b"TENS" + struct.pack("<Q", len(data)))
+        parts.append(data)
+    # Small replies in one write (one pipe wakeup); large tensors without a joining copy.
+    if sum(len(p) for p in parts) < (1 << 20):
+        stdout.write(b"".join(parts))
+    else:
+        for p in parts:
+            stdout.write(p)
+    stdout.flush()
+
+
+def error(id_, code, message, hint=None):
+    reply = {"type": "error", "id": id_, "code": code, "message": message}
+    if hint:
+        reply["hint"] = hint
+    write_message(reply)
+
+
+# ------------------------------------------------------------- the SDK
+
+popef = None
+model_runtime = None
+np = None
+
+SDK_HINT = (
+    "enable the Poplar SDK in the shell that runs popef (for example: source <poplar_sdk>/enable), "
+    "so that python3 can import popef and model_runtime; set POPEF_PYTHON to choose the interpreter"
+)
+
+
+def import_sdk():
+    global popef, model_runtime, np
+    missing = []
+    try:
+        import numpy as _np
+        np = _np
+    except ImportError as e:
+        missing.append("numpy (%s)" % e)
+    try:
+        import popef as _popef
+        popef = _popef
+    except ImportError as e:
+        missing.append("popef (%s)" % e)
+    try:
+        import model_runtime as _mr
+        model_runtime = _mr
+    except ImportError as e:
+        missing.append("model_runtime (%s)" % e)
+    return missing
+
+
+NUMPY_DTYPES = {
+    "BOOL": "bool", "F16": "<f2", "F32": "<f4", "F64": "<f8", "S8": "i1", "U8": "u1", "S16": "<i2",
+    "U16": "<u2", "S32": "<i4", "U32": "<u4", "S64": "<i8", "U64": "<u8",
+}
+
+
+def dtype_name(data_type):
+    """The PopEF name of a popef.DataType value (pybind11 enums carry .name)."""
+    name = getattr(data_type, "name", None)
+    if name is None:
+        name = str(data_type).split(".")[-1]
+    return name
+
+
+def tensor_info(info):
+    ti = popef.TensorInfo()
+    ti.setDataType(getattr(popef.DataType, info["dtype"]))
+    ti.setShape(list(info["shape"]))
+    return ti
+
+
+def build_metadata(md):
+    """A popef.Metadata from the JSON form of the open layout's metadata."""
+    m = popef.Metadata()
+    m.setExecutable(md["executable"])
+    anchors = []
+    for a in md["anchors"]:
+        anchor = popef.Anchor()
+        anchor.setName(a["name"])
+        anchor.setHandle(a["handle"])
+        anchor.setTensorInfo(tensor_info(a["tensorInfo"]))
+        anchor.setIsPerReplica(a["isPerReplica"])
+        anchor.setType(getattr(popef.TensorType, a["type"]))
+        anchor.setPrograms(list(a["programs"]))
+        anchors.append(anchor)
+    m.setAnchors(anchors)
+    flow = popef.ProgramFlow()
+    flow.setLoad(list(md["programFlow"]["load"]))
+    flow.setMain(list(md["programFlow"]["main"]))
+    flow.setSave(list(md["programFlow"]["save"]))
+    m.setProgramFlow(flow)
+    m.setProgramsMap({p["index"]: p["name"] for p in md["programsMap"]})
+    m.setReplicationFactor(md["replicationFactor"])
+    m.setNumIpus(md["numIpus"])
+    m.setIpuVersion(md["ipuVersion"])
+    m.setIsPOD(md["isPOD"])
+    m.setNumProcesses(md["numProcesses"])
+    m.setIsInference(md["isInference"])
+    m.setDeviceIterations(md["deviceIterations"])
+    m.setSeedHandle(md["seedHandle"])
+    m.setEngineOptions([popef.Option(o["name"], o["value"]) for o in md["engineOptions"]])
+    m.setDeviceOptions([popef.Option(o["name"], o["value"]) for o in md["deviceOptions"]])
+    return m
+
+
+class Session:
+    def __init__(self, message, tensors):
+        self.dir = tempfile.mkdtemp(prefix="popef-ipu-bridge-")
+        self.path = os.path.join(self.dir, "executable.popef")
+        model = message["model"]
+        payloads = [data for (_, data) in tensors]
+        writer = popef.Writer(self.path)
+        for blob in model["blobs"]:
+            data = payloads[blob["tensor"]]
+            if blob["kind"] == "executable":
+                w = writer.createExecutable(blob["name"], False)
+            elif blob["kind"] == "tensor":
+                info = popef.TensorDataInfo()
+                info.setName(blob["name"])
+                info.setTensorInfo(tensor_info(blob["tensorInfo"]))
+                w = writer.createTensorData(info)
+            elif blob["kind"] == "opaque":
+                w = writer.createOpaqueBlob(blob["name"], blob["executable"])
+            else:
+                # Feeds are datasets, not needed to run the model.
+                continue
+            w.write(data, len(data))
+            w.close()
+        writer.writeMetadata(build_metadata(model["metadata"]))
+        writer.close()
+
+        config = model_runtime.ModelRunnerConfig()
+        wait_seconds = float(message.get("options", {}).get("device_wait_seconds", "60"))
+        config.device_wait_config = model_runtime.DeviceWaitConfig(
+            model_runtime.DeviceWaitStrategy.WAIT_WITH_TIMEOUT, wait_seconds, 1.0
+        )
+        self.runner = model_runtime.ModelRunner(self.path, config=config)
+        self.inputs = [self.spec(d) for d in self.runner.getExecuteInputs()]
+        self.outputs = [self.spec(d) for d in self.runner.getExecuteOutputs()]
+
+    @staticmethod
+    def spec(descriptor):
+        return {"name": descriptor.name, "dtype": dtype_name(descriptor.data_type), "shape": [int(d) for d in descriptor.shape]}
+
+    def run(self, tensors):
+        expected = {s["name"]: s for s in self.inputs}
+        feed = {}
+        for (t, data) in tensors:
+            spec = expected.get(t["name"])
+            if spec is None:
+                raise UserError("E_INPUT", "unexpected input %r; the model takes %s" % (t["name"], sorted(expected)))
+            if t["dtype"] != spec["dtype"] or list(t["shape"]) != spec["shape"]:
+                raise UserError(
+                    "E_INPUT",
+                    "input %r is %s %s, the model expects %s %s" % (t["name"], t["dtype"], t["shape"], spec["dtype"], spec["shape"]),
+                )
+            feed[t["name"]] = np.frombuffer(data, dtype=NUMPY_DTYPES[t["dtype"]]).reshape(spec["shape"])
+        missing = sorted(set(expected) - set(feed))
+        if missing:
+            raise UserError("E_INPUT", "missing inputs: %s" % missing)
+        results = self.runner.execute(feed)
+        out = []
+        for spec in self.outputs:
+            array = np.ascontiguousarray(np.asarray(results[spec["name"]]), dtype=NUMPY_DTYPES[spec["dtype"]])
+            out.append(({"name": spec["name"], "dtype": spec["dtype"], "shape": list(array.shape)}, array.tobytes()))
+        return out
+
+    def close(self):
+        self.runner = None
+        try:
+            os.remove(self.path)
+            os.rmdir(self.dir)
+        except OSError:
+            pass
+
+
+class UserError(Exception):
+    def __init__(self, code, message):
+        Exception.__init__(self, message)
+        self.code = code
+
+
+def main():
+    session = None
+    available = False
+    while True:
+        try:
+            message, tensors = read_message()
+        except EOFError:
+            break
+        id_ = message.get("id", -1)
+        kind = message.get("type")
+        try:
+            if kind == "hello":
+                missing = import_sdk()
+                available = not missing
+                reply = {"type": "hello", "id": id_, "protocol": PROTOCOL, "plugin": "ipu", "version": BRIDGE_VERSION, "available": available}
+                if missing:
+                    reply["reason"] = "the Poplar SDK's Python modules cannot be imported: " + "; ".join(missing)
+                    reply["hint"] = SDK_HINT
+                write_message(reply)
+            elif kind == "open":
+                if not available:
+                    error(id_, "E_SDK", "the Poplar SDK is not available", SDK_HINT)
+                    continue
+                if session is not None:
+                    session.close()
+                session = Session(message, tensors)
+                write_message({"type": "opened", "id": id_, "inputs": session.inputs, "outputs": session.outputs})
+            elif kind == "run":
+                if session is None:
+                    error(id_, "E_STATE", "run before open")
+                    continue
+                results = session.run(tensors)
+                write_message({"type": "result", "id": id_, "tensors": [dict(spec, bytes=len(data)) for (spec, data) in results]}, [data for (_, data) in results])
+            elif kind == "close":
+                if session is not None:
+                    session.close()
+                write_message({"type": "closed", "id": id_})
+                break
+            else:
+                error(id_, "E_PROTOCOL", "unknown request %r" % kind)
+        except UserError as e:
+            error(id_, e.code, str(e))
+        except Exception as e:  # the SDK's own errors: its message, and the trace on stderr
+            log(traceback.format_exc())
+            error(id_, "E_SDK", "%s: %s" % (type(e).__name__, e), "see the Model Runtime / Poplar messages above")
+
+
+if __name__ == "__main__":
+    main()

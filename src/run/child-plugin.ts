@@ -1,0 +1,258 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants } from 'node:os';
+import { ErrorCode, PopefError } from '../errors.js';
+import { ModelSet } from '../format/model-set.js';
+import { modelPayload } from './model-payload.js';
+import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
+import { FrameReader, PROTOCOL, ProtocolError, announce, parseSpecs, writeMessage, type Message } from './protocol.js';
+
+/**
+ * An execution plugin in a child process, speaking PROTOCOL.md over its
+ * stdin/stdout. The host never hangs: every request has a timeout, a child
+ * that dies is reported with its signal or status and its last stderr
+ * lines, and dispose() (also run on abort) stops the child for good.
+ */
+
+export interface ChildPluginOptions {
+  readonly name: string;
+  readonly command: string;
+  readonly args?: readonly string[];
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Handshake and close (default 10 s). */
+  readonly controlTimeoutMs?: number;
+  /** Open and run (default 300 s). */
+  readonly requestTimeoutMs?: number;
+  /** Aborting stops the child. */
+  readonly signal?: AbortSignal;
+  /** Host identification sent in the handshake. */
+  readonly host?: string;
+}
+
+const STDERR_LINES = 20;
+
+function signalNumber(signal: NodeJS.Signals): number {
+  return (constants.signals as Record<string, number | undefined>)[signal] ?? 0;
+}
+
+export class ChildProcessPlugin implements ExecutionPlugin {
+  readonly name: string;
+  private child: ChildProcess | undefined;
+  private reader: FrameReader | undefined;
+  private hello: Availability | undefined;
+  private nextId = 0;
+  private readonly stderrTail: string[] = [];
+  private exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  private exitWaiters: (() => void)[] = [];
+  private busy = false;
+
+  constructor(private readonly options: ChildPluginOptions) {
+    this.name = options.name;
+    options.signal?.addEventListener('abort', () => void this.kill(), { once: true });
+  }
+
+  private start(): void {
+    if (this.child !== undefined) return;
+    const child = spawn(this.options.command, [...(this.options.args ?? [])], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: this.options.env === undefined ? undefined : (this.options.env as NodeJS.ProcessEnv),
+    });
+    this.child = child;
+    this.reader = new FrameReader(child.stdout);
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (text: string) => {
+      for (const line of text.split('\n')) if (line.trim() !== '') this.stderrTail.push(line);
+      this.stderrTail.splice(0, Math.max(0, this.stderrTail.length - STDERR_LINES));
+    });
+    // Writes to a child that died fail with EPIPE; the exit is what gets reported.
+    child.stdin.on('error', () => undefined);
+    child.on('error', (error) => {
+      this.stderrTail.push(`could not start ${this.options.command}: ${error.message}`);
+      this.exited = { code: 127, signal: null };
+      this.flushExit();
+    });
+    child.on('exit', (code, signal) => {
+      this.exited = { code, signal };
+      this.flushExit();
+    });
+  }
+
+  private flushExit(): void {
+    const waiters = this.exitWaiters;
+    this.exitWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private deathError(request: string): PopefError {
+    const e = this.exited;
+    const tail = this.stderrTail.length > 0 ? `; its last output:\n  ${this.stderrTail.slice(-5).join('\n  ')}` : '';
+    if (e?.signal !== null && e?.signal !== undefined) {
+      return new PopefError(ErrorCode.Plugin, `plugin "${this.name}" died by signal ${e.signal} during ${request}${tail}`, {
+        suggestion: 'the runtime crashed: run again, or check the plugin\'s own logs',
+        exitCode: 128 + signalNumber(e.signal),
+      });
+    }
+    return new PopefError(ErrorCode.Plugin, `plugin "${this.name}" exited with status ${e?.code ?? '?'} during ${request}${tail}`, {
+      suggestion: 'see the plugin\'s output above',
+    });
+  }
+
+  /** Sends a request and waits for its reply, racing the timeout and the child's death. */
+  private async request(message: { readonly type: string } & Record<string, unknown>, tensors: readonly Uint8Array[], timeoutMs: number): Promise<{ message: Message; tensors: Tensor[] }> {
+    this.start();
+    const child = this.child;
+    const reader = this.reader;
+    const stdin = child?.stdin ?? null;
+    if (child === undefined || reader === undefined || stdin === null) throw new Error('plugin process not started');
+    if (this.busy) throw new Error('plugin requests must not overlap');
+    if (this.exited !== undefined) throw this.deathError(message.type);
+    this.busy = true;
+    const id = this.nextId++;
+    let timer: NodeJS.Timeout | undefined;
+    let onExit: (() => void) | undefined;
+    try {
+      const reply = reader.next();
+      // A failed read after the child died is reported as the death.
+      reply.catch(() => undefined);
+      const died = new Promise<never>((_, reject) => {
+        onExit = () => {
+          // Let any reply already sent be read first.
+          setImmediate(() => reject(this.deathError(message.type)));
+        };
+        this.exitWaiters.push(onExit);
+      });
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          void this.kill();
+          reject(
+            new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not answer "${message.type}" within ${timeoutMs / 1000} s and was stopped`, {
+              suggestion: 'raise --timeout if the model really needs longer, or check that the device is free',
+            }),
+          );
+        }, timeoutMs);
+      });
+      const aborted = new Promise<never>((_, reject) => {
+        const signal = this.options.signal;
+        if (signal === undefined) return;
+        const fail = (): void => reject(new PopefError(ErrorCode.Io, 'interrupted; the plugin was stopped', {}));
+        if (signal.aborted) fail();
+        else signal.addEventListener('abort', fail, { once: true });
+      });
+      await Promise.race([writeMessage(stdin, { ...message, id }, tensors), died, timedOut, aborted]);
+      let result: { message: Message; tensors: Tensor[] };
+      try {
+        result = await Promise.race([reply, died, timedOut, aborted]);
+      } catch (error) {
+        if (error instanceof ProtocolError) {
+          if (error.message === 'ended') {
+            await Promise.race([new Promise<void>((r) => (this.exited === undefined ? this.exitWaiters.push(r) : r())), new Promise((r) => setTimeout(r, 2000))]);
+            throw this.deathError(message.type);
+          }
+          void this.kill();
+          throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: ${error.message}`, { suggestion: 'see src/run/PROTOCOL.md' });
+        }
+        throw error;
+      }
+      if (result.message.id !== id) {
+        void this.kill();
+        throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: reply id ${result.message.id} to request ${id}`, {});
+      }
+      if (result.message.type === 'error') {
+        const m = result.message as Message & { code?: string; message?: string; hint?: string };
+        throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}": ${m.message ?? 'unknown error'}${m.code === undefined ? '' : ` (${m.code})`}`, {
+          suggestion: m.hint,
+        });
+      }
+      return result;
+    } finally {
+      clearTimeout(timer);
+      if (onExit !== undefined) this.exitWaiters = this.exitWaiters.filter((w) => w !== onExit);
+      this.busy = false;
+    }
+  }
+
+  async probe(): Promise<Availability> {
+    if (this.hello !== undefined) return this.hello;
+    const reply = await this.request({ type: 'hello', protocol: PROTOCOL, host: this.options.host ?? 'popef-toolkit' }, [], this.options.controlTimeoutMs ?? 10_000);
+    const m = reply.message as Message & { protocol?: unknown; available?: unknown; reason?: unknown; hint?: unknown };
+    if (m.type !== 'hello' || m.protocol !== PROTOCOL) {
+      void this.kill();
+      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" speaks ${JSON.stringify(m.protocol)}, not ${PROTOCOL}`, {
+        suggestion: 'update the plugin or popef-toolkit so that both speak the same protocol',
+      });
+    }
+    this.hello = {
+      available: m.available === true,
+      ...(typeof m.reason === 'string' ? { reason: m.reason } : {}),
+      ...(typeof m.hint === 'string' ? { hint: m.hint } : {}),
+    };
+    return this.hello;
+  }
+
+  async open(request: ModelRequest): Promise<OpenedModel> {
+    const availability = await this.probe();
+    if (!availability.available) {
+      throw new PopefError(ErrorCode.PluginUnavailable, `plugin "${this.name}" cannot run here: ${availability.reason ?? 'no reason given'}`, {
+        suggestion: availability.hint,
+      });
+    }
+    const set = await ModelSet.open(request.files);
+    let payload;
+    try {
+      payload = await modelPayload(set, request.executable);
+    } finally {
+      await set.close();
+    }
+    const tensors = payload.payloads.map((p) => ({ name: p.name, dtype: 'U8' as const, shape: [p.data.byteLength], data: p.data }));
+    const reply = await this.request(
+      { type: 'open', executable: request.executable, files: request.files, options: request.options, model: payload.model, tensors: announce(tensors) },
+      tensors.map((t) => t.data),
+      this.options.requestTimeoutMs ?? 300_000,
+    );
+    let inputs: TensorSpec[];
+    let outputs: TensorSpec[];
+    try {
+      inputs = parseSpecs(reply.message.inputs, 'inputs');
+      outputs = parseSpecs(reply.message.outputs, 'outputs');
+    } catch (error) {
+      void this.kill();
+      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: ${(error as Error).message}`, {});
+    }
+    return {
+      inputs,
+      outputs,
+      run: async (values) => {
+        const list = [...values.values()];
+        const r = await this.request({ type: 'run', tensors: announce(list) }, list.map((t) => t.data), this.options.requestTimeoutMs ?? 300_000);
+        return new Map(r.tensors.map((t) => [t.name, t]));
+      },
+      close: async () => {
+        await this.dispose();
+      },
+    };
+  }
+
+  /** Asks the child to close, then makes sure it is gone. */
+  async dispose(): Promise<void> {
+    if (this.child === undefined || this.exited !== undefined) return;
+    try {
+      await this.request({ type: 'close' }, [], this.options.controlTimeoutMs ?? 10_000);
+    } catch {
+      // A child that cannot close cleanly is stopped below.
+    }
+    await this.kill();
+  }
+
+  /** SIGTERM, then SIGKILL after 2 s; resolves when the child is gone. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (child === undefined || this.exited !== undefined) return;
+    const gone = new Promise<void>((resolve) => {
+      if (this.exited !== undefined) resolve();
+      else this.exitWaiters.push(resolve);
+    });
+    child.kill('SIGTERM');
+    const force = setTimeout(() => child.kill('SIGKILL'), 2000);
+    await gone;
+    clearTimeout(force);
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Output comparison, numpy.isclose style: an element passes when
+ * |actual - expected| <= atol + rtol * |expected| (NaN equals NaN). Besides
+ * the verdict it reports the error statistics and the smallest tolerances
+ * that would have passed, which is what a user tuning --atol/--rtol needs.
+ */
+
+export interface Tolerance {
+  readonly atol: number;
+  readonly rtol: number;
+}
+
+export interface Comparison {
+  readonly elements: number;
+  readonly mismatches: number;
+  readonly maxAbsError: number;
+  /** Largest |a - e| / |e| (Infinity when e = 0 and a differs). */
+  readonly maxRelError: number;
+  readonly passed: boolean;
+  /** Smallest atol that passes with the given rtol. */
+  readonly minAtol: number;
+  /** Smallest rtol that passes with the given atol (Infinity if none does). */
+  readonly minRtol: number;
+}
+
+function close(a: number, e: number, atol: number, rtol: number): boolean {
+  if (Number.isNaN(a) || Number.isNaN(e)) return Number.isNaN(a) && Number.isNaN(e);
+  if (a === e) return true;
+  return Math.abs(a - e) <= atol + rtol * Math.abs(e);
+}
+
+/** The smallest x >= start for which ok(x) holds, starting from a computed bound that rounding may leave a few ulps short. */
+function settle(start: number, ok: (x: number) => boolean): number {
+  let x = start;
+  for (let i = 0; i < 64 && !ok(x) && Number.isFinite(x); i++) {
+    x = x === 0 ? Number.MIN_VALUE : x + Math.max(Number.EPSILON * Math.abs(x), Number.MIN_VALUE);
+  }
+  return ok(x) ? x : Infinity;
+}
+
+export function compareValues(actual: ArrayLike<number>, expected: ArrayLike<number>, tol: Tolerance): Comparison {
+  const n = Math.min(actual.length, expected.length);
+  let mismatches = 0;
+  let maxAbs = 0;
+  let maxRel = 0;
+  let minAtol = 0;
+  let minRtol = 0;
+  for (let i = 0; i < n; i++) {
+    const a = actual[i] ?? 0;
+    const e = expected[i] ?? 0;
+    if (!close(a, e, tol.atol, tol.rtol)) mismatches += 1;
+    if (Number.isNaN(a) || Number.isNaN(e)) {
+      if (!(Number.isNaN(a) && Number.isNaN(e))) {
+        maxAbs = Infinity;
+        maxRel = Infinity;
+        minAtol = Infinity;
+        minRtol = Infinity;
+      }
+      continue;
+    }
+    if (a === e) continue;
+    const diff = Math.abs(a - e);
+    const scale = Math.abs(e);
+    maxAbs = Math.max(maxAbs, diff);
+    maxRel = Math.max(maxRel, scale === 0 ? Infinity : diff / scale);
+    minAtol = Math.max(minAtol, diff - tol.rtol * scale);
+    if (diff > tol.atol) minRtol = Math.max(minRtol, scale === 0 ? Infinity : (diff - tol.atol) / scale);
+  }
+  const allClose = (atol: number, rtol: number): boolean => {
+    for (let i = 0; i < n; i++) if (!close(actual[i] ?? 0, expected[i] ?? 0, atol, rtol)) return false;
+    return true;
+  };
+  return {
+    elements: n,
+    mismatches,
+    maxAbsError: maxAbs,
+    maxRelError: maxRel,
+    passed: mismatches === 0 && actual.length === expected.length,
+    minAtol: settle(Math.max(0, minAtol), (x) => allClose(x, tol.rtol)),
+    minRtol: settle(Math.max(0, minRtol), (x) => allClose(tol.atol, x)),
+  };
+}

@@ -1,0 +1,80 @@
+import { existsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ErrorCode, PopefError } from '../errors.js';
+import { packageRoot } from '../package-root.js';
+import { ChildProcessPlugin } from './child-plugin.js';
+import type { ExecutionPlugin } from './plugin-api.js';
+
+export interface PluginContext {
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly signal?: AbortSignal;
+  readonly requestTimeoutMs?: number;
+  readonly host?: string;
+}
+
+/** The IPU bridge script, shipped with the package. */
+export function ipuBridgePath(): string {
+  return join(packageRoot(), 'src/run/bridge/ipu_bridge.py');
+}
+
+/**
+ * The built-in `ipu` plugin: the bridge to Graphcore's Model Runtime, run
+ * with POPEF_PYTHON (default python3), the interpreter where the Poplar
+ * SDK's Python modules are enabled.
+ */
+export function ipuPlugin(ctx: PluginContext): ExecutionPlugin {
+  return new ChildProcessPlugin({
+    name: 'ipu',
+    command: ctx.env.POPEF_PYTHON ?? 'python3',
+    args: ['-u', ipuBridgePath()],
+    env: ctx.env,
+    signal: ctx.signal,
+    requestTimeoutMs: ctx.requestTimeoutMs,
+    host: ctx.host,
+  });
+}
+
+function isPluginObject(value: unknown): value is ExecutionPlugin {
+  const p = value as Partial<ExecutionPlugin> | null;
+  return typeof p === 'object' && p !== null && typeof p.probe === 'function' && typeof p.open === 'function' && typeof p.dispose === 'function' && typeof p.name === 'string';
+}
+
+/**
+ * Resolves --plugin: `ipu`; a path to an ES module (.js/.mjs) exporting a
+ * plugin (default export, or createPlugin()); a path to an executable,
+ * run as an out-of-process plugin; or a package name exporting a plugin.
+ */
+export async function loadPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPlugin> {
+  if (spec === 'ipu') return ipuPlugin(ctx);
+  if (spec === 'cpu') {
+    throw new PopefError(ErrorCode.PluginUnavailable, 'the cpu reference plugin is not part of this version of popef-toolkit', {
+      suggestion: 'use --plugin ipu, or a plugin of your own (--plugin ./my-plugin.js)',
+    });
+  }
+  const looksLikePath = spec.startsWith('.') || spec.startsWith('/') || spec.includes('\\');
+  const path = resolve(ctx.cwd, spec);
+  if (looksLikePath && !existsSync(path)) {
+    throw new PopefError(ErrorCode.InvalidInput, `plugin ${spec} does not exist`, { file: path, suggestion: 'give a path to a plugin module or program, or ipu' });
+  }
+  if (looksLikePath && !/\.(m?js)$/.test(path)) {
+    const mode = statSync(path).mode;
+    if ((mode & 0o111) === 0) {
+      throw new PopefError(ErrorCode.InvalidInput, `plugin ${spec} is neither an ES module (.js, .mjs) nor an executable program`, { file: path, suggestion: 'chmod +x it, or give a .js/.mjs module' });
+    }
+    return new ChildProcessPlugin({ name: spec, command: path, env: ctx.env, signal: ctx.signal, requestTimeoutMs: ctx.requestTimeoutMs, host: ctx.host });
+  }
+  let module: Record<string, unknown>;
+  try {
+    module = (await import(looksLikePath ? pathToFileURL(path).href : spec)) as Record<string, unknown>;
+  } catch (error) {
+    throw new PopefError(ErrorCode.InvalidInput, `cannot load plugin ${spec}: ${(error as Error).message}`, { suggestion: 'give a path to an ES module, or an installed package name' });
+  }
+  const candidate = typeof module.createPlugin === 'function' ? await (module.createPlugin as () => unknown)() : module.default;
+  const plugin = typeof candidate === 'function' ? await (candidate as () => unknown)() : candidate;
+  if (!isPluginObject(plugin)) {
+    throw new PopefError(ErrorCode.InvalidInput, `plugin ${spec} exports no ExecutionPlugin (name, probe, open, dispose)`, { suggestion: 'export one as default, or a createPlugin() function' });
+  }
+  return plugin;
+}

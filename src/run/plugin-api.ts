@@ -1,0 +1,57 @@
+import type { DataType } from '../schema/model.js';
+
+/**
+ * The execution plugin API. `popef run` never executes a model itself: a
+ * plugin does. In-process plugins are ES modules whose default export (or
+ * `createPlugin()`) returns an ExecutionPlugin; out-of-process plugins speak
+ * the stdio protocol of PROTOCOL.md and are wrapped by ChildProcessPlugin.
+ */
+
+/** A tensor's name, element type (PopEF names) and full shape (batch dimension included). */
+export interface TensorSpec {
+  readonly name: string;
+  readonly dtype: DataType;
+  readonly shape: readonly number[];
+}
+
+/** A tensor with its bytes: little-endian elements in row-major order. */
+export interface Tensor extends TensorSpec {
+  readonly data: Uint8Array;
+}
+
+export interface Availability {
+  readonly available: boolean;
+  /** Why not, when not available: what is missing. */
+  readonly reason?: string;
+  /** How to make it available. */
+  readonly hint?: string;
+}
+
+/** What a plugin gets to open: the model set's files and the executable to run. */
+export interface ModelRequest {
+  /** Absolute paths of the PopEF open-layout files of the model set. */
+  readonly files: readonly string[];
+  /** Name of the executable to run (the only one, or the one chosen). */
+  readonly executable: string;
+  /** Plugin-specific options (--plugin-option KEY=VALUE). */
+  readonly options: Readonly<Record<string, string>>;
+}
+
+export interface OpenedModel {
+  /** The tensors `run` expects, by PopEF anchor name. */
+  readonly inputs: readonly TensorSpec[];
+  /** The tensors `run` returns. */
+  readonly outputs: readonly TensorSpec[];
+  /** Runs once; inputs and outputs are keyed by anchor name. */
+  run(inputs: ReadonlyMap<string, Tensor>): Promise<Map<string, Tensor>>;
+  close(): Promise<void>;
+}
+
+export interface ExecutionPlugin {
+  readonly name: string;
+  /** Whether this plugin can run here, and if not, why and how to fix it. Never throws for a missing runtime. */
+  probe(): Promise<Availability>;
+  open(model: ModelRequest): Promise<OpenedModel>;
+  /** Releases everything (child processes included). Safe to call more than once. */
+  dispose(): Promise<void>;
+}

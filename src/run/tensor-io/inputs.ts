@@ -1,0 +1,187 @@
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { PNG } from 'pngjs';
+import { ErrorCode, PopefError, ioError } from '../../errors.js';
+import type { Tensor, TensorSpec } from '../plugin-api.js';
+import { byteLength, checkAgainstSpec, elementCount, fromNumbers, isFloat } from '../tensor.js';
+import { readNpy } from './npy.js';
+
+/**
+ * Model inputs from files: .npy, .json (nested arrays or {shape, data}),
+ * raw .bin (little-endian, exact size), .png (grayscale or RGB, laid out as
+ * the input needs; float inputs scaled to [0, 1] by default, as
+ * torchvision's ToTensor does), or seeded random data. Every input comes
+ * out checked against the spec the model expects.
+ */
+
+export interface ImageOptions {
+  /** Multiplier applied to 0..255 pixels of float inputs (default 1/255). */
+  readonly scale?: number;
+  /** Per-channel mean subtracted after scaling (one value, or one per channel). */
+  readonly mean?: readonly number[];
+  /** Per-channel standard deviation divided by after the mean. */
+  readonly std?: readonly number[];
+}
+
+export interface RandomOptions {
+  readonly seed: number;
+  /** Inclusive range; default [0, 1) for floats, [0, 10] for integers, {0, 1} for BOOL. */
+  readonly range?: readonly [number, number];
+}
+
+function inputError(label: string, file: string, message: string, suggestion?: string): PopefError {
+  return new PopefError(ErrorCode.InvalidInput, `input "${label}": ${message}`, { file, suggestion });
+}
+
+/** mulberry32: small, fast, and the same numbers on every platform for a seed. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function randomTensor(spec: TensorSpec, options: RandomOptions): Tensor {
+  const next = seededRandom(options.seed);
+  const n = elementCount(spec.shape);
+  const values = new Float64Array(n);
+  if (isFloat(spec.dtype)) {
+    const [lo, hi] = options.range ?? [0, 1];
+    for (let i = 0; i < n; i++) values[i] = lo + next() * (hi - lo);
+  } else {
+    const [lo, hi] = options.range ?? (spec.dtype === 'BOOL' ? [0, 1] : [0, 10]);
+    for (let i = 0; i < n; i++) values[i] = Math.floor(lo + next() * (Math.floor(hi) - Math.ceil(lo) + 1));
+  }
+  return fromNumbers(spec, values);
+}
+
+function flattenJson(value: unknown, label: string, file: string): { shape: number[]; data: number[] } {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'data' in value) {
+    const v = value as { shape?: unknown; data: unknown };
+    const inner = flattenJson(v.data, label, file);
+    if (v.shape === undefined) return inner;
+    if (!Array.isArray(v.shape) || !v.shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) {
+      throw inputError(label, file, '"shape" must be a list of sizes');
+    }
+    const shape = v.shape as number[];
+    if (elementCount(shape) !== inner.data.length) throw inputError(label, file, `"shape" [${shape.join(', ')}] holds ${elementCount(shape)} elements but "data" has ${inner.data.length}`);
+    return { shape, data: inner.data };
+  }
+  const data: number[] = [];
+  const shapeOf = (v: unknown, depth: number, shape: number[]): void => {
+    if (Array.isArray(v)) {
+      if (shape.length === depth) shape.push(v.length);
+      else if (shape[depth] !== v.length) throw inputError(label, file, `the nested arrays are ragged at depth ${depth}`);
+      for (const x of v) shapeOf(x, depth + 1, shape);
+      return;
+    }
+    if (depth !== shape.length) throw inputError(label, file, `the nested arrays are ragged at depth ${depth}`);
+    if (typeof v === 'number') data.push(v);
+    else if (typeof v === 'boolean') data.push(v ? 1 : 0);
+    else throw inputError(label, file, `${JSON.stringify(v)} is not a number`);
+  };
+  const shape: number[] = [];
+  shapeOf(value, 0, shape);
+  return { shape, data };
+}
+
+/** Lays one image out as the input needs: [..., C, H, W], [..., H, W, C] (C = 1 or 3) or [..., H, W]. */
+function pngTensor(bytes: Buffer, spec: TensorSpec, label: string, file: string, image: ImageOptions): Tensor {
+  let png: PNG;
+  try {
+    png = PNG.sync.read(bytes);
+  } catch (error) {
+    throw inputError(label, file, `not a readable PNG: ${(error as Error).message}`);
+  }
+  const { width, height, data } = png;
+  const s = spec.shape;
+  const r = s.length;
+  let layout: 'chw' | 'hwc' | 'hw';
+  let channels: number;
+  if (r >= 3 && (s[r - 3] === 1 || s[r - 3] === 3) && s[r - 2] === height && s[r - 1] === width) {
+    layout = 'chw';
+    channels = s[r - 3] ?? 1;
+  } else if (r >= 3 && (s[r - 1] === 1 || s[r - 1] === 3) && s[r - 3] === height && s[r - 2] === width) {
+    layout = 'hwc';
+    channels = s[r - 1] ?? 1;
+  } else if (r >= 2 && s[r - 2] === height && s[r - 1] === width) {
+    layout = 'hw';
+    channels = 1;
+  } else {
+    throw inputError(label, file, `the image is ${width}x${height}, but the input is [${s.join(', ')}], which has no ${height}x${width} image plane`, 'resize the image to the model\'s input size');
+  }
+  const perImage = channels * height * width;
+  const total = elementCount(s);
+  const scale = isFloat(spec.dtype) ? (image.scale ?? 1 / 255) : 1;
+  const mean = image.mean ?? [0];
+  const std = image.std ?? [1];
+  const values = new Float64Array(total);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const p = 4 * (y * width + x);
+      const rgb = [data[p] ?? 0, data[p + 1] ?? 0, data[p + 2] ?? 0];
+      // Grayscale as PIL's convert('L') computes it.
+      const pixel = channels === 1 ? [(rgb[0] ?? 0) * 0.299 + (rgb[1] ?? 0) * 0.587 + (rgb[2] ?? 0) * 0.114] : rgb;
+      for (let c = 0; c < channels; c++) {
+        const raw = pixel[c] ?? 0;
+        const v = isFloat(spec.dtype) ? (raw * scale - (mean[c] ?? mean[0] ?? 0)) / (std[c] ?? std[0] ?? 1) : raw;
+        const index = layout === 'hwc' ? (y * width + x) * channels + c : c * height * width + y * width + x;
+        values[index] = v;
+      }
+    }
+  }
+  // One image fills every leading (batch) position.
+  for (let start = perImage; start < total; start += perImage) values.copyWithin(start, 0, perImage);
+  return fromNumbers(spec, values);
+}
+
+/** Reads one input file and checks it against the spec; `label` is the name the user gave. */
+export async function loadInput(spec: TensorSpec, path: string, label: string, image: ImageOptions = {}): Promise<Tensor> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (error) {
+    throw ioError(error, path, `read input "${label}"`);
+  }
+  const ext = extname(path).toLowerCase();
+  let tensor: Tensor;
+  switch (ext) {
+    case '.npy':
+      tensor = { ...readNpy(bytes, path), name: spec.name };
+      break;
+    case '.json': {
+      let value: unknown;
+      try {
+        value = JSON.parse(bytes.toString('utf8'));
+      } catch (error) {
+        throw inputError(label, path, `not valid JSON: ${(error as Error).message}`);
+      }
+      const { shape, data } = flattenJson(value, label, path);
+      // A flat list fills the expected shape; nested lists must match it.
+      const useShape = shape.length === 1 && spec.shape.length !== 1 && data.length === elementCount(spec.shape) ? spec.shape : shape;
+      if (useShape.length !== spec.shape.length || useShape.some((d, i) => d !== spec.shape[i])) {
+        throw inputError(label, path, `holds shape [${useShape.join(', ')}], but the model expects [${spec.shape.join(', ')}]`, 'write the values with the expected nesting, or as {"shape": [...], "data": [...]}');
+      }
+      tensor = fromNumbers({ ...spec }, data);
+      break;
+    }
+    case '.bin':
+    case '.raw':
+      if (bytes.length !== byteLength(spec)) {
+        throw inputError(label, path, `holds ${bytes.length} bytes, but ${spec.dtype} [${spec.shape.join(', ')}] needs exactly ${byteLength(spec)}`, 'raw files hold the little-endian elements and nothing else');
+      }
+      tensor = { ...spec, data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length) };
+      break;
+    case '.png':
+      tensor = pngTensor(bytes, spec, label, path, image);
+      break;
+    default:
+      throw inputError(label, path, `the file type ${ext === '' ? '(no extension)' : ext} is not one popef run reads`, 'use .npy, .json, .bin or .png');
+  }
+  checkAgainstSpec(tensor, spec, label);
+  return tensor;
+}

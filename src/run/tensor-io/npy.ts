@@ -1,0 +1,91 @@
+import { ErrorCode, PopefError } from '../../errors.js';
+import type { DataType } from '../../schema/model.js';
+import type { Tensor } from '../plugin-api.js';
+import { byteLength } from '../tensor.js';
+
+/**
+ * NumPy's .npy format (versions 1.0, 2.0 and 3.0): magic "\x93NUMPY", a
+ * version, a little-endian header length, a Python-literal dict header
+ * ({'descr', 'fortran_order', 'shape'}) padded to a multiple of 64, then the
+ * raw array. Written as version 1.0 (or 2.0 when the header needs it).
+ */
+
+const MAGIC = Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]);
+
+const DESCR: Readonly<Partial<Record<DataType, string>>> = {
+  BOOL: '|b1', U8: '|u1', S8: '|i1', U16: '<u2', S16: '<i2', U32: '<u4', S32: '<i4', U64: '<u8', S64: '<i8', F16: '<f2', F32: '<f4', F64: '<f8',
+};
+
+const FROM_DESCR = new Map<string, DataType>();
+for (const [dtype, descr] of Object.entries(DESCR)) {
+  FROM_DESCR.set(descr, dtype as DataType);
+  // Single-byte types have no byte order; NumPy also writes them with '<' or '='.
+  if (descr.startsWith('|')) {
+    FROM_DESCR.set(`<${descr.slice(1)}`, dtype as DataType);
+    FROM_DESCR.set(`=${descr.slice(1)}`, dtype as DataType);
+  }
+}
+FROM_DESCR.set('<b1', 'BOOL');
+FROM_DESCR.set('?', 'BOOL');
+
+function bad(file: string, message: string, suggestion?: string): PopefError {
+  return new PopefError(ErrorCode.InvalidInput, `not a usable .npy file: ${message}`, { file, suggestion });
+}
+
+/** Parses .npy bytes. `file` names the source in errors. */
+export function readNpy(bytes: Uint8Array, file: string, name = ''): Tensor {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buf.length < 10 || !buf.subarray(0, 6).equals(MAGIC)) throw bad(file, 'the NumPy magic is missing');
+  const major = buf[6] ?? 0;
+  let headerLength: number;
+  let offset: number;
+  if (major === 1) {
+    headerLength = buf.readUInt16LE(8);
+    offset = 10;
+  } else if (major === 2 || major === 3) {
+    if (buf.length < 12) throw bad(file, 'truncated header');
+    headerLength = buf.readUInt32LE(8);
+    offset = 12;
+  } else {
+    throw bad(file, `format version ${major} is unknown`);
+  }
+  if (offset + headerLength > buf.length) throw bad(file, 'truncated header');
+  const header = buf.toString(major === 3 ? 'utf8' : 'latin1', offset, offset + headerLength);
+  const descr = /'descr'\s*:\s*'([^']*)'/.exec(header)?.[1];
+  const fortran = /'fortran_order'\s*:\s*(True|False)/.exec(header)?.[1];
+  const shapeText = /'shape'\s*:\s*\(([^)]*)\)/.exec(header)?.[1];
+  if (descr === undefined || fortran === undefined || shapeText === undefined) throw bad(file, `header ${JSON.stringify(header.trim())} lacks descr, fortran_order or shape`);
+  const dtype = FROM_DESCR.get(descr);
+  if (dtype === undefined) throw bad(file, `dtype ${descr} is not supported`, 'save the array as little-endian bool, int, uint or float');
+  if (fortran === 'True') throw bad(file, 'the array is in Fortran (column-major) order', 'save it with numpy.ascontiguousarray first');
+  const shape = shapeText
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map(Number);
+  if (shape.some((d) => !Number.isSafeInteger(d) || d < 0)) throw bad(file, `shape (${shapeText}) is not a list of sizes`);
+  const dataStart = offset + headerLength;
+  const expected = byteLength({ dtype, shape });
+  if (buf.length - dataStart !== expected) throw bad(file, `${buf.length - dataStart} data bytes for ${dtype} [${shape.join(', ')}], which needs ${expected}`);
+  return { name, dtype, shape, data: new Uint8Array(buf.buffer, buf.byteOffset + dataStart, expected) };
+}
+
+/** Serializes a tensor as .npy bytes. */
+export function writeNpy(t: Tensor): Uint8Array {
+  const descr = DESCR[t.dtype];
+  if (descr === undefined) {
+    throw new PopefError(ErrorCode.InvalidInput, `dtype ${t.dtype} has no NumPy equivalent`, { suggestion: 'save FP8 tensors as raw bytes' });
+  }
+  const shape = t.shape.length === 1 ? `(${t.shape[0] ?? 0},)` : `(${t.shape.join(', ')})`;
+  let dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
+  const prefix = dict.length + 11 < 65536 ? 10 : 12;
+  const total = Math.ceil((prefix + dict.length + 1) / 64) * 64;
+  dict = dict.padEnd(total - prefix - 1, ' ') + '\n';
+  const head = Buffer.alloc(prefix);
+  MAGIC.copy(head, 0);
+  head[6] = prefix === 10 ? 1 : 2;
+  head[7] = 0;
+  if (prefix === 10) head.writeUInt16LE(dict.length, 8);
+  else head.writeUInt32LE(dict.length, 8);
+  return Buffer.concat([head, Buffer.from(dict, 'latin1'), t.data]);
+}
