@@ -54,7 +54,7 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     if (this.child !== undefined) return;
     const child = spawn(this.options.command, [...(this.options.args ?? [])], {
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: this.options.env === undefined ? undefined : (this.options.env as NodeJS.ProcessEnv),
+      env: this.options.env === undefined ? undefined : (this.options.env),
     });
     this.child = child;
     this.reader = new FrameReader(child.stdout);

@@ -1,0 +1,200 @@
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { ModelSet } from '../../src/index.js';
+import { fromNumbers, toNumbers } from '../../src/run/tensor.js';
+import { readNpy, writeNpy } from '../../src/run/tensor-io/npy.js';
+import { FIXTURES, ROOT, fixture, runCli, tempDir } from '../helpers.js';
+
+// The IPU bridge runs against the simulated SDK (fixtures/sim-sdk): see its README for what it computes.
+const SIM = { ...process.env, PYTHONPATH: fixture('sim-sdk') } as Record<string, string>;
+const NO_SDK = { ...process.env, PYTHONPATH: '' } as Record<string, string>;
+const ECHO = join(ROOT, 'test/run/echo-plugin');
+
+/** The simulation's output: s + (k + 1) * i, with s the input sum plus the stored tensors' byte sum. */
+async function storedByteSum(path: string): Promise<number> {
+  const set = await ModelSet.open([path]);
+  let sum = 0;
+  for (const t of set.tensors) for (const b of await set.fileOf(t).readPayload(t)) sum += b;
+  await set.close();
+  return sum;
+}
+
+interface RunJson {
+  outputs: { name: string; first: number[]; shape: number[]; topK?: { index: number; value: number }[][] }[];
+  timing: { runs: number; batch: number };
+  comparison: { name: string; passed: boolean; minAtol: number | string; mismatches: number }[] | null;
+}
+
+describe('popef run with the ipu plugin (simulated SDK)', () => {
+  it('opens the model through popef.Writer + ModelRunner and runs it', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      await writeFile(join(dir, 'x.json'), JSON.stringify([[1, 2, 3, 4]]));
+      const r = await runCli(['run', fixture('weights/executable.popef'), '--input', `x=${join(dir, 'x.json')}`, '--json', '--iterations', '3'], { env: SIM });
+      assert.equal(r.code, 0, r.stderr);
+      const report = JSON.parse(r.stdout) as RunJson;
+      const s = 10 + (await storedByteSum(fixture('weights/executable.popef')));
+      assert.deepEqual(report.outputs[0]?.first, [s, s + 1, s + 2]);
+      assert.equal(report.timing.runs, 3);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('refuses an input of the wrong dtype or shape before running, naming input, expected and actual', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      await writeFile(join(dir, 'x.npy'), writeNpy(fromNumbers({ name: 'x', dtype: 'F64', shape: [1, 4] }, [1, 2, 3, 4])));
+      const dtype = await runCli(['run', fixture('weights/executable.popef'), '--input', `x=${join(dir, 'x.npy')}`], { env: SIM });
+      assert.equal(dtype.code, 2);
+      assert.match(dtype.stderr, /input "x" is F64 \[1, 4\], but the model expects F32 \[1, 4\]/);
+      await writeFile(join(dir, 'y.json'), JSON.stringify([[1, 2, 3]]));
+      const shape = await runCli(['run', fixture('weights/executable.popef'), '--input', `x=${join(dir, 'y.json')}`], { env: SIM });
+      assert.equal(shape.code, 2);
+      assert.match(shape.stderr, /input "x": holds shape \[1, 3\], but the model expects \[1, 4\]/);
+      const unknown = await runCli(['run', fixture('weights/executable.popef'), '--input', `nope=${join(dir, 'y.json')}`], { env: SIM });
+      assert.match(unknown.stderr, /the model has no input "nope"; its inputs: "x" F32 \[1, 4\]/);
+      const missing = await runCli(['run', fixture('weights/executable.popef')], { env: SIM });
+      assert.match(missing.stderr, /input "x" \(F32 \[1, 4\]\) is not given/);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('exits 2 naming what is missing when the SDK cannot be imported', async () => {
+    const r = await runCli(['run', fixture('mnist/executable.popef'), '--random'], { env: NO_SDK });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /plugin "ipu" cannot run here: the Poplar SDK's Python modules cannot be imported: popef \(No module named 'popef'\); model_runtime \(No module named 'model_runtime'\) \[E_PLUGIN_UNAVAILABLE\]\n {2}hint: enable the Poplar SDK/);
+  });
+
+  it('reports a bridge that dies mid-run, with exit 128 + the signal', async () => {
+    const r = await runCli(['run', fixture('mnist/executable.popef'), '--random'], { env: { ...SIM, SIM_SDK_FAIL: 'crash-on-run' } });
+    assert.equal(r.code, 128 + 11);
+    assert.match(r.stderr, /plugin "ipu" died by signal SIGSEGV during run/);
+  });
+
+  it('stops a bridge that hangs, after --timeout', async () => {
+    const started = Date.now();
+    const r = await runCli(['run', fixture('mnist/executable.popef'), '--random', '--timeout', '1'], { env: { ...SIM, SIM_SDK_FAIL: 'hang-on-run' } });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /plugin "ipu" did not answer "run" within 1 s and was stopped \[E_TIMEOUT\]/);
+    assert.ok(Date.now() - started < 15_000, 'the host must not wait for the child');
+  });
+
+  it("passes the runtime's own load error through", async () => {
+    const r = await runCli(['run', fixture('mnist/executable.popef'), '--random'], { env: { ...SIM, SIM_SDK_FAIL: 'error-on-load' } });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /plugin "ipu": RuntimeError: simulated model_runtime: no IPU device is available/);
+  });
+
+  it('runs a Triton model directory with the client names of name_map.json', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const s = await runCli(['scaffold', fixture('weights/executable.popef'), '-r', join(dir, 'repo'), '-m', 'w', '--name', 'x=pixels', '--name', 'y=scores']);
+      assert.equal(s.code, 0, s.stderr);
+      await writeFile(join(dir, 'x.json'), JSON.stringify([[0, 0, 0, 1]]));
+      const r = await runCli(['run', join(dir, 'repo/w'), '--input', `pixels=${join(dir, 'x.json')}`, '--json', '--top-k', '1'], { env: SIM });
+      assert.equal(r.code, 0, r.stderr);
+      const report = JSON.parse(r.stdout) as RunJson;
+      assert.equal(report.outputs[0]?.name, 'scores');
+      assert.equal(report.outputs[0].topK?.[0]?.[0]?.index, 2);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('saves outputs as .npy, compares with --expect, and reports the smallest passing tolerance', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const model = fixture('weights/executable.popef');
+      const saved = await runCli(['run', model, '--random', '--seed', '5', '--save-outputs', join(dir, 'golden')], { env: SIM });
+      assert.equal(saved.code, 0, saved.stderr);
+      const golden = readNpy(await readFile(join(dir, 'golden/y.npy')), 'y.npy');
+      assert.deepEqual(golden.shape, [1, 3]);
+      const same = await runCli(['run', model, '--random', '--seed', '5', '--expect', join(dir, 'golden'), '--json'], { env: SIM });
+      assert.equal(same.code, 0, same.stderr);
+      assert.equal((JSON.parse(same.stdout) as RunJson).comparison?.[0]?.passed, true);
+      // Shift the expectation by exactly 0.5: the smallest passing atol (rtol 0) is 0.5.
+      const shifted = toNumbers(golden).map((v) => v + 0.5);
+      await writeFile(join(dir, 'shifted.npy'), writeNpy(fromNumbers({ name: 'y', dtype: 'F32', shape: [1, 3] }, shifted)));
+      const differ = await runCli(['run', model, '--random', '--seed', '5', '--expect', join(dir, 'shifted.npy'), '--rtol', '0', '--json'], { env: SIM });
+      assert.equal(differ.code, 1);
+      const c = (JSON.parse(differ.stdout) as RunJson).comparison?.[0];
+      assert.ok(c !== undefined);
+      assert.equal(c.passed, false);
+      assert.equal(c.mismatches, 3);
+      assert.equal(c.minAtol, 0.5);
+      const loose = await runCli(['run', model, '--random', '--seed', '5', '--expect', join(dir, 'shifted.npy'), '--rtol', '0', '--atol', 'y=0.5'], { env: SIM });
+      assert.equal(loose.code, 0, loose.stdout);
+      assert.match(loose.stdout, /All outputs match\./);
+      const again = await runCli(['run', model, '--random', '--seed', '5', '--save-outputs', join(dir, 'golden')], { env: SIM });
+      assert.equal(again.code, 2, 'no overwrite without --force');
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe('popef run with other plugins', () => {
+  it('loads an in-process ES module plugin', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      await writeFile(
+        join(dir, 'plugin.mjs'),
+        `export default {
+  name: 'fixed',
+  async probe() { return { available: true }; },
+  async open() {
+    return {
+      inputs: [{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }],
+      outputs: [{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10] }],
+      async run() {
+        const data = new Float32Array(10); data[3] = 0.9; data[8] = 0.1;
+        return new Map([['softmax/Softmax:0', { name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10], data: new Uint8Array(data.buffer) }]]);
+      },
+      async close() {},
+    };
+  },
+  async dispose() {},
+};
+`,
+      );
+      const r = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', './plugin.mjs', '--random', '--top-k', '2'], { cwd: dir });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /Top 2 of softmax\/Softmax:0: 3 \(0\.9\), 8 \(0\.1\)/);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('runs an out-of-process plugin program and gets every byte back', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const r = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random', '--seed', '9', '--save-outputs', dir], { env: process.env as Record<string, string> });
+      assert.equal(r.code, 0, r.stderr);
+      const back = readNpy(await readFile(join(dir, 'input_1_echo.npy')), 'echo');
+      assert.deepEqual(back.shape, [2, 384]);
+      assert.ok(toNumbers(back).every((v) => v >= 0 && v <= 10));
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('reports a plugin that breaks the protocol or speaks another version', async () => {
+    const garbage = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random'], { env: { ...process.env, ECHO_PLUGIN_MODE: 'garbage' } });
+    assert.equal(garbage.code, 2);
+    assert.match(garbage.stderr, /broke the protocol: expected a JSON frame/);
+    const old = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random'], { env: { ...process.env, ECHO_PLUGIN_MODE: 'old' } });
+    assert.match(old.stderr, /speaks "popef-plugin\/0", not popef-plugin\/1/);
+  });
+
+  it('refuses the cpu plugin, which this version does not have, and unknown paths', async () => {
+    const cpu = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'cpu', '--random']);
+    assert.equal(cpu.code, 2);
+    assert.match(cpu.stderr, /cpu reference plugin is not part of this version/);
+    const nope = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', './nope.js', '--random'], { cwd: FIXTURES });
+    assert.match(nope.stderr, /plugin \.\/nope\.js does not exist/);
+  });
+});
