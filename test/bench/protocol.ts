@@ -1,0 +1,63 @@
+/**
+ * The out-of-process plugin protocol with an echo plugin (test/run/echo-plugin):
+ * round trips of a 64 MiB tensor (target: 1 GiB/s or more) and of a tiny
+ * request (target: a median host overhead of 100 us or less over 10,000
+ * runs). Prints figures only. Run: npx tsx test/bench/protocol.ts
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PopefWriter, emptyMetadata } from '../../src/index.js';
+import { ChildProcessPlugin } from '../../src/run/child-plugin.js';
+import type { Tensor } from '../../src/run/plugin-api.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const dir = await mkdtemp(join(tmpdir(), 'popef-bench-protocol-'));
+
+async function model(path: string, shape: number[]): Promise<void> {
+  const w = await PopefWriter.create(path);
+  await w.writeExecutable('e', new Uint8Array(16));
+  await w.writeMetadata({
+    ...emptyMetadata('e'),
+    programFlow: { load: [], main: [5], save: [] },
+    anchors: [{ name: 'x', handle: 'h2d_x', tensorInfo: { dtype: 'F32', shape }, isPerReplica: false, type: 'INPUT', programs: [5] }],
+  });
+  await w.close();
+}
+
+async function measure(shape: number[], runs: number): Promise<number[]> {
+  const path = join(dir, `m-${shape.join('x')}.popef`);
+  await model(path, shape);
+  const plugin = new ChildProcessPlugin({ name: 'echo', command: join(ROOT, 'test/run/echo-plugin'), env: process.env });
+  try {
+    const opened = await plugin.open({ files: [path], executable: 'e', options: {} });
+    const bytes = shape.reduce((p, d) => p * d, 4);
+    const input: Tensor = { name: 'x', dtype: 'F32', shape, data: new Uint8Array(bytes).fill(7) };
+    const inputs = new Map([['x', input]]);
+    for (let i = 0; i < Math.min(20, runs); i++) await opened.run(inputs); // warm up
+    const times: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const start = process.hrtime.bigint();
+      const out = await opened.run(inputs);
+      times.push(Number(process.hrtime.bigint() - start) / 1e3);
+      if (out.get('x:echo')?.data.byteLength !== bytes) throw new Error('echo lost bytes');
+    }
+    await opened.close();
+    return times.sort((a, b) => a - b);
+  } finally {
+    await plugin.dispose();
+  }
+}
+
+try {
+  const big = await measure([16, 1024, 1024], 20);
+  const medianBig = big[Math.floor(big.length / 2)] ?? NaN;
+  const gib = (64 * 2 ** 20) / 2 ** 30;
+  console.log(`64 MiB tensor round trip: median ${(medianBig / 1000).toFixed(1)} ms = ${(gib / (medianBig / 1e6)).toFixed(2)} GiB/s each way (target >= 1 GiB/s)`);
+  const tiny = await measure([1], 10_000);
+  const medianTiny = tiny[Math.floor(tiny.length / 2)] ?? NaN;
+  console.log(`tiny request round trip (host + echo child): median ${medianTiny.toFixed(1)} us, p90 ${(tiny[Math.floor(tiny.length * 0.9)] ?? NaN).toFixed(1)} us over 10,000 runs (target <= 100 us of host overhead)`);
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
