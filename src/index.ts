@@ -62,3 +62,15 @@ export { parseNameMap, renderNameMap, type NameMapEntry, type ParsedNameMap } fr
 export { applyScaffold, checkModelName, planScaffold, type ScaffoldOptions, type ScaffoldPlan } from './triton/scaffold.js';
 export { anchorRole, userAnchors, type AnchorRole } from './inspect/anchor-roles.js';
 export { buildReport, type DumpReport } from './inspect/report.js';
+
+export type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './run/plugin-api.js';
+export { ChildProcessPlugin, type ChildPluginOptions } from './run/child-plugin.js';
+export { ipuBridgePath, ipuPlugin, loadPlugin, type PluginContext } from './run/load-plugin.js';
+export { PROTOCOL as PLUGIN_PROTOCOL } from './run/protocol.js';
+export { compareValues, type Comparison, type Tolerance } from './run/compare.js';
+export { latency, summarize, topK, type Latency, type TensorSummary } from './run/stats.js';
+export { fromNumbers, toNumbers } from './run/tensor.js';
+export { loadInput, randomTensor, type ImageOptions, type RandomOptions } from './run/tensor-io/inputs.js';
+export { readNpy, writeNpy } from './run/tensor-io/npy.js';
+export { validateRepository, summarize as summarizeFindings, type ModelReport, type RepositoryReport, type ValidateOptions } from './triton/repository/validate.js';
+export { RULES, type Finding, type RuleId, type Severity } from './triton/repository/findings.js';

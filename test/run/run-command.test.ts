@@ -198,3 +198,21 @@ describe('popef run with other plugins', () => {
     assert.match(nope.stderr, /plugin \.\/nope\.js does not exist/);
   });
 });
+
+describe('plugin host', () => {
+  it('stops the child and rejects at once when aborted (Ctrl-C)', async () => {
+    const { ipuPlugin } = await import('../../src/run/load-plugin.js');
+    const controller = new AbortController();
+    const plugin = ipuPlugin({ cwd: ROOT, env: { ...SIM, SIM_SDK_FAIL: 'hang-on-run' }, signal: controller.signal });
+    try {
+      const model = await plugin.open({ files: [fixture('mnist/executable.popef')], executable: '5230962391836378370', options: {} });
+      const started = Date.now();
+      setTimeout(() => controller.abort(), 200);
+      const input = fromNumbers({ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }, new Float64Array(784));
+      await assert.rejects(model.run(new Map([['input', input]])), /interrupted; the plugin was stopped/);
+      assert.ok(Date.now() - started < 5000);
+    } finally {
+      await plugin.dispose();
+    }
+  });
+});
