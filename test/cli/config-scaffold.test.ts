@@ -7,7 +7,7 @@ import { parseNameMap } from '../../src/triton/name-map.js';
 import { parsePbtxt } from '../../src/triton/pbtxt-parser.js';
 import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
 
-const EXAMPLES = join(ROOT, '../shared/examples/graphcore-triton');
+const EXAMPLES = join(ROOT, 'fixtures/graphcore-examples');
 const SEED_NAMES = ['--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels'];
 
 async function listTree(dir: string): Promise<string[]> {

@@ -7,7 +7,7 @@ import { FIXTURES, ROOT, fixture, fixtureManifest, repositoryFixtures, runCli, t
 
 const GOLDEN = join(ROOT, 'test/golden/validate');
 const update = process.env.UPDATE_GOLDEN === '1';
-const EXAMPLES = join(ROOT, '../shared/examples/graphcore-triton');
+const EXAMPLES = join(ROOT, 'fixtures/graphcore-examples');
 
 async function golden(name: string, actual: string): Promise<void> {
   const path = join(GOLDEN, name);

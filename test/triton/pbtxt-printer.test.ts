@@ -11,7 +11,7 @@ import { ENUMS, MESSAGES, isEnumName, isMessageName, type FieldSpec } from '../.
 import { ROOT } from '../helpers.js';
 import { validSnippet } from './pbtxt-corpus.js';
 
-const EXAMPLES = join(ROOT, '../shared/examples/graphcore-triton');
+const EXAMPLES = join(ROOT, 'fixtures/graphcore-examples');
 
 describe('pbtxt printer', () => {
   it('round-trips every config the generated corpus parses to: parse(print(x)) == canonicalize(x)', () => {
