@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { main } from '../src/cli/main.js';
 import type { CliIo } from '../src/cli/io.js';
+import type { FixtureEntry, RepositoryEntry } from '../fixtures/manifest-types.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const FIXTURES = join(ROOT, 'fixtures');
@@ -12,26 +13,9 @@ export function fixture(path: string): string {
   return join(FIXTURES, path);
 }
 
-export interface FixtureEntry {
-  path: string;
-  description: string;
-  origin: string;
-  with?: string[];
-  expect:
-    | { ok: true; models: number; blobs: number; warnings?: string[] }
-    | { ok: false; code: string; offset?: number; field?: string; onlyWithVerify?: boolean };
-}
 
-export interface RepositoryFixture {
-  path: string;
-  description: string;
-  origin: string;
-  args?: string[];
-  expect: { rule: string; severity: 'error' | 'warning' }[];
-}
-
-export async function repositoryFixtures(): Promise<RepositoryFixture[]> {
-  const parsed = JSON.parse(await readFile(fixture('manifest.json'), 'utf8')) as { repositories: RepositoryFixture[] };
+export async function repositoryFixtures(): Promise<RepositoryEntry[]> {
+  const parsed = JSON.parse(await readFile(fixture('manifest.json'), 'utf8')) as { repositories: RepositoryEntry[] };
   return parsed.repositories;
 }
 

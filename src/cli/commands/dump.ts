@@ -2,16 +2,9 @@ import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
+import type { DumpOptions } from './dump-run.js';
 
-interface DumpFlags {
-  readonly userAnchors?: boolean;
-  readonly metadata?: boolean;
-  readonly all?: boolean;
-  readonly blobs?: boolean;
-  readonly json?: boolean;
-  readonly markdown?: boolean;
-  readonly verify?: boolean;
-}
+type DumpFlags = DumpOptions;
 
 const HELP = `
 Several files are read as one model set (for example executable.popef and
