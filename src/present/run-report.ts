@@ -13,6 +13,8 @@ export interface RunReport {
   readonly outputs: readonly (TensorSummary & { anchor: string; topK?: { index: number; value: number }[][] })[];
   readonly timing: Latency & { warmup: number; totalMs: number; batch: number; samplesPerSecond: number };
   comparison: (Comparison & { name: string; atol: number; rtol: number; note?: string })[] | null;
+  /** The second plugin of --compare-with, when the comparison is against it. */
+  comparedWith?: string;
 }
 
 function num(x: number): string {
@@ -46,6 +48,7 @@ export function renderRunText(r: RunReport, c: ChalkInstance): string {
     `${c.bold('Throughput')}: ${num(t.samplesPerSecond)} samples/s (batch ${t.batch})`,
   );
   if (r.comparison !== null) {
+    out.push(c.bold(r.comparedWith === undefined ? 'Comparison with the expected outputs:' : `Comparison with plugin ${r.comparedWith}:`));
     const ct = new Table({
       head: ['Output', 'result', 'mismatches', 'max abs err', 'max rel err', 'atol', 'rtol', 'passing atol', 'passing rtol'].map((h) => c.bold(h)),
       style: { head: [], border: [] },

@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { ErrorCode, PopefError } from '../errors.js';
 import { packageRoot } from '../package-root.js';
 import { ChildProcessPlugin } from './child-plugin.js';
+import { CpuPlugin } from './cpu-plugin.js';
 import type { ExecutionPlugin } from './plugin-api.js';
 
 export interface PluginContext {
@@ -48,11 +49,8 @@ function isPluginObject(value: unknown): value is ExecutionPlugin {
  */
 export async function loadPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPlugin> {
   if (spec === 'ipu') return ipuPlugin(ctx);
-  if (spec === 'cpu') {
-    throw new PopefError(ErrorCode.PluginUnavailable, 'the cpu reference plugin is not part of this version of popef-toolkit', {
-      suggestion: 'use --plugin ipu, or a plugin of your own (--plugin ./my-plugin.js)',
-    });
-  }
+  // POPEF_ONNXRUNTIME_MODULE names another module to import (tests use it to simulate a missing onnxruntime-node).
+  if (spec === 'cpu') return new CpuPlugin({ moduleName: ctx.env.POPEF_ONNXRUNTIME_MODULE });
   const looksLikePath = spec.startsWith('.') || spec.startsWith('/') || spec.includes('\\');
   const path = resolve(ctx.cwd, spec);
   if (looksLikePath && !existsSync(path)) {

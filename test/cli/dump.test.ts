@@ -120,7 +120,7 @@ describe('popef dump: options and errors', () => {
   });
 
   it('--blobs prints the inventory table alone', async () => {
-    const r = await runCli(['dump', '--blobs', 'mnist/executable.popef'], { cwd: FIXTURES });
+    const r = await runCli(['dump', '--blobs', 'seed/executable.popef'], { cwd: FIXTURES });
     assert.doesNotMatch(r.stdout, /Anchors:/);
     assert.match(r.stdout, /│ 0 │ POPLAR_EXECUTABLE │ 5230962391836378370 │ 0 +│/);
   });

@@ -109,7 +109,7 @@ describe('append mode', () => {
     const { dir, cleanup } = await tempDir();
     try {
       const path = join(dir, 'model.popef');
-      const original = await readFile(fixture('mnist/executable.popef'));
+      const original = await readFile(fixture('seed/executable.popef'));
       await writeFile(path, original);
       const w = await PopefWriter.create(path, { append: true });
       await w.writeOpaque({ name: 'poptorch', executable: '5230962391836378370' }, new Uint8Array([1, 2, 3]));
@@ -142,7 +142,7 @@ describe('append mode', () => {
     const { dir, cleanup } = await tempDir();
     try {
       const path = join(dir, 'model.popef');
-      const original = await readFile(fixture('mnist/executable.popef'));
+      const original = await readFile(fixture('seed/executable.popef'));
       await writeFile(path, original);
       const w = await PopefWriter.create(path, { append: true });
       await assert.rejects(w.writeTensorData({ name: 't', tensorInfo: { dtype: 'F32', shape: [4] } }, new Uint8Array(15)), /payload has 15 bytes, but 16 are required/);

@@ -33,7 +33,7 @@ describe('popef unpack then pack', () => {
       assert.equal((await runCli(['unpack', fixture('malformed/newer-minor.popef'), '-o', join(dir, 'u')])).code, 0);
       assert.equal((await runCli(['pack', join(dir, 'u/manifest.json'), '-o', join(dir, 'c.popef')])).code, 0);
       const copy = await readFile(join(dir, 'c.popef'));
-      assert.ok(copy.equals(await readFile(fixture('mnist/executable.popef'))), 'expected the MNIST fixture it was made from');
+      assert.ok(copy.equals(await readFile(fixture('seed/executable.popef'))), 'expected the seed fixture it was made from');
     } finally {
       await cleanup();
     }

@@ -58,6 +58,13 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
   const atol = tolerances(flags.atol, 1e-5, '--atol');
   const rtol = tolerances(flags.rtol, 1e-3, '--rtol');
   const pluginOptions: Record<string, string> = {};
+  if (flags.reference !== undefined) pluginOptions.reference = resolve(io.cwd, flags.reference);
+  for (const m of flags.referenceMap ?? []) {
+    const at = m.indexOf('=');
+    if (at <= 0) throw usage(`--reference-map "${m}" is not ANCHOR=NAME`);
+    pluginOptions[`map.${m.slice(0, at)}`] = m.slice(at + 1);
+  }
+  if (flags.expect !== undefined && flags.compareWith !== undefined) throw usage('--expect and --compare-with are exclusive: compare with saved outputs or with another plugin');
   for (const o of flags.pluginOption ?? []) {
     const at = o.indexOf('=');
     if (at <= 0) throw usage(`--plugin-option "${o}" is not KEY=VALUE`);
@@ -75,17 +82,16 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
   }
   const client = (anchor: string): string => target.clientNames.get(anchor) ?? anchor;
 
-  const plugin: ExecutionPlugin = await loadPlugin(flags.plugin, {
-    cwd: io.cwd,
-    env: io.env,
-    signal: io.signal,
-    requestTimeoutMs: timeoutSeconds * 1000,
-    host: `popef-toolkit ${VERSION}`,
-  });
+  const context = { cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: timeoutSeconds * 1000, host: `popef-toolkit ${VERSION}` };
+  const plugin: ExecutionPlugin = await loadPlugin(flags.plugin, context);
+  const reference: ExecutionPlugin | undefined = flags.compareWith === undefined ? undefined : await loadPlugin(flags.compareWith, context);
   try {
-    const availability = await plugin.probe();
-    if (!availability.available) {
-      throw new PopefError(ErrorCode.PluginUnavailable, `plugin "${plugin.name}" cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
+    for (const p of [plugin, reference]) {
+      if (p === undefined) continue;
+      const availability = await p.probe();
+      if (!availability.available) {
+        throw new PopefError(ErrorCode.PluginUnavailable, `plugin "${p.name}" cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
+      }
     }
     const model = await plugin.open({ files: target.files, executable, options: pluginOptions });
 
@@ -185,10 +191,35 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
       report.comparison = comparisons;
     }
 
+    if (reference !== undefined) {
+      // The same inputs through the second plugin; its outputs play the expected values.
+      const other = await reference.open({ files: target.files, executable, options: pluginOptions });
+      const theirs = await other.run(inputs);
+      await other.close();
+      const comparisons: (Comparison & { name: string; atol: number; rtol: number; note?: string })[] = [];
+      for (const t of outputs.values()) {
+        const name = client(t.name);
+        const expected = theirs.get(t.name);
+        const a = atol.by.get(name) ?? atol.by.get(t.name) ?? atol.all;
+        const r = rtol.by.get(name) ?? rtol.by.get(t.name) ?? rtol.all;
+        if (expected === undefined) {
+          comparisons.push({ ...compareValues([], [], { atol: a, rtol: r }), passed: false, name, atol: a, rtol: r, note: `plugin "${reference.name}" gave no output "${t.name}"` });
+          mismatch = true;
+          continue;
+        }
+        const c = compareValues(toNumbers(t), toNumbers(expected), { atol: a, rtol: r });
+        if (!c.passed) mismatch = true;
+        comparisons.push({ ...c, name, atol: a, rtol: r });
+      }
+      report.comparison = comparisons;
+      report.comparedWith = reference.name;
+    }
+
     if (flags.json === true) io.stdout(`${JSON.stringify(report, (_, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`);
     else io.stdout(renderRunText(report, chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
     return mismatch ? ExitCode.Findings : ExitCode.Ok;
   } finally {
     await plugin.dispose();
+    await reference?.dispose();
   }
 }

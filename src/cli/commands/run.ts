@@ -26,6 +26,9 @@ export interface RunFlags {
   readonly atol?: string[];
   readonly rtol?: string[];
   readonly timeout: string;
+  readonly reference?: string;
+  readonly referenceMap?: string[];
+  readonly compareWith?: string;
   readonly color?: boolean;
 }
 
@@ -48,8 +51,14 @@ an element passes when |actual - expected| <= atol + rtol * |expected|.
 --atol/--rtol take a value for all outputs or NAME=VALUE for one. The report
 gives the error statistics and the smallest atol and rtol that would pass.
 
+--compare-with PLUGIN runs the same inputs through a second plugin (the cpu
+reference, typically) and compares its outputs with the first plugin's,
+with the same tolerances: the check that IPU results match the source model.
+
 Plugins: ipu (Graphcore's Model Runtime through the Poplar SDK's Python
-modules; set POPEF_PYTHON to the SDK's interpreter), a path to an ES module
+modules; set POPEF_PYTHON to the SDK's interpreter), cpu (the model's source
+ONNX graph on onnxruntime-node, an optional dependency: the graph comes from
+--reference or from the model's opaque blob named "onnx"), a path to an ES module
 (.js, .mjs) or to an executable speaking the protocol of
 src/run/PROTOCOL.md, or a package name.
 
@@ -82,6 +91,9 @@ export function registerRun(program: Command, io: CliIo, run: (handler: Handler)
     .option('--expect <dir|file.npy>', 'compare the outputs with saved ones (exit 1 on mismatch)')
     .option('--atol <value|name=value>', 'absolute tolerance for --expect (default 1e-5; repeatable per output)', collect)
     .option('--rtol <value|name=value>', 'relative tolerance for --expect (default 1e-3; repeatable per output)', collect)
+    .option('--reference <model.onnx>', 'cpu plugin: the source ONNX graph (default: the model\'s opaque blob named "onnx")')
+    .option('--reference-map <anchor=name>', 'cpu plugin: the ONNX graph name of an anchor whose names differ (repeatable)', collect)
+    .option('--compare-with <plugin>', 'run the same inputs through a second plugin (e.g. cpu) and compare the outputs (exit 1 on mismatch)')
     .option('--timeout <seconds>', 'how long the plugin may take to open or run before it is stopped', '300')
     .option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)')
     .addHelpText('after', HELP)

@@ -1,0 +1,205 @@
+import { readFile } from 'node:fs/promises';
+import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { ModelSet } from '../format/model-set.js';
+import { userAnchors } from '../inspect/anchor-roles.js';
+import type { DataType } from '../schema/model.js';
+import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
+
+/**
+ * The `cpu` reference plugin: runs the model's source ONNX graph with
+ * onnxruntime-node (an optional dependency, imported only here), so that
+ * IPU results can be checked against the source model.
+ *
+ * Where the graph comes from: the `reference` option (a .onnx file), else
+ * the opaque blob of the executable named "onnx" (or "onnx:<anything>"),
+ * the convention `popef pack` users follow to ship the graph in the model.
+ * Graph inputs are fed by name: the user-provided input anchors (renamed by
+ * `map.<anchor>=<graph name>` options when names differ) and every tensor
+ * data blob whose name is a graph input (weights kept out of the graph).
+ */
+
+/** What this module needs of onnxruntime-node, typed here so nothing `any` escapes. */
+interface OrtTensor {
+  readonly type: string;
+  readonly dims: readonly number[];
+  readonly data: ArrayBufferView;
+}
+interface OrtSession {
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor | undefined>>;
+  release(): Promise<void>;
+}
+interface Ort {
+  readonly InferenceSession: { create(model: Uint8Array): Promise<OrtSession> };
+  readonly Tensor: new (type: string, data: ArrayBufferView, dims: readonly number[]) => OrtTensor;
+}
+
+const ORT_TYPES: Readonly<Partial<Record<DataType, { type: string; array: new (buffer: ArrayBuffer) => ArrayBufferView }>>> = {
+  F32: { type: 'float32', array: Float32Array },
+  F64: { type: 'float64', array: Float64Array },
+  S8: { type: 'int8', array: Int8Array },
+  U8: { type: 'uint8', array: Uint8Array },
+  S16: { type: 'int16', array: Int16Array },
+  U16: { type: 'uint16', array: Uint16Array },
+  S32: { type: 'int32', array: Int32Array },
+  U32: { type: 'uint32', array: Uint32Array },
+  S64: { type: 'int64', array: BigInt64Array },
+  U64: { type: 'uint64', array: BigUint64Array },
+  BOOL: { type: 'bool', array: Uint8Array },
+  F16: { type: 'float16', array: Uint16Array },
+};
+
+const INSTALL_HINT = 'install it beside popef-toolkit: npm install onnxruntime-node (its CPU binaries come inside the package)';
+
+export interface CpuPluginOptions {
+  /** Module to import (tests point it elsewhere to simulate its absence). */
+  readonly moduleName?: string;
+}
+
+function toOrt(ort: Ort, t: Tensor, label: string): OrtTensor {
+  const kind = ORT_TYPES[t.dtype];
+  if (kind === undefined) throw new PopefError(ErrorCode.InvalidInput, `input "${label}" has dtype ${t.dtype}, which onnxruntime cannot take`, {});
+  // Copy into a fresh, aligned buffer: frames and file slices may sit at any offset.
+  const buffer = new ArrayBuffer(t.data.byteLength);
+  new Uint8Array(buffer).set(t.data);
+  return new ort.Tensor(kind.type, new kind.array(buffer), t.shape);
+}
+
+function fromOrt(o: OrtTensor, spec: TensorSpec): Tensor {
+  const expected = ORT_TYPES[spec.dtype]?.type;
+  if (o.type !== expected || o.dims.length !== spec.shape.length || o.dims.some((d, i) => d !== spec.shape[i])) {
+    throw new PopefError(
+      ErrorCode.Plugin,
+      `the ONNX graph's output "${spec.name}" is ${o.type} [${o.dims.join(', ')}], but the anchor is ${spec.dtype} [${spec.shape.join(', ')}]`,
+      { suggestion: 'the graph does not match the PopEF model: give the right --reference' },
+    );
+  }
+  const view = o.data;
+  return { ...spec, data: new Uint8Array(view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength)) };
+}
+
+export class CpuPlugin implements ExecutionPlugin {
+  readonly name = 'cpu';
+  private ort: Ort | undefined;
+  private failure: string | undefined;
+  private sessions: OrtSession[] = [];
+
+  constructor(private readonly options: CpuPluginOptions = {}) {}
+
+  private async load(): Promise<Ort | undefined> {
+    if (this.ort !== undefined || this.failure !== undefined) return this.ort;
+    try {
+      this.ort = (await import(this.options.moduleName ?? 'onnxruntime-node')) as Ort;
+    } catch (error) {
+      this.failure = (error as Error).message.split('\n')[0] ?? 'unknown error';
+    }
+    return this.ort;
+  }
+
+  async probe(): Promise<Availability> {
+    const ort = await this.load();
+    if (ort !== undefined) return { available: true };
+    return { available: false, reason: `onnxruntime-node cannot be loaded (${this.failure ?? ''})`, hint: INSTALL_HINT };
+  }
+
+  async open(request: ModelRequest): Promise<OpenedModel> {
+    const ort = await this.load();
+    if (ort === undefined) {
+      throw new PopefError(ErrorCode.PluginUnavailable, `plugin "cpu" cannot run here: onnxruntime-node cannot be loaded (${this.failure ?? ''})`, { suggestion: INSTALL_HINT });
+    }
+    const set = await ModelSet.open(request.files);
+    let graph: Uint8Array;
+    const stored = new Map<string, Tensor>();
+    let inputs: TensorSpec[];
+    let outputs: TensorSpec[];
+    try {
+      const model = set.model(request.executable);
+      if (model.metadata === undefined) throw new PopefError(ErrorCode.InvalidInput, `executable "${model.name}" has no metadata`, {});
+      const reference = request.options.reference;
+      if (reference !== undefined) {
+        graph = await readFile(reference).catch((error: unknown) => {
+          throw ioError(error, reference, 'read the reference ONNX graph');
+        });
+      } else {
+        const blob = model.opaques.find((o) => o.name === 'onnx' || o.name.startsWith('onnx:'));
+        if (blob === undefined) {
+          throw new PopefError(ErrorCode.InvalidInput, `the model has no ONNX graph: no --reference was given and executable "${model.name}" has no opaque blob named "onnx"`, {
+            suggestion: 'give the source graph with --reference model.onnx, or pack it into the model as an opaque blob named "onnx"',
+          });
+        }
+        graph = await set.fileOf(blob).readPayload(blob);
+      }
+      for (const t of set.tensors) stored.set(t.name, { name: t.name, dtype: t.tensorInfo.dtype, shape: t.tensorInfo.shape, data: await set.fileOf(t).readPayload(t) });
+      const user = userAnchors(model.metadata, set.storedTensorNames);
+      inputs = user.inputs.map((a) => ({ name: a.name, dtype: a.tensorInfo.dtype, shape: a.tensorInfo.shape }));
+      outputs = user.outputs.map((a) => ({ name: a.name, dtype: a.tensorInfo.dtype, shape: a.tensorInfo.shape }));
+    } finally {
+      await set.close();
+    }
+    let session: OrtSession;
+    try {
+      session = await ort.InferenceSession.create(graph);
+    } catch (error) {
+      throw new PopefError(ErrorCode.Plugin, `onnxruntime cannot load the ONNX graph: ${(error as Error).message}`, { suggestion: 'check the --reference file, or the "onnx" opaque blob' });
+    }
+    this.sessions.push(session);
+    const graphName = (anchor: string): string => request.options[`map.${anchor}`] ?? anchor;
+    const graphInputs = new Set(session.inputNames);
+    const graphOutputs = new Set(session.outputNames);
+    const missing = [...inputs.map((s) => graphName(s.name)).filter((n) => !graphInputs.has(n)), ...outputs.map((s) => graphName(s.name)).filter((n) => !graphOutputs.has(n))];
+    if (missing.length > 0) {
+      throw new PopefError(
+        ErrorCode.InvalidInput,
+        `the ONNX graph does not match the anchors: no graph tensor named ${missing.map((m) => `"${m}"`).join(', ')} (graph inputs: ${session.inputNames.join(', ')}; outputs: ${session.outputNames.join(', ')})`,
+        { suggestion: 'map anchors to graph names with --reference-map ANCHOR=NAME, or give the right --reference' },
+      );
+    }
+    const fed = new Set(inputs.map((s) => graphName(s.name)));
+    const fromData = session.inputNames.filter((n) => !fed.has(n));
+    const unfed = fromData.filter((n) => !stored.has(n));
+    if (unfed.length > 0) {
+      throw new PopefError(ErrorCode.InvalidInput, `the ONNX graph needs inputs that are neither user inputs nor tensor data of the model: ${unfed.join(', ')}`, {
+        suggestion: 'the graph does not match the PopEF model',
+      });
+    }
+    return {
+      inputs,
+      outputs,
+      run: async (values) => {
+        const feeds: Record<string, OrtTensor> = {};
+        for (const spec of inputs) {
+          const t = values.get(spec.name);
+          if (t === undefined) throw new PopefError(ErrorCode.InvalidInput, `input "${spec.name}" is missing`, {});
+          feeds[graphName(spec.name)] = toOrt(ort, t, spec.name);
+        }
+        for (const name of fromData) {
+          const t = stored.get(name);
+          if (t !== undefined) feeds[name] = toOrt(ort, t, name);
+        }
+        let result: Record<string, OrtTensor | undefined>;
+        try {
+          result = await session.run(feeds);
+        } catch (error) {
+          throw new PopefError(ErrorCode.Plugin, `onnxruntime failed to run the graph: ${(error as Error).message}`, {});
+        }
+        const out = new Map<string, Tensor>();
+        for (const spec of outputs) {
+          const o = result[graphName(spec.name)];
+          if (o === undefined) throw new PopefError(ErrorCode.Plugin, `onnxruntime returned no "${graphName(spec.name)}"`, {});
+          out.set(spec.name, fromOrt(o, spec));
+        }
+        return out;
+      },
+      close: async () => {
+        await session.release();
+        this.sessions = this.sessions.filter((s) => s !== session);
+      },
+    };
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all(this.sessions.map((s) => s.release()));
+    this.sessions = [];
+  }
+}
