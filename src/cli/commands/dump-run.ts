@@ -2,7 +2,6 @@ import { ModelSet } from '../../format/model-set.js';
 import { PopefFile } from '../../format/reader.js';
 import { buildReport, type VerifyReport } from '../../inspect/report.js';
 import { verifyModelSet } from '../../inspect/verify.js';
-import { FileSource } from '../../io/file-source.js';
 import { chooseColour } from '../../present/colour.js';
 import { renderDumpMarkdown } from '../../present/dump-markdown.js';
 import { renderDumpText, type TextSections } from '../../present/dump-text.js';
@@ -10,6 +9,7 @@ import { progressBar } from '../../present/progress.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { reportError } from '../report-error.js';
+import { openSource } from './sources.js';
 
 export interface DumpOptions {
   readonly userAnchors?: boolean;
@@ -53,7 +53,7 @@ export async function dumpFiles(
   const opened: PopefFile[] = [];
   for (const f of files) {
     try {
-      opened.push(await PopefFile.open(await FileSource.open(f.path, f.name)));
+      opened.push(await PopefFile.open(await openSource(f.name, io, { readAll: options.verify === true })));
     } catch (error) {
       failed = true;
       reportError(error, io);

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { registerConfig } from './config.js';
+import { registerDiff } from './diff.js';
 import { registerDump } from './dump.js';
 import { registerPack } from './pack.js';
 import { registerRun } from './run.js';
@@ -12,6 +13,7 @@ import { registerUnpack } from './unpack.js';
 /** Adds every command to the program. Each command's work is imported lazily by its handler. */
 export function register(program: Command, io: CliIo, run: (handler: Handler) => void): void {
   registerDump(program, io, run);
+  registerDiff(program, io, run);
   registerConfig(program, io, run);
   registerScaffold(program, io, run);
   registerValidate(program, io, run);

@@ -1,0 +1,58 @@
+import { ErrorCode, PopefError } from '../../errors.js';
+import { ModelSet } from '../../format/model-set.js';
+import { diffModelSets } from '../../inspect/diff.js';
+import type { ByteSource } from '../../io/byte-source.js';
+import { chooseColour } from '../../present/colour.js';
+import { renderDiffMarkdown, renderDiffText } from '../../present/diff-report.js';
+import { ExitCode } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
+import { openSource } from './sources.js';
+
+export async function diffCommand(
+  files: readonly string[],
+  bCount: number | undefined,
+  flags: { json?: boolean; markdown?: boolean; ignore?: string[]; color?: boolean },
+  io: CliIo,
+): Promise<number> {
+  if (flags.json === true && flags.markdown === true) throw new PopefError(ErrorCode.InvalidInput, '--json and --markdown are exclusive', {});
+  let a: readonly string[];
+  let b: readonly string[];
+  if (bCount === undefined) {
+    if (files.length !== 2) {
+      throw new PopefError(ErrorCode.InvalidInput, `give two files (popef diff A B), or separate the two sides with -- (got ${files.length} files)`, {
+        suggestion: 'popef diff executable.popef variables.popef -- new/executable.popef new/variables.popef',
+      });
+    }
+    a = files.slice(0, 1);
+    b = files.slice(1);
+  } else {
+    a = files.slice(0, files.length - bCount);
+    b = files.slice(files.length - bCount);
+    if (a.length === 0 || b.length === 0) throw new PopefError(ErrorCode.InvalidInput, 'each side of -- needs at least one file', {});
+  }
+  const open = async (names: readonly string[]): Promise<ModelSet> => {
+    const sources: ByteSource[] = [];
+    try {
+      for (const n of names) sources.push(await openSource(n, io));
+    } catch (error) {
+      await Promise.all(sources.map((s) => s.close()));
+      throw error;
+    }
+    return ModelSet.open(sources);
+  };
+  const left = await open(a);
+  try {
+    const right = await open(b);
+    try {
+      const report = diffModelSets(left, right, { ignore: flags.ignore });
+      if (flags.json === true) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+      else if (flags.markdown === true) io.stdout(renderDiffMarkdown(report));
+      else io.stdout(renderDiffText(report, chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
+      return report.identical ? ExitCode.Ok : ExitCode.Findings;
+    } finally {
+      await right.close();
+    }
+  } finally {
+    await left.close();
+  }
+}

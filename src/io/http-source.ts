@@ -1,0 +1,157 @@
+import { ErrorCode, PopefError } from '../errors.js';
+import type { ByteSource } from './byte-source.js';
+import { checkRange } from './range-check.js';
+
+/**
+ * A ByteSource over HTTP(S), read with Range requests, as @huggingface/gguf
+ * reads model headers: opening a PopEF file over the network costs the
+ * headers, descriptors and metadata, not the payloads. Small reads are
+ * served from aligned blocks fetched once; large ones (--verify) are fetched
+ * exactly. A byte budget bounds what metadata reading may pull.
+ */
+
+export interface HttpSourceOptions {
+  /** Per request (default 10 s). */
+  readonly timeoutMs?: number;
+  /** Total bytes this source may fetch (default 64 MiB); Infinity for --verify. */
+  readonly maxBytes?: number;
+  /** Read-ahead block for small reads (default 64 KiB). */
+  readonly blockSize?: number;
+  readonly maxRedirects?: number;
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+export class HttpSource implements ByteSource {
+  readonly name: string;
+  private fetched = 0;
+  private readonly blocks = new Map<number, Uint8Array>();
+
+  private constructor(
+    name: string,
+    private url: string,
+    readonly size: number,
+    private readonly options: Required<HttpSourceOptions>,
+  ) {
+    this.name = name;
+  }
+
+  /** Bytes received from the server so far. */
+  get bytesFetched(): number {
+    return this.fetched;
+  }
+
+  static async open(url: string, options: HttpSourceOptions = {}): Promise<HttpSource> {
+    const o: Required<HttpSourceOptions> = {
+      timeoutMs: options.timeoutMs ?? 10_000,
+      maxBytes: options.maxBytes ?? 64 * 1024 * 1024,
+      blockSize: options.blockSize ?? 64 * 1024,
+      maxRedirects: options.maxRedirects ?? 5,
+    };
+    // The first block tells the size (Content-Range) and whether ranges work at all.
+    const probe = new HttpSource(url, url, Number.MAX_SAFE_INTEGER, o);
+    const first = await probe.request(0, o.blockSize, 'first block', true);
+    const source = new HttpSource(url, probe.url, first.total, o);
+    source.fetched = probe.fetched;
+    if (first.body.byteLength > 0) source.blocks.set(0, first.body);
+    return source;
+  }
+
+  private fail(code: ErrorCode, message: string, suggestion?: string): PopefError {
+    return new PopefError(code, message, { file: this.name, suggestion });
+  }
+
+  /** One Range request (following redirects); checks status, Content-Range and length. */
+  private async request(offset: number, length: number, field: string, probing = false): Promise<{ body: Uint8Array; total: number }> {
+    if (this.fetched + length > this.options.maxBytes) {
+      throw this.fail(ErrorCode.LimitExceeded, `reading ${field} would fetch more than ${this.options.maxBytes} bytes from the server`, 'the metadata is unusually large or the file is damaged; download the file to inspect it');
+    }
+    const seen = new Set<string>();
+    let url = this.url;
+    for (let hop = 0; ; hop++) {
+      let response: Response;
+      try {
+        response = await fetch(url, {
+          headers: { Range: `bytes=${offset}-${offset + length - 1}` },
+          redirect: 'manual',
+          signal: AbortSignal.timeout(this.options.timeoutMs),
+        });
+      } catch (error) {
+        const e = error as Error;
+        if (e.name === 'TimeoutError' || e.name === 'AbortError') {
+          throw this.fail(ErrorCode.Timeout, `no answer from the server within ${this.options.timeoutMs / 1000} s (reading ${field})`, 'check the URL and the network, then try again');
+        }
+        throw this.fail(ErrorCode.Io, `cannot reach the server: ${(e.cause as Error | undefined)?.message ?? e.message}`, 'check the URL');
+      }
+      if (REDIRECTS.has(response.status)) {
+        await response.body?.cancel();
+        const location = response.headers.get('location');
+        if (location === null) throw this.fail(ErrorCode.Io, `redirect ${response.status} without a Location header`);
+        const next = new URL(location, url).toString();
+        if (seen.has(next) || hop >= this.options.maxRedirects) {
+          throw this.fail(ErrorCode.Io, seen.has(next) ? `redirect loop through ${next}` : `more than ${this.options.maxRedirects} redirects`, 'check the URL');
+        }
+        seen.add(next);
+        url = next;
+        continue;
+      }
+      this.url = url;
+      const contentRange = response.headers.get('content-range');
+      if (response.status === 416 && probing) {
+        // Asked beyond the end: the total tells the (small) size.
+        await response.body?.cancel();
+        const total = /\/(\d+)$/.exec(contentRange ?? '')?.[1];
+        if (total === undefined) throw this.fail(ErrorCode.Io, 'the server refused the range and gave no size');
+        return { body: new Uint8Array(0), total: Number(total) };
+      }
+      if (response.status === 200) {
+        await response.body?.cancel();
+        throw this.fail(ErrorCode.Io, 'the server does not support HTTP Range requests (it answered 200 with the whole file)', 'serve the file from a server that supports ranges (most static servers and object stores do), or download it first');
+      }
+      if (response.status !== 206) {
+        await response.body?.cancel();
+        throw this.fail(ErrorCode.Io, `the server answered ${response.status} ${response.statusText}`, response.status === 404 ? 'check the URL' : undefined);
+      }
+      const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(contentRange ?? '');
+      if (m === null || Number(m[1]) !== offset) {
+        await response.body?.cancel();
+        throw this.fail(ErrorCode.Io, `the server answered with Content-Range ${JSON.stringify(contentRange)} for bytes ${offset}-${offset + length - 1}`);
+      }
+      const total = m[3] === '*' ? Number.NaN : Number(m[3]);
+      const expected = Math.min(length, (Number.isNaN(total) ? offset + length : total) - offset);
+      const body = new Uint8Array(await response.arrayBuffer());
+      this.fetched += body.byteLength;
+      if (body.byteLength < expected || Number(m[2]) - offset + 1 !== body.byteLength) {
+        throw this.fail(ErrorCode.Truncated, `the server sent ${body.byteLength} bytes for a range of ${expected} at offset ${offset} (reading ${field})`, 'the transfer was cut short: try again');
+      }
+      return { body, total };
+    }
+  }
+
+  async read(offset: number, length: number, field: string): Promise<Uint8Array> {
+    checkRange(this.name, this.size, offset, length, field);
+    if (length === 0) return new Uint8Array(0);
+    const block = this.options.blockSize;
+    if (length > block) return (await this.request(offset, length, field)).body;
+    const out = new Uint8Array(length);
+    for (let at = offset; at < offset + length; ) {
+      const index = Math.floor(at / block);
+      let data = this.blocks.get(index);
+      if (data === undefined) {
+        const start = index * block;
+        data = (await this.request(start, Math.min(block, this.size - start), field)).body;
+        this.blocks.set(index, data);
+      }
+      const from = at - index * block;
+      const n = Math.min(data.byteLength - from, offset + length - at);
+      out.set(data.subarray(from, from + n), at - offset);
+      at += n;
+    }
+    return out;
+  }
+
+  close(): Promise<void> {
+    this.blocks.clear();
+    return Promise.resolve();
+  }
+}

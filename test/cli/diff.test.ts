@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { schemaErrors } from '../../src/json-schemas.js';
+import { FIXTURES, ROOT, runCli } from '../helpers.js';
+
+const GOLDEN = join(ROOT, 'test/golden/diff');
+const update = process.env.UPDATE_GOLDEN === '1';
+
+async function golden(name: string, actual: string): Promise<void> {
+  const path = join(GOLDEN, name);
+  if (update) {
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, actual);
+    return;
+  }
+  assert.equal(actual, await readFile(path, 'utf8'), `${name} differs from its golden file`);
+}
+
+interface DiffJson {
+  identical: boolean;
+  changes: { change: string; subject: string; scope: string; field?: string; before?: unknown; after?: unknown }[];
+}
+
+const cases: [string, number, (d: DiffJson) => void][] = [
+  ['identical', 0, (d) => assert.deepEqual(d.changes, [])],
+  [
+    'anchor-renamed',
+    1,
+    (d) => {
+      assert.ok(d.changes.some((c) => c.change === 'removed' && c.subject === 'model "777" anchor "image" (INPUT)'));
+      assert.ok(d.changes.some((c) => c.change === 'added' && c.subject === 'model "777" anchor "pixels" (INPUT)'));
+    },
+  ],
+  ['dtype-changed', 1, (d) => assert.ok(d.changes.some((c) => c.scope === 'anchor' && c.field === 'dtype' && c.before === 'F32' && c.after === 'F16'))],
+  ['blob-added', 1, (d) => assert.deepEqual(d.changes.map((c) => [c.change, c.subject]), [['added', 'blob OPAQUE "poptorch" -> "777"']])],
+  ['metadata-changed', 1, (d) => assert.ok(d.changes.some((c) => c.scope === 'metadata' && c.field === 'deviceIterations' && c.before === 1 && c.after === 16))],
+];
+
+describe('popef diff on fixture pairs', () => {
+  for (const [name, code, check] of cases) {
+    it(`base vs ${name}: exit ${code}, text, JSON (schema) and Markdown`, async () => {
+      const args = ['diff', 'diff/base.popef', `diff/${name}.popef`];
+      const json = await runCli([...args, '--json'], { cwd: FIXTURES });
+      assert.equal(json.code, code, json.stderr);
+      const report = JSON.parse(json.stdout) as DiffJson;
+      assert.deepEqual(schemaErrors('diff', report), []);
+      assert.equal(report.identical, code === 0);
+      check(report);
+      await golden(`${name}.txt`, (await runCli(args, { cwd: FIXTURES })).stdout);
+      await golden(`${name}.md`, (await runCli([...args, '--markdown'], { cwd: FIXTURES })).stdout);
+    });
+  }
+
+  it('--ignore drops expected differences by field, scope.field or scope', async () => {
+    const args = ['diff', 'diff/base.popef', 'diff/metadata-changed.popef', '--json'];
+    const some = JSON.parse((await runCli([...args, '--ignore', 'metadata.deviceIterations', '--ignore', 'crc32'], { cwd: FIXTURES })).stdout) as DiffJson;
+    assert.deepEqual(some.changes.map((c) => c.field), ['engineOptions', 'size']);
+    const all = await runCli([...args, '--ignore', 'metadata', '--ignore', 'METADATA'], { cwd: FIXTURES });
+    assert.equal(all.code, 0);
+    assert.equal((JSON.parse(all.stdout) as DiffJson).identical, true);
+  });
+
+  it('compares model sets split over several files, with --', async () => {
+    const r = await runCli(['diff', '--json', 'split/executable.popef', 'split/variables.popef', '--', 'split/executable.popef'], { cwd: FIXTURES });
+    assert.equal(r.code, 1);
+    assert.deepEqual((JSON.parse(r.stdout) as DiffJson).changes.map((c) => [c.change, c.subject]), [['removed', 'blob DATA_TENSOR "w"']]);
+  });
+
+  it('pairs single models whatever their executable names, comparing executables by checksum', async () => {
+    const r = await runCli(['diff', 'seed/executable.popef', 'diff/base.popef', '--json'], { cwd: FIXTURES });
+    const d = JSON.parse(r.stdout) as DiffJson;
+    assert.ok(d.changes.some((c) => c.scope === 'model' && c.field === 'executable' && c.before === '5230962391836378370' && c.after === '777'));
+    assert.ok(d.changes.some((c) => c.scope === 'POPLAR_EXECUTABLE' && c.field === 'crc32'));
+  });
+
+  it('exits 2 on errors and on a wrong number of files', async () => {
+    const bad = await runCli(['diff', 'diff/base.popef', 'malformed/not-popef.bin'], { cwd: FIXTURES });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /not a PopEF open-layout file/);
+    const three = await runCli(['diff', 'diff/base.popef', 'diff/base.popef', 'diff/base.popef'], { cwd: FIXTURES });
+    assert.equal(three.code, 2);
+    assert.match(three.stderr, /give two files \(popef diff A B\), or separate the two sides with --/);
+  });
+});
