@@ -1,11 +1,7 @@
 import type { ChalkInstance } from 'chalk';
 import Table from 'cli-table3';
-import type { BlobReport, DumpReport } from '../inspect/report.js';
-
-/** The blob type for humans: unknown types show their code. */
-export function typeLabel(b: BlobReport): string {
-  return b.type === 'UNKNOWN' ? `UNKNOWN (type ${b.typeCode})` : b.type;
-}
+import type { DumpReport } from '../inspect/report.js';
+import { typeLabel } from './blob-labels.js';
 
 /** The blob inventory as a cli-table3 table (a File column only when there are several files). */
 export function blobTable(report: DumpReport, c: ChalkInstance): string {

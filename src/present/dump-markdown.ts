@@ -1,5 +1,5 @@
 import type { AnchorReport, DumpReport } from '../inspect/report.js';
-import { typeLabel } from './blob-table.js';
+import { typeLabel } from './blob-labels.js';
 
 /** Escapes text for a Markdown table cell. */
 function cell(text: string): string {

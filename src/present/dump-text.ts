@@ -1,7 +1,6 @@
 import type { ChalkInstance } from 'chalk';
 import type { AnchorRole } from '../inspect/anchor-roles.js';
 import type { AnchorReport, DumpReport, MetadataReport, ModelReport } from '../inspect/report.js';
-import { blobTable } from './blob-table.js';
 
 /** Which sections the text view shows. */
 export interface TextSections {
@@ -87,8 +86,11 @@ function anchorsSection(m: MetadataReport, mode: 'user' | 'all', c: ChalkInstanc
   return out;
 }
 
-/** Renders the popef_dump-style text report. */
-export function renderDumpText(report: DumpReport, sections: TextSections, c: ChalkInstance): string {
+/**
+ * Renders the popef_dump-style text report. The blob table comes rendered
+ * (`blobs`), so that views without it never load the table library.
+ */
+export function renderDumpText(report: DumpReport, sections: TextSections, c: ChalkInstance, blobs = ''): string {
   const out: string[] = [];
   for (const f of report.files) out.push(`PopEF file: ${f.path}`);
   const several = report.models.length > 1;
@@ -124,7 +126,7 @@ export function renderDumpText(report: DumpReport, sections: TextSections, c: Ch
   }
   if (sections.blobs) {
     out.push(c.bold('Blobs:'));
-    out.push(blobTable(report, c));
+    out.push(blobs);
   }
   if (sections.data && report.warnings.length > 0) {
     out.push(c.bold('Warnings:'));

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
-import { addConfigOptions, type ConfigFlags } from './config-options.js';
+import { addConfigOptions, type ConfigFlags } from './config-flags.js';
 
 interface Flags extends ConfigFlags {
   readonly out?: string;
@@ -30,7 +30,7 @@ factor x gradient accumulation.`,
   );
   command.action((files: string[], flags: Flags) => {
     run(async () => {
-      const { generateFiles } = await import('./config-options.js');
+      const { generateFiles } = await import('./config-generate.js');
       const generated = await generateFiles(files, flags, flags.modelName, io);
       if (flags.out === undefined) {
         io.stdout(generated.pbtxt);

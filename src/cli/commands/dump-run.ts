@@ -86,7 +86,9 @@ export async function dumpFiles(
       io.stdout(renderDumpMarkdown(report));
     } else {
       const colour = chooseColour({ flag: colourFlag, env: io.env, isTTY: io.stdoutIsTTY });
-      io.stdout(renderDumpText(report, sectionsFor(options), colour));
+      const sections = sectionsFor(options);
+      const table = sections.blobs ? (await import('../../present/blob-table.js')).blobTable(report, colour) : '';
+      io.stdout(renderDumpText(report, sections, colour, table));
     }
     for (const w of set.warnings) io.stderr(`popef: warning: ${w.file}: offset ${w.offset}: ${w.message}\n`);
   } finally {

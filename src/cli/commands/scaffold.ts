@@ -3,7 +3,7 @@ import { join, relative, resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
-import { addConfigOptions, type ConfigFlags } from './config-options.js';
+import { addConfigOptions, type ConfigFlags } from './config-flags.js';
 import { parseIntOption } from './options.js';
 
 interface Flags extends ConfigFlags {
@@ -29,7 +29,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
   addConfigOptions(command);
   command.action((files: string[], flags: Flags) => {
     run(async () => {
-      const { generateFiles } = await import('./config-options.js');
+      const { generateFiles } = await import('./config-generate.js');
       const { applyScaffold, checkModelName, planScaffold } = await import('../../triton/scaffold.js');
       checkModelName(flags.model);
       const generated = await generateFiles(files, flags, flags.model, io);
