@@ -333,6 +333,7 @@ export async function validateRepository(root: string, options: ValidateOptions 
   const models: ModelReport[] = [];
   const entries = (await listDir(root)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const wanted = options.models === undefined ? undefined : new Set(options.models);
+  const modelNames: string[] = [];
   for (const entry of entries) {
     if (!(await isDirectory(join(root, entry.name), entry))) continue;
     if (wanted !== undefined && !wanted.has(entry.name)) continue;
@@ -346,9 +347,20 @@ export async function validateRepository(root: string, options: ValidateOptions 
       });
       continue;
     }
-    const checker = new ModelChecker(root, entry.name, options);
-    models.push(await checker.run());
+    modelNames.push(entry.name);
   }
+  // Models are independent and the work is mostly waiting on the disk: a few at a time, reported in order.
+  const CONCURRENCY = 8;
+  const reports: ModelReport[] = new Array<ModelReport>(modelNames.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < modelNames.length) {
+      const index = next++;
+      reports[index] = await new ModelChecker(root, modelNames[index] ?? '', options).run();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, modelNames.length) }, worker));
+  models.push(...reports);
   if (wanted !== undefined) {
     for (const name of wanted) {
       if (!models.some((m) => m.name === name) && !findings.some((f) => f.file === name)) {
