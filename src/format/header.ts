@@ -47,7 +47,7 @@ export function hasMagic(bytes: Uint8Array): boolean {
 
 const NOT_OPEN_LAYOUT_HINT =
   'files written by the Poplar SDK use an unpublished encoding that this tool cannot read; ' +
-  'convert them on a machine with the SDK (popef import), or write files with popef pack';
+  'open-layout files are made with popef pack or the library\'s PopefWriter';
 
 /**
  * Decodes and checks the header at absolute `offset` of `file`. `first` says
