@@ -7,6 +7,13 @@ import { processIo } from './io.js';
  * code. A second Ctrl-C exits at once.
  */
 export async function runProcess(): Promise<void> {
+  // A reader that goes away (popef dump ... | head) ends the output, not with a stack trace.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+      throw error;
+    });
+  }
   const controller = new AbortController();
   let interrupted = false;
   process.on('SIGINT', () => {
