@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import { constants } from 'node:os';
 import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { modelPayload } from './model-payload.js';
 import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
-import { FrameReader, PROTOCOL, ProtocolError, announce, parseSpecs, writeMessage, type Message } from './protocol.js';
+import { FrameReader, PROTOCOL, ProtocolError, announce, parseSpecs, writeChunks, writeMessage, type Announcement, type Message } from './protocol.js';
 
 /**
  * An execution plugin in a child process, speaking PROTOCOL.md over its
@@ -96,17 +97,21 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     });
   }
 
+  /** Starts the child if needed and claims it for one request. */
+  private begin(type: string): { reader: FrameReader; stdin: Writable; id: number } {
+    this.start();
+    const reader = this.reader;
+    const stdin = this.child?.stdin ?? null;
+    if (reader === undefined || stdin === null) throw new Error('plugin process not started');
+    if (this.busy) throw new Error('plugin requests must not overlap');
+    if (this.exited !== undefined) throw this.deathError(type);
+    this.busy = true;
+    return { reader, stdin, id: this.nextId++ };
+  }
+
   /** Sends a request and waits for its reply, racing the timeout and the child's death. */
   private async request(message: { readonly type: string } & Record<string, unknown>, tensors: readonly Uint8Array[], timeoutMs: number): Promise<{ message: Message; tensors: Tensor[] }> {
-    this.start();
-    const child = this.child;
-    const reader = this.reader;
-    const stdin = child?.stdin ?? null;
-    if (child === undefined || reader === undefined || stdin === null) throw new Error('plugin process not started');
-    if (this.busy) throw new Error('plugin requests must not overlap');
-    if (this.exited !== undefined) throw this.deathError(message.type);
-    this.busy = true;
-    const id = this.nextId++;
+    const { reader, stdin, id } = this.begin(message.type);
     let timer: NodeJS.Timeout | undefined;
     let onExit: (() => void) | undefined;
     try {
@@ -167,6 +172,112 @@ export class ChildProcessPlugin implements ExecutionPlugin {
       clearTimeout(timer);
       if (onExit !== undefined) this.exitWaiters = this.exitWaiters.filter((w) => w !== onExit);
       this.busy = false;
+    }
+  }
+
+  /**
+   * A request whose payloads are streamed both ways (import/export): the
+   * request's tensors are written as chunk frames from their sources, and
+   * the reply's announced tensors are read with `chunks()`, in order. Each
+   * chunk must arrive within `timeoutMs`; `finish()` must be called after
+   * the last one (it releases the plugin for the next request).
+   */
+  async exchange(
+    message: { readonly type: string } & Record<string, unknown>,
+    sources: readonly { readonly announcement: Announcement; readonly chunks: AsyncIterable<Uint8Array> }[],
+    timeoutMs: number,
+  ): Promise<{
+    message: Message;
+    announced: Announcement[];
+    /** See `FrameReader.chunks` for `reuse`. */
+    chunks: (a: Announcement, reuse?: boolean) => AsyncGenerator<Uint8Array>;
+    /** A further reply message of the same request (streamed replies send several). */
+    next: () => Promise<{ message: Message; announced: Announcement[] }>;
+    finish: () => void;
+  }> {
+    const { reader, stdin, id } = this.begin(message.type);
+    /** One step, raced against the child's death, the timeout and an abort. */
+    const guard = async <T>(step: Promise<T>, what: string): Promise<T> => {
+      let timer: NodeJS.Timeout | undefined;
+      let onExit: (() => void) | undefined;
+      // Removed after each step: a long stream takes thousands of steps.
+      let onAbort: (() => void) | undefined;
+      const signal = this.options.signal;
+      step.catch(() => undefined);
+      try {
+        return await Promise.race([
+          step.catch((error: unknown) => {
+            if (error instanceof ProtocolError && error.message === 'ended') throw this.deathError(message.type);
+            if (error instanceof ProtocolError) {
+              void this.kill();
+              throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: ${error.message}`, { suggestion: 'see src/run/PROTOCOL.md' });
+            }
+            throw error;
+          }),
+          new Promise<never>((_, reject) => {
+            onExit = () => setImmediate(() => reject(this.deathError(message.type)));
+            if (this.exited !== undefined) onExit();
+            else this.exitWaiters.push(onExit);
+          }),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => {
+              void this.kill();
+              reject(new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${timeoutMs / 1000} s and was stopped`, {}));
+            }, timeoutMs);
+          }),
+          new Promise<never>((_, reject) => {
+            if (signal === undefined) return;
+            onAbort = (): void => reject(new PopefError(ErrorCode.Io, 'interrupted; the plugin was stopped', {}));
+            if (signal.aborted) onAbort();
+            else signal.addEventListener('abort', onAbort, { once: true });
+          }),
+        ]);
+      } finally {
+        clearTimeout(timer);
+        if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+        if (onExit !== undefined) this.exitWaiters = this.exitWaiters.filter((w) => w !== onExit);
+      }
+    };
+    try {
+      await guard(writeMessage(stdin, { ...message, id, tensors: sources.map((x) => ({ ...x.announcement, chunked: true })) }), `accept "${message.type}"`);
+      for (const s of sources) {
+        const sent = await guard(writeChunks(stdin, s.chunks), `accept the data of "${message.type}"`);
+        if (sent !== s.announcement.bytes) throw new Error(`payload "${s.announcement.name}" yielded ${sent} bytes, ${s.announcement.bytes} announced`);
+      }
+      const head = await guard(reader.nextMessage(), `answer "${message.type}"`);
+      if (head.message.id !== id) {
+        void this.kill();
+        throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: reply id ${head.message.id} to request ${id}`, {});
+      }
+      if (head.message.type === 'error') {
+        const m = head.message as Message & { code?: string; message?: string; hint?: string };
+        this.busy = false;
+        throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}": ${m.message ?? 'unknown error'}${m.code === undefined ? '' : ` (${m.code})`}`, { suggestion: m.hint });
+      }
+      const chunks = async function* (this: ChildProcessPlugin, a: Announcement, reuse = false): AsyncGenerator<Uint8Array> {
+        const it = reader.chunks(a, reuse);
+        for (;;) {
+          const next = await guard(it.next(), `send the data of "${a.name}"`);
+          if (next.done === true) return;
+          yield next.value;
+        }
+      }.bind(this);
+      const next = async (): Promise<{ message: Message; announced: Announcement[] }> => {
+        const more = await guard(reader.nextMessage(), `go on with "${message.type}"`);
+        if (more.message.id !== id) {
+          void this.kill();
+          throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: reply id ${more.message.id} to request ${id}`, {});
+        }
+        if (more.message.type === 'error') {
+          const m = more.message as Message & { code?: string; message?: string; hint?: string };
+          throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}": ${m.message ?? 'unknown error'}${m.code === undefined ? '' : ` (${m.code})`}`, { suggestion: m.hint });
+        }
+        return more;
+      };
+      return { message: head.message, announced: head.announced, chunks, next, finish: () => (this.busy = false) };
+    } catch (error) {
+      this.busy = false;
+      throw error;
     }
   }
 

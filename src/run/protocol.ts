@@ -12,8 +12,18 @@ export const PROTOCOL = 'popef-plugin/1';
 /** Refuse frames beyond this: a corrupt length must not make the host allocate without bound. */
 export const MAX_FRAME_BYTES = 16 * 1024 ** 3;
 
+/** How much of a chunk frame is gathered before it is handed on (see `chunks`). */
+const BATCH_BYTES = 2 * 1024 * 1024;
+/** The largest piece one pipe read usually delivers (a batch overshoots by at most this). */
+const MAX_PIECE = 1024 * 1024;
+
 export interface Announcement extends TensorSpec {
   readonly bytes: number;
+  /**
+   * The bytes come as several TENS frames whose lengths add up to `bytes`,
+   * so that neither side holds a large payload whole (import/export).
+   */
+  readonly chunked?: boolean;
 }
 
 export type Message = Record<string, unknown> & { readonly type: string; readonly id: number };
@@ -36,20 +46,35 @@ export async function writeMessage(out: Writable, message: Message, tensors: rea
   for (const t of tensors) chunks.push(header('TENS', t.byteLength), t);
   let ok = true;
   for (const c of chunks) ok = out.write(c);
-  if (!ok) {
-    await new Promise<void>((resolve, reject) => {
-      const onDrain = (): void => {
-        out.off('error', onError);
-        resolve();
-      };
-      const onError = (error: Error): void => {
-        out.off('drain', onDrain);
-        reject(error);
-      };
-      out.once('drain', onDrain);
-      out.once('error', onError);
-    });
+  if (!ok) await drained(out);
+}
+
+/** Resolves when `out` can take more, rejects if it fails first. */
+function drained(out: Writable): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onDrain = (): void => {
+      out.off('error', onError);
+      resolve();
+    };
+    const onError = (error: Error): void => {
+      out.off('drain', onDrain);
+      reject(error);
+    };
+    out.once('drain', onDrain);
+    out.once('error', onError);
+  });
+}
+
+/** Writes one tensor's bytes as chunk frames, reading them from `source` as they come. */
+export async function writeChunks(out: Writable, source: AsyncIterable<Uint8Array>): Promise<number> {
+  let total = 0;
+  for await (const chunk of source) {
+    if (chunk.byteLength === 0) continue;
+    total += chunk.byteLength;
+    const ok = out.write(header('TENS', chunk.byteLength)) && out.write(chunk);
+    if (!ok) await drained(out);
   }
+  return total;
 }
 
 export function announce(tensors: readonly Tensor[]): Announcement[] {
@@ -62,16 +87,28 @@ export function announce(tensors: readonly Tensor[]): Announcement[] {
  * the end of the stream rejects with `ended`.
  */
 export class FrameReader {
-  private chunks: Buffer[] = [];
+  private buffers: Buffer[] = [];
   private buffered = 0;
   private waiting: (() => void) | undefined;
   private ended = false;
   private failure: Error | undefined;
+  /**
+   * Flow control: a plugin streaming an import can write faster than the
+   * host stores, so reading stops while this much is buffered and nobody
+   * waits for more (a single frame larger than this is still read whole).
+   */
+  private static readonly HIGH_WATER = 8 * 1024 * 1024;
+  private paused = false;
+  private wanted = 0;
 
-  constructor(stream: Readable) {
+  constructor(private readonly stream: Readable) {
     stream.on('data', (chunk: Buffer) => {
-      this.chunks.push(chunk);
+      this.buffers.push(chunk);
       this.buffered += chunk.length;
+      if (this.buffered >= FrameReader.HIGH_WATER && this.buffered >= this.wanted) {
+        this.paused = true;
+        stream.pause();
+      }
       this.wake();
     });
     stream.on('end', () => {
@@ -90,44 +127,137 @@ export class FrameReader {
     w?.();
   }
 
+  /** Reading goes on when less than the window, or less than the `n` bytes awaited, is buffered. */
+  private resumeUnder(n: number): void {
+    this.wanted = n;
+    if (this.paused && this.buffered < Math.max(n, FrameReader.HIGH_WATER)) {
+      this.paused = false;
+      this.stream.resume();
+    }
+  }
+
   /** Exactly n bytes, waiting as needed; one copy at most. */
   private async take(n: number): Promise<Buffer> {
+    this.resumeUnder(n);
     while (this.buffered < n) {
       if (this.failure !== undefined) throw this.failure;
       if (this.ended) throw new ProtocolError('ended');
       await new Promise<void>((resolve) => (this.waiting = resolve));
     }
-    const first = this.chunks[0];
+    const first = this.buffers[0];
     if (first !== undefined && first.length >= n) {
       // The common small case: no copy of the rest of the chunk.
       const out = first.subarray(0, n);
-      if (first.length === n) this.chunks.shift();
-      else this.chunks[0] = first.subarray(n);
+      if (first.length === n) this.buffers.shift();
+      else this.buffers[0] = first.subarray(n);
       this.buffered -= n;
       return out;
     }
     const out = Buffer.allocUnsafe(n);
     let done = 0;
     while (done < n) {
-      const c = this.chunks[0];
+      const c = this.buffers[0];
       if (c === undefined) throw new ProtocolError('internal: buffer accounting');
       const take = Math.min(c.length, n - done);
       c.copy(out, done, 0, take);
       done += take;
-      if (take === c.length) this.chunks.shift();
-      else this.chunks[0] = c.subarray(take);
+      if (take === c.length) this.buffers.shift();
+      else this.buffers[0] = c.subarray(take);
     }
     this.buffered -= n;
     return out;
   }
 
-  private async frame(expect: 'JSON' | 'TENS'): Promise<Buffer> {
+  /** Up to n bytes (at least one), as they arrived: no copy, no waiting for the rest. */
+  private async takeSome(n: number): Promise<Buffer> {
+    this.resumeUnder(1);
+    while (this.buffered === 0) {
+      if (this.failure !== undefined) throw this.failure;
+      if (this.ended) throw new ProtocolError('ended');
+      await new Promise<void>((resolve) => (this.waiting = resolve));
+    }
+    const first = this.buffers[0];
+    if (first === undefined) throw new ProtocolError('internal: buffer accounting');
+    return this.take(Math.min(n, first.length));
+  }
+
+  private async frameLength(expect: 'JSON' | 'TENS'): Promise<number> {
     const h = await this.take(12);
     const tag = h.toString('ascii', 0, 4);
     const length = h.readBigUInt64LE(4);
     if (tag !== expect) throw new ProtocolError(`expected a ${expect} frame, got tag ${JSON.stringify(tag)}`);
     if (length > BigInt(MAX_FRAME_BYTES)) throw new ProtocolError(`frame of ${length} bytes exceeds the limit of ${MAX_FRAME_BYTES}`);
-    return this.take(Number(length));
+    return Number(length);
+  }
+
+  private async frame(expect: 'JSON' | 'TENS'): Promise<Buffer> {
+    return this.take(await this.frameLength(expect));
+  }
+
+  /**
+   * The next message without its tensors: the caller then reads each
+   * announced tensor, in order, with `chunks()`. For chunked announcements.
+   */
+  async nextMessage(): Promise<{ message: Message; announced: Announcement[] }> {
+    const body = await this.frame('JSON');
+    let message: Message;
+    try {
+      message = JSON.parse(body.toString('utf8')) as Message;
+    } catch {
+      throw new ProtocolError(`a JSON frame does not hold valid JSON: ${body.toString('utf8', 0, Math.min(body.length, 200))}`);
+    }
+    if (typeof message !== 'object' || typeof message.type !== 'string' || typeof message.id !== 'number') {
+      throw new ProtocolError('a message lacks its "type" or "id"');
+    }
+    return { message, announced: parseAnnouncements(message.tensors) };
+  }
+
+  /**
+   * The frames of one announced tensor, chunk by chunk, checking that they
+   * add up to its size. With `reuse`, every chunk is a view of one buffer
+   * that the next chunk overwrites: for a consumer that is done with each
+   * chunk before it asks for the next (it saves the garbage of a fresh
+   * buffer per chunk, which is most of the memory of a long import).
+   */
+  async *chunks(a: Announcement, reuse = false): AsyncGenerator<Uint8Array> {
+    if (a.chunked !== true) {
+      const data = await this.frame('TENS');
+      if (data.length !== a.bytes) throw new ProtocolError(`tensor "${a.name}" was announced with ${a.bytes} bytes but its frame holds ${data.length}`);
+      if (data.length > 0) yield data;
+      return;
+    }
+    // Each frame is passed on in the pieces the pipe delivered: no frame is
+    // assembled whole, so memory stays at the flow-control window.
+    let left = a.bytes;
+    let shared: Buffer | undefined;
+    while (left > 0) {
+      const length = await this.frameLength('TENS');
+      if (length === 0 || length > left) throw new ProtocolError(`a chunk of tensor "${a.name}" has ${length} bytes with ${left} left`);
+      left -= length;
+      // Pieces are gathered to about 1 MiB first: the consumer writes each
+      // to disk, and a write per pipe read (64 KiB) costs more than a copy.
+      let batch: Buffer[] = [];
+      let batched = 0;
+      for (let rest = length; rest > 0; ) {
+        const piece = await this.takeSome(rest);
+        rest -= piece.length;
+        batch.push(piece);
+        batched += piece.length;
+        if (batched >= BATCH_BYTES || rest === 0) {
+          if (batch.length === 1) yield piece;
+          else if (!reuse) yield Buffer.concat(batch, batched);
+          else {
+            shared ??= Buffer.allocUnsafe(BATCH_BYTES + MAX_PIECE);
+            if (shared.length < batched) shared = Buffer.allocUnsafe(batched);
+            let at = 0;
+            for (const b of batch) at += b.copy(shared, at);
+            yield shared.subarray(0, batched);
+          }
+          batch = [];
+          batched = 0;
+        }
+      }
+    }
   }
 
   async next(): Promise<{ message: Message; tensors: Tensor[] }> {
