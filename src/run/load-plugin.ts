@@ -25,7 +25,7 @@ export function ipuBridgePath(): string {
  * with POPEF_PYTHON (default python3), the interpreter where the Poplar
  * SDK's Python modules are enabled.
  */
-export function ipuPlugin(ctx: PluginContext): ExecutionPlugin {
+export function ipuPlugin(ctx: PluginContext): ChildProcessPlugin {
   return new ChildProcessPlugin({
     name: 'ipu',
     command: ctx.env.POPEF_PYTHON ?? 'python3',

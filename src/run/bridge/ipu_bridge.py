@@ -29,6 +29,17 @@ stdin = sys.stdin.buffer
 stdout = sys.stdout.buffer
 
 
+def widen_pipes():
+    """Linux pipes hold 64 KiB by default: a wider one moves 4 MiB chunks in
+    fewer wake-ups of either process. Best effort; F_SETPIPE_SZ is Linux-only."""
+    try:
+        import fcntl
+        for fd in (0, 1):
+            fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (ImportError, OSError, ValueError):
+        pass
+
+
 def log(*args):
     print("ipu_bridge:", *args, file=sys.stderr, flush=True)
 
@@ -55,15 +66,45 @@ def read_frame(expect):
     return read_exact(length)
 
 
+def read_chunks(announcement):
+    """The frames of a chunked tensor, one by one, as they arrive."""
+    left = announcement["bytes"]
+    while left > 0:
+        data = read_frame("TENS")
+        if not data or len(data) > left:
+            raise ValueError("tensor %s: a chunk of %d bytes with %d left" % (announcement["name"], len(data), left))
+        left -= len(data)
+        yield data
+
+
 def read_message():
+    """A message and its tensors; chunked tensors are left for the handler to stream."""
     message = json.loads(read_frame("JSON").decode("utf-8"))
     tensors = []
     for t in message.get("tensors", []):
+        if t.get("chunked"):
+            continue
         data = read_frame("TENS")
         if len(data) != t["bytes"]:
             raise ValueError("tensor %s: %d bytes announced, %d sent" % (t["name"], t["bytes"], len(data)))
         tensors.append((t, data))
     return message, tensors
+
+
+CHUNK = 4 << 20
+
+
+def write_chunked(message, data):
+    """A message announcing one chunked tensor, then its bytes in frames of CHUNK."""
+    view = memoryview(data).cast("B")
+    message = dict(message, tensors=[{"name": message.get("name", "payload"), "dtype": "U8", "shape": [len(view)], "bytes": len(view), "chunked": True}])
+    body = json.dumps(message).encode("utf-8")
+    stdout.write(b"JSON" + struct.pack("<Q", len(body)) + body)
+    for start in range(0, len(view), CHUNK):
+        part = view[start:start + CHUNK]
+        stdout.write(b"TENS" + struct.pack("<Q", len(part)))
+        stdout.write(part)
+    stdout.flush()
 
 
 def write_message(message, tensors=()):
@@ -249,6 +290,120 @@ class Session:
             pass
 
 
+def info_json(ti):
+    return {"dtype": dtype_name(ti.dataType()), "shape": [int(d) for d in ti.shape()]}
+
+
+def element_size(dtype):
+    return {"BOOL": 1, "F8": 1, "F8143": 1, "F8152": 1, "F16": 2, "F32": 4, "F64": 8, "S8": 1, "U8": 1, "S16": 2,
+            "U16": 2, "S32": 4, "U32": 4, "S64": 8, "U64": 8}[dtype]
+
+
+def metadata_json(md):
+    """The open layout's JSON form of a popef.Metadata (schemas/manifest.schema.json)."""
+    flow = md.programFlow()
+    return {
+        "executable": md.executable(),
+        "anchors": [{
+            "name": a.name(), "handle": a.handle(), "tensorInfo": info_json(a.tensorInfo()),
+            "isPerReplica": bool(a.isPerReplica()), "type": dtype_name(a.type()), "programs": [int(p) for p in a.programs()],
+        } for a in md.anchors()],
+        "programFlow": {"load": [int(p) for p in flow.load()], "main": [int(p) for p in flow.main()], "save": [int(p) for p in flow.save()]},
+        "programsMap": [{"index": int(k), "name": v} for (k, v) in dict(md.programsMap() or {}).items()],
+        "replicationFactor": int(md.replicationFactor() or 0), "numIpus": int(md.numIpus() or 0), "ipuVersion": int(md.ipuVersion() or 0),
+        "isPOD": bool(md.isPOD()), "numProcesses": int(md.numProcesses() or 0), "isInference": bool(md.isInference()),
+        "deviceIterations": int(md.deviceIterations() or 0), "seedHandle": md.seedHandle() or "",
+        "engineOptions": [{"name": o.name, "value": o.value} for o in (md.engineOptions() or [])],
+        "deviceOptions": [{"name": o.name, "value": o.value} for o in (md.deviceOptions() or [])],
+    }
+
+
+def payload_bytes(data):
+    """Payload bytes of whatever the SDK returns (bytes, numpy arrays, buffers)."""
+    if np is not None and isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+    return data
+
+
+def do_import(id_, message):
+    """Reads SDK-written files with popef.Reader and streams every blob to the host, one message per blob."""
+    reader = popef.Reader()
+    for path in message["files"]:
+        try:
+            reader.parseFile(path)
+        except Exception as e:
+            raise UserError("E_SDK_READ", "the SDK's popef.Reader cannot read %s: %s: %s" % (path, type(e).__name__, e))
+    for e in reader.executables():
+        write_chunked({"type": "blob", "id": id_, "kind": "executable", "name": e.name}, payload_bytes(e.executable()))
+    for md in reader.metadata():
+        write_message({"type": "blob", "id": id_, "kind": "metadata", "metadata": metadata_json(md)})
+    for t in reader.tensors():
+        write_chunked({"type": "blob", "id": id_, "kind": "tensor", "name": t.info.name(), "tensorInfo": info_json(t.info.tensorInfo())}, payload_bytes(t.data()))
+    for f in reader.feeds():
+        info = info_json(f.info.tensorInfo())
+        data = payload_bytes(f.data())
+        sample = element_size(info["dtype"])
+        for d in info["shape"]:
+            sample *= d
+        count = len(memoryview(data).cast("B")) // sample if sample else 0
+        write_chunked({"type": "blob", "id": id_, "kind": "feed", "name": f.info.name(), "tensorInfo": info, "sampleCount": count}, data)
+    for o in reader.opaqueBlobs():
+        write_chunked({"type": "blob", "id": id_, "kind": "opaque", "name": o.name, "executable": o.executable}, payload_bytes(o.data()))
+    write_message({"type": "imported", "id": id_})
+
+
+def do_export(id_, message):
+    """Writes the host's model with the SDK's popef.Writer, streaming each payload into its blob writer."""
+    model = message["model"]
+    announced = message.get("tensors", [])
+    try:
+        write_sdk_file(message, model, announced)
+    except Exception:
+        # Keep the stream in step: read what the host still sends, then report.
+        if drained[1] is not None:
+            for _ in drained[1]:
+                pass
+        for a in announced[drained[0]:]:
+            for _ in read_chunks(a):
+                pass
+        raise
+    write_message({"type": "exported", "id": id_})
+
+
+# The next announced tensor not yet started, and the chunk stream being read.
+drained = [0, None]
+
+
+def write_sdk_file(message, model, announced):
+    drained[0], drained[1] = 0, None
+    writer = popef.Writer(message["path"])
+    for blob in model["blobs"]:
+        a = announced[blob["tensor"]]
+        if blob["kind"] == "executable":
+            w = writer.createExecutable(blob["name"], bool(message.get("compress", False)))
+        elif blob["kind"] == "tensor":
+            info = popef.TensorDataInfo()
+            info.setName(blob["name"])
+            info.setTensorInfo(tensor_info(blob["tensorInfo"]))
+            w = writer.createTensorData(info)
+        elif blob["kind"] == "feed":
+            info = popef.FeedDataInfo()
+            info.setName(blob["name"])
+            info.setTensorInfo(tensor_info(blob["tensorInfo"]))
+            w = writer.createFeedData(info)
+        else:
+            w = writer.createOpaqueBlob(blob["name"], blob["executable"])
+        drained[0] = blob["tensor"] + 1
+        drained[1] = read_chunks(a)
+        for chunk in drained[1]:
+            w.write(chunk, len(chunk))
+        drained[1] = None
+        w.close()
+    for md in model["metadata"]:
+        writer.writeMetadata(build_metadata(md))
+    writer.close()
+
+
 class UserError(Exception):
     def __init__(self, code, message):
         Exception.__init__(self, message)
@@ -256,6 +411,7 @@ class UserError(Exception):
 
 
 def main():
+    widen_pipes()
     session = None
     available = False
     while True:
@@ -288,6 +444,20 @@ def main():
                     continue
                 results = session.run(tensors)
                 write_message({"type": "result", "id": id_, "tensors": [dict(spec, bytes=len(data)) for (spec, data) in results]}, [data for (_, data) in results])
+            elif kind == "import":
+                if not available:
+                    error(id_, "E_SDK", "the Poplar SDK is not available", SDK_HINT)
+                    continue
+                do_import(id_, message)
+            elif kind == "export":
+                if not available:
+                    # The payload frames still have to be consumed to keep the stream in step.
+                    for a in message.get("tensors", []):
+                        for _ in read_chunks(a):
+                            pass
+                    error(id_, "E_SDK", "the Poplar SDK is not available", SDK_HINT)
+                    continue
+                do_export(id_, message)
             elif kind == "close":
                 if session is not None:
                     session.close()
