@@ -138,6 +138,7 @@ export function ioError(error: unknown, file: string, action: string): PopefErro
     EPERM: 'check the file permissions',
     EISDIR: 'give a file, not a directory',
     ENOSPC: 'free some disk space and try again',
+    EFBIG: 'the file is larger than this process may write (ulimit -f) or the file system allows',
     EROFS: 'choose a writable destination',
     EEXIST: 'use --force to overwrite, or choose another destination',
   };

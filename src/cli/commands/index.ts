@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { registerConfig } from './config.js';
+import { registerConvert } from './convert.js';
 import { registerDiff } from './diff.js';
 import { registerDump } from './dump.js';
 import { registerPack } from './pack.js';
@@ -19,5 +20,6 @@ export function register(program: Command, io: CliIo, run: (handler: Handler) =>
   registerValidate(program, io, run);
   registerRun(program, io, run);
   registerPack(program, io, run);
+  registerConvert(program, io, run);
   registerUnpack(program, io, run);
 }

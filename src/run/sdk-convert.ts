@@ -1,0 +1,180 @@
+import { randomBytes } from 'node:crypto';
+import { access, link, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { ModelSet } from '../format/model-set.js';
+import { PopefWriter } from '../format/writer.js';
+import { schemaErrors } from '../json-schemas.js';
+import type { Metadata, TensorInfo } from '../schema/model.js';
+import type { ChildProcessPlugin } from './child-plugin.js';
+import type { Announcement } from './protocol.js';
+
+/**
+ * Conversion between files written by the Poplar SDK (unpublished
+ * encoding) and the open layout, through the IPU bridge and the SDK's own
+ * popef.Reader / popef.Writer. Payloads are streamed in chunks both ways:
+ * this process never holds one whole.
+ */
+
+export interface ConvertOptions {
+  readonly force?: boolean;
+  /** Store executables zlib-compressed (import) / ask the SDK to compress them (export). */
+  readonly compress?: boolean;
+  readonly signal?: AbortSignal;
+  /** Bytes of payload moved so far. */
+  readonly onProgress?: (bytes: number) => void;
+  /** Per-chunk timeout (default 300 s). */
+  readonly timeoutMs?: number;
+}
+
+async function available(bridge: ChildProcessPlugin): Promise<void> {
+  const a = await bridge.probe();
+  if (!a.available) {
+    throw new PopefError(ErrorCode.PluginUnavailable, `the SDK bridge cannot run here: ${a.reason ?? 'no reason given'}`, { suggestion: a.hint });
+  }
+}
+
+async function* counted(chunks: AsyncIterable<Uint8Array>, progress: { bytes: number }, onProgress?: (bytes: number) => void): AsyncGenerator<Uint8Array> {
+  for await (const c of chunks) {
+    progress.bytes += c.byteLength;
+    onProgress?.(progress.bytes);
+    yield c;
+  }
+}
+
+/** Path errors are found here, with our messages, before the bridge starts. */
+async function mustExist(path: string, action: string): Promise<void> {
+  try {
+    await access(path);
+  } catch (error) {
+    throw ioError(error, path, action);
+  }
+}
+
+/** Reads SDK-written files through the bridge and writes one open-layout file. */
+export async function importSdkFiles(bridge: ChildProcessPlugin, files: readonly string[], out: string, options: ConvertOptions = {}): Promise<{ blobs: number; bytes: number }> {
+  for (const f of files) await mustExist(f, 'open the file');
+  await available(bridge);
+  const writer = await PopefWriter.create(out, { force: options.force, signal: options.signal });
+  const progress = { bytes: 0 };
+  let blobs = 0;
+  let exchange: Awaited<ReturnType<ChildProcessPlugin['exchange']>> | undefined;
+  try {
+    exchange = await bridge.exchange({ type: 'import', files }, [], options.timeoutMs ?? 300_000);
+    let current: { message: Record<string, unknown>; announced: Announcement[] } = exchange;
+    while (current.message.type !== 'imported') {
+      const m = current.message as Record<string, unknown> & { kind?: string; name?: string; executable?: string; tensorInfo?: TensorInfo; sampleCount?: number; metadata?: unknown };
+      if (m.type !== 'blob') throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent an unexpected "${String(m.type)}" during import`, {});
+      const announcement = current.announced[0];
+      // The writer stores each chunk before it asks for the next, except when
+      // it compresses (zlib queues its input): only then are chunks fresh buffers.
+      const payload = (reuse = true): AsyncIterable<Uint8Array> => {
+        if (announcement === undefined || exchange === undefined) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent no data for ${m.kind ?? 'a blob'} "${m.name ?? ''}"`, {});
+        return counted(exchange.chunks(announcement, reuse), progress, options.onProgress);
+      };
+      switch (m.kind) {
+        case 'executable':
+          await writer.writeExecutable(m.name ?? '', payload(options.compress !== true), { compress: options.compress });
+          break;
+        case 'metadata': {
+          const problems = schemaErrors('manifest', { format: 'popef-open-manifest', version: 1, blobs: [{ type: 'METADATA', metadata: m.metadata }] });
+          if (problems.length > 0) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent metadata that does not fit the open layout: ${problems.join('; ')}`, {});
+          await writer.writeMetadata(m.metadata as Metadata);
+          break;
+        }
+        case 'tensor':
+          await writer.writeTensorData({ name: m.name ?? '', tensorInfo: m.tensorInfo ?? { dtype: 'U8', shape: [] } }, payload());
+          break;
+        case 'feed':
+          await writer.writeFeedData({ name: m.name ?? '', tensorInfo: m.tensorInfo ?? { dtype: 'U8', shape: [] }, sampleCount: m.sampleCount ?? 0 }, payload());
+          break;
+        case 'opaque':
+          await writer.writeOpaque({ name: m.name ?? '', executable: m.executable ?? '' }, payload());
+          break;
+        default:
+          throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent a blob of unknown kind "${String(m.kind)}"`, {});
+      }
+      blobs += 1;
+      current = await exchange.next();
+    }
+    exchange.finish();
+    await writer.close();
+    // The converted set must hold together like any open-layout file.
+    const check = await ModelSet.open([out]);
+    await check.close();
+    return { blobs, bytes: progress.bytes };
+  } catch (error) {
+    await writer.abort();
+    // A bridge left mid-stream cannot take further requests.
+    await bridge.kill();
+    throw error;
+  }
+}
+
+/** Writes an open-layout model set as one SDK-written file, through the bridge. */
+export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly string[], out: string, options: ConvertOptions = {}): Promise<{ blobs: number; bytes: number; skipped: string[] }> {
+  await mustExist(dirname(out), 'find the destination directory');
+  await available(bridge);
+  if (options.force !== true) {
+    const exists = await access(out).then(
+      () => true,
+      () => false,
+    );
+    if (exists) throw new PopefError(ErrorCode.Exists, 'destination already exists', { file: out, suggestion: 'use --force to overwrite it, or choose another name' });
+  }
+  const temp = join(dirname(out), `.${basename(out)}.${randomBytes(6).toString('hex')}.tmp`);
+  const set = await ModelSet.open(files);
+  const progress = { bytes: 0 };
+  const skipped: string[] = [];
+  try {
+    const blobs: Record<string, unknown>[] = [];
+    const sources: { announcement: Announcement; chunks: AsyncIterable<Uint8Array> }[] = [];
+    const metadata: Metadata[] = [];
+    for (const b of set.blobs) {
+      const file = set.fileOf(b);
+      const add = (entry: Record<string, unknown> & { readonly name: string }, bytes: number): void => {
+        blobs.push({ ...entry, tensor: sources.length });
+        sources.push({ announcement: { name: entry.name, dtype: 'U8', shape: [bytes], bytes }, chunks: counted(file.payloadChunks(b), progress, options.onProgress) });
+      };
+      switch (b.kind) {
+        case 'executable':
+          add({ kind: 'executable', name: b.name }, b.uncompressedSize);
+          break;
+        case 'metadata':
+          metadata.push(await file.readMetadata(b));
+          break;
+        case 'tensor':
+          add({ kind: 'tensor', name: b.name, tensorInfo: b.tensorInfo }, b.payloadLength);
+          break;
+        case 'feed':
+          add({ kind: 'feed', name: b.name, tensorInfo: b.tensorInfo, sampleCount: b.sampleCount }, b.payloadLength);
+          break;
+        case 'opaque':
+          add({ kind: 'opaque', name: b.name, executable: b.executable }, b.payloadLength);
+          break;
+        case 'unknown':
+          skipped.push(`blob of unknown type ${b.typeCode} at offset ${b.offset} of ${b.file}`);
+          break;
+      }
+    }
+    const reply = await bridge.exchange({ type: 'export', path: temp, compress: options.compress === true, model: { metadata, blobs } }, sources, options.timeoutMs ?? 300_000);
+    reply.finish();
+    if (reply.message.type !== 'exported') throw new PopefError(ErrorCode.Plugin, `the SDK bridge answered "${reply.message.type}" to export`, {});
+    try {
+      if (options.force === true) await rename(temp, out);
+      else {
+        await link(temp, out);
+        await rm(temp);
+      }
+    } catch (error) {
+      throw ioError(error, out, 'move the exported file into place');
+    }
+    return { blobs: blobs.length + metadata.length, bytes: progress.bytes, skipped };
+  } catch (error) {
+    await rm(temp, { force: true });
+    if (!(error instanceof PopefError && error.code === ErrorCode.Plugin && /^plugin "[^"]+": /.test(error.message))) await bridge.kill();
+    throw error;
+  } finally {
+    await set.close();
+  }
+}
