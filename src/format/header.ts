@@ -46,8 +46,8 @@ export function hasMagic(bytes: Uint8Array): boolean {
 }
 
 const NOT_OPEN_LAYOUT_HINT =
-  'files written by the Poplar SDK use an unpublished encoding that this tool cannot read; ' +
-  'open-layout files are made with popef pack or the library\'s PopefWriter';
+  'if the Poplar SDK wrote it, convert it on a machine with the SDK: popef import FILE -o FILE.open.popef ' +
+  '(the SDK\'s encoding is unpublished, so it is not read directly)';
 
 /**
  * Decodes and checks the header at absolute `offset` of `file`. `first` says

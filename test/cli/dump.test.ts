@@ -102,7 +102,7 @@ describe('popef dump: options and errors', () => {
     const r = await runCli(['dump', 'mnist/executable.popef', 'malformed/not-popef.bin', 'no/such.popef'], { cwd: FIXTURES });
     assert.equal(r.code, 2);
     assert.match(r.stdout, /^PopEF file: mnist\/executable\.popef$/m);
-    assert.match(r.stderr, /not-popef\.bin: offset 0: blob magic: not a PopEF open-layout file: the blob signature is missing \[E_NOT_POPEF\]\n {2}hint: files written by the Poplar SDK use an unpublished encoding/);
+    assert.match(r.stderr, /not-popef\.bin: offset 0: blob magic: not a PopEF open-layout file: the blob signature is missing \[E_NOT_POPEF\]\n {2}hint: if the Poplar SDK wrote it, convert it on a machine with the SDK: popef import FILE/);
     assert.match(r.stderr, /no\/such\.popef: cannot open the file: ENOENT \[E_IO\]\n {2}hint: check the path/);
   });
 
