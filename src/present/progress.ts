@@ -5,10 +5,13 @@ export const PROGRESS_THRESHOLD = 256 * 1024 * 1024;
 
 export interface Progress {
   update(done: number, total: number): void;
+  /** Draws 100% and ends the line. */
   finish(): void;
+  /** Ends the line where the bar stopped (on failure), so an error message starts on its own line. */
+  stop(): void;
 }
 
-const NONE: Progress = { update: () => undefined, finish: () => undefined };
+const NONE: Progress = { update: () => undefined, finish: () => undefined, stop: () => undefined };
 
 /**
  * A one-line progress bar on stderr, only on a terminal and only for work
@@ -18,7 +21,9 @@ const NONE: Progress = { update: () => undefined, finish: () => undefined };
 export function progressBar(io: CliIo, label: string, total: number, threshold = PROGRESS_THRESHOLD): Progress {
   if (!io.stderrIsTTY || total < threshold) return NONE;
   let last = 0;
+  let drawn = false;
   const draw = (done: number): void => {
+    drawn = true;
     const width = 30;
     const fraction = total === 0 ? 1 : Math.min(1, done / total);
     const filled = Math.round(fraction * width);
@@ -34,6 +39,10 @@ export function progressBar(io: CliIo, label: string, total: number, threshold =
     finish() {
       draw(total);
       io.stderr('\n');
+    },
+    stop() {
+      if (drawn) io.stderr('\n');
+      drawn = false;
     },
   };
 }

@@ -30,6 +30,16 @@ describe('progress bar', () => {
     assert.equal(t.err(), `\rimporting [${'#'.repeat(15)}${'-'.repeat(15)}]  50%\rimporting [${'#'.repeat(30)}] 100%\n`);
   });
 
+  it('ends its line when stopped part way, and only if it drew anything', () => {
+    const t = io(true);
+    const bar = progressBar(t.io, 'importing', PROGRESS_THRESHOLD * 4);
+    bar.stop();
+    assert.equal(t.err(), '');
+    bar.update(PROGRESS_THRESHOLD, PROGRESS_THRESHOLD * 4);
+    bar.stop();
+    assert.equal(t.err(), `\rimporting [${'#'.repeat(8)}${'-'.repeat(22)}]  25%\n`);
+  });
+
   it('stays silent when stderr is piped, or the work is small', () => {
     for (const [tty, total] of [
       [false, PROGRESS_THRESHOLD * 2],

@@ -47,6 +47,9 @@ async function convert(kind: 'import' | 'export', files: string[], flags: Flags,
       io.stdout(`wrote ${flags.output}: ${r.blobs} blob(s), ${r.bytes} payload bytes, with the SDK's popef.Writer\n`);
     }
     return ExitCode.Ok;
+  } catch (error) {
+    bar.stop();
+    throw error;
   } finally {
     await bridge.dispose();
   }
