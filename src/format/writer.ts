@@ -276,8 +276,10 @@ export class PopefWriter {
       if (this.options.signal?.aborted === true) {
         throw new PopefError(ErrorCode.Io, 'interrupted; nothing was written', { file: this.path });
       }
-      await this.writeAt(chunk, offset + length);
+      // The CRC is computed on this thread while the write runs on libuv's pool.
+      const written = this.writeAt(chunk, offset + length);
       crc = crc32(chunk, crc);
+      await written;
       length += chunk.byteLength;
     };
     if (!compress) {
