@@ -30,14 +30,24 @@ stdout = sys.stdout.buffer
 
 
 def widen_pipes():
-    """Linux pipes hold 64 KiB by default: a wider one moves 4 MiB chunks in
-    fewer wake-ups of either process. Best effort; F_SETPIPE_SZ is Linux-only."""
-    try:
-        import fcntl
-        for fd in (0, 1):
-            fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-    except (ImportError, OSError, ValueError):
-        pass
+    """The host's stdio channels hold little by default (64 KiB for a Linux
+    pipe; Node.js hands its children Unix socket pairs of about 208 KiB):
+    a wider one moves 4 MiB chunks in fewer wake-ups of either process.
+    Best effort: the kernel may cap or refuse the size."""
+    import stat
+    for fd in (0, 1):
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISSOCK(mode):
+                import socket
+                # A socket object on a duplicate: closing it leaves stdio open.
+                with socket.socket(fileno=os.dup(fd)) as s:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF if fd == 1 else socket.SO_RCVBUF, 4 << 20)
+            elif stat.S_ISFIFO(mode):
+                import fcntl
+                fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+        except (ImportError, OSError, ValueError):
+            pass
 
 
 def log(*args):
