@@ -171,8 +171,10 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
     }
     return { blobs: blobs.length + metadata.length, bytes: progress.bytes, skipped };
   } catch (error) {
-    await rm(temp, { force: true });
+    // The bridge is stopped first (unless it reported the error itself and
+    // is idle), so that it cannot write the temporary file after its removal.
     if (!(error instanceof PopefError && error.code === ErrorCode.Plugin && /^plugin "[^"]+": /.test(error.message))) await bridge.kill();
+    await rm(temp, { force: true });
     throw error;
   } finally {
     await set.close();

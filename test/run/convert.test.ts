@@ -220,4 +220,27 @@ describe('popef export / import (simulated SDK)', () => {
       await cleanup();
     }
   });
+
+  it("stops the bridge and removes the SDK writer's temporary file when an export is interrupted", async () => {
+    const { ipuPlugin } = await import('../../src/run/load-plugin.js');
+    const { exportToSdk } = await import('../../src/run/sdk-convert.js');
+    const { dir, cleanup } = await tempDir();
+    try {
+      const controller = new AbortController();
+      const bridge = ipuPlugin({ cwd: ROOT, env: { ...SIM, SIM_SDK_FAIL: 'hang-on-write' }, signal: controller.signal });
+      try {
+        const exporting = exportToSdk(bridge, [fixture('mnist/executable.popef')], join(dir, 'out.sdk'), { signal: controller.signal });
+        // The SDK writer has created its (temporary) file before it hangs.
+        for (let i = 0; i < 100 && (await readdir(dir)).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+        assert.match((await readdir(dir)).join(), /^\.out\.sdk\.[0-9a-f]+\.tmp$/);
+        controller.abort();
+        await assert.rejects(exporting, /interrupted/);
+      } finally {
+        await bridge.dispose();
+      }
+      assert.deepEqual(await readdir(dir), []);
+    } finally {
+      await cleanup();
+    }
+  });
 });
