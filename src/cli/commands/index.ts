@@ -20,6 +20,6 @@ export function register(program: Command, io: CliIo, run: (handler: Handler) =>
   registerValidate(program, io, run);
   registerRun(program, io, run);
   registerPack(program, io, run);
-  registerConvert(program, io, run);
   registerUnpack(program, io, run);
+  registerConvert(program, io, run);
 }
