@@ -83,7 +83,7 @@ describe('popef export / import (simulated SDK)', () => {
     }
   });
 
-  it('exports a model set of several files into one SDK file, and imports it whole', async () => {
+  it('exports a model set of several files into one SDK file, and imports several SDK files as one set', async () => {
     const { dir, cleanup } = await tempDir();
     try {
       const split = [fixture('split/executable.popef'), fixture('split/variables.popef')];
@@ -93,6 +93,13 @@ describe('popef export / import (simulated SDK)', () => {
       assert.match(i.stdout, /3 blob\(s\)/);
       assert.deepEqual(await payloads([join(dir, 'one.popef')]), await payloads(split));
       assert.deepEqual(await dumpJson([join(dir, 'one.popef')]), await dumpJson(split));
+      // And the other way: several SDK files imported as one model set.
+      assert.equal((await runCli(['export', split[0] ?? '', '-o', join(dir, 'e.sdk')], { env: SIM })).code, 0);
+      assert.equal((await runCli(['export', split[1] ?? '', '-o', join(dir, 'v.sdk')], { env: SIM })).code, 0);
+      const both = await runCli(['import', join(dir, 'e.sdk'), join(dir, 'v.sdk'), '-o', join(dir, 'both.popef')], { env: SIM });
+      assert.equal(both.code, 0, both.stderr);
+      assert.deepEqual(await payloads([join(dir, 'both.popef')]), await payloads(split));
+      assert.deepEqual(await dumpJson([join(dir, 'both.popef')]), await dumpJson(split));
     } finally {
       await cleanup();
     }
