@@ -109,68 +109,99 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     return { reader, stdin, id: this.nextId++ };
   }
 
+  /**
+   * One step of a request, raced against the child's death, the timeout and
+   * an abort. Every listener it adds is removed when the step settles: a
+   * timed run or a long import takes thousands of steps.
+   */
+  private async guarded<T>(step: Promise<T>, type: string, what: string, timeoutMs: number): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    let onExit: (() => void) | undefined;
+    let onAbort: (() => void) | undefined;
+    const signal = this.options.signal;
+    step.catch(() => undefined);
+    try {
+      return await Promise.race([
+        step,
+        new Promise<never>((_, reject) => {
+          // Let any reply already sent be read first.
+          onExit = () => setImmediate(() => reject(this.deathError(type)));
+          if (this.exited !== undefined) onExit();
+          else this.exitWaiters.push(onExit);
+        }),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => {
+            void this.kill();
+            reject(
+              new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${timeoutMs / 1000} s and was stopped`, {
+                suggestion: 'raise --timeout if the model really needs longer, or check that the device is free',
+              }),
+            );
+          }, timeoutMs);
+        }),
+        new Promise<never>((_, reject) => {
+          if (signal === undefined) return;
+          onAbort = (): void => reject(new PopefError(ErrorCode.Io, 'interrupted; the plugin was stopped', {}));
+          if (signal.aborted) onAbort();
+          else signal.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } catch (error) {
+      if (!(error instanceof ProtocolError)) throw error;
+      if (error.message === 'ended') {
+        // The stream ended because the child is going: report how it went.
+        await this.exitWithin(2000);
+        throw this.deathError(type);
+      }
+      void this.kill();
+      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: ${error.message}`, { suggestion: 'see src/run/PROTOCOL.md' });
+    } finally {
+      clearTimeout(timer);
+      if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+      if (onExit !== undefined) this.exitWaiters = this.exitWaiters.filter((w) => w !== onExit);
+    }
+  }
+
+  /** Resolves when the child has exited, or after `ms`, whichever is first. */
+  private async exitWithin(ms: number): Promise<void> {
+    if (this.exited !== undefined) return;
+    let timer: NodeJS.Timeout | undefined;
+    let onExit: (() => void) | undefined;
+    await new Promise<void>((resolve) => {
+      onExit = resolve;
+      this.exitWaiters.push(onExit);
+      timer = setTimeout(resolve, ms);
+    });
+    clearTimeout(timer);
+    this.exitWaiters = this.exitWaiters.filter((w) => w !== onExit);
+  }
+
+  /** Rejects a reply to another request (stopping the plugin, which is out of step) or an error reply. */
+  private checkReply(reply: Message, id: number): void {
+    if (reply.id !== id) {
+      void this.kill();
+      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: reply id ${reply.id} to request ${id}`, {});
+    }
+    if (reply.type === 'error') {
+      const m = reply as Message & { code?: string; message?: string; hint?: string };
+      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}": ${m.message ?? 'unknown error'}${m.code === undefined ? '' : ` (${m.code})`}`, {
+        suggestion: m.hint,
+      });
+    }
+  }
+
   /** Sends a request and waits for its reply, racing the timeout and the child's death. */
   private async request(message: { readonly type: string } & Record<string, unknown>, tensors: readonly Uint8Array[], timeoutMs: number): Promise<{ message: Message; tensors: Tensor[] }> {
     const { reader, stdin, id } = this.begin(message.type);
-    let timer: NodeJS.Timeout | undefined;
-    let onExit: (() => void) | undefined;
     try {
+      // Reading starts at once: a plugin may answer before it has read everything.
       const reply = reader.next();
-      // A failed read after the child died is reported as the death.
       reply.catch(() => undefined);
-      const died = new Promise<never>((_, reject) => {
-        onExit = () => {
-          // Let any reply already sent be read first.
-          setImmediate(() => reject(this.deathError(message.type)));
-        };
-        this.exitWaiters.push(onExit);
-      });
-      const timedOut = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          void this.kill();
-          reject(
-            new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not answer "${message.type}" within ${timeoutMs / 1000} s and was stopped`, {
-              suggestion: 'raise --timeout if the model really needs longer, or check that the device is free',
-            }),
-          );
-        }, timeoutMs);
-      });
-      const aborted = new Promise<never>((_, reject) => {
-        const signal = this.options.signal;
-        if (signal === undefined) return;
-        const fail = (): void => reject(new PopefError(ErrorCode.Io, 'interrupted; the plugin was stopped', {}));
-        if (signal.aborted) fail();
-        else signal.addEventListener('abort', fail, { once: true });
-      });
-      await Promise.race([writeMessage(stdin, { ...message, id }, tensors), died, timedOut, aborted]);
-      let result: { message: Message; tensors: Tensor[] };
-      try {
-        result = await Promise.race([reply, died, timedOut, aborted]);
-      } catch (error) {
-        if (error instanceof ProtocolError) {
-          if (error.message === 'ended') {
-            await Promise.race([new Promise<void>((r) => (this.exited === undefined ? this.exitWaiters.push(r) : r())), new Promise((r) => setTimeout(r, 2000))]);
-            throw this.deathError(message.type);
-          }
-          void this.kill();
-          throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: ${error.message}`, { suggestion: 'see src/run/PROTOCOL.md' });
-        }
-        throw error;
-      }
-      if (result.message.id !== id) {
-        void this.kill();
-        throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: reply id ${result.message.id} to request ${id}`, {});
-      }
-      if (result.message.type === 'error') {
-        const m = result.message as Message & { code?: string; message?: string; hint?: string };
-        throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}": ${m.message ?? 'unknown error'}${m.code === undefined ? '' : ` (${m.code})`}`, {
-          suggestion: m.hint,
-        });
-      }
+      const sentThenAnswered = writeMessage(stdin, { ...message, id }, tensors).then(() => reply);
+      const result = await this.guarded(sentThenAnswered, message.type, `answer "${message.type}"`, timeoutMs);
+      this.checkReply(result.message, id);
       return result;
     } finally {
-      clearTimeout(timer);
-      if (onExit !== undefined) this.exitWaiters = this.exitWaiters.filter((w) => w !== onExit);
       this.busy = false;
     }
   }
@@ -196,48 +227,7 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     finish: () => void;
   }> {
     const { reader, stdin, id } = this.begin(message.type);
-    /** One step, raced against the child's death, the timeout and an abort. */
-    const guard = async <T>(step: Promise<T>, what: string): Promise<T> => {
-      let timer: NodeJS.Timeout | undefined;
-      let onExit: (() => void) | undefined;
-      // Removed after each step: a long stream takes thousands of steps.
-      let onAbort: (() => void) | undefined;
-      const signal = this.options.signal;
-      step.catch(() => undefined);
-      try {
-        return await Promise.race([
-          step.catch((error: unknown) => {
-            if (error instanceof ProtocolError && error.message === 'ended') throw this.deathError(message.type);
-            if (error instanceof ProtocolError) {
-              void this.kill();
-              throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: ${error.message}`, { suggestion: 'see src/run/PROTOCOL.md' });
-            }
-            throw error;
-          }),
-          new Promise<never>((_, reject) => {
-            onExit = () => setImmediate(() => reject(this.deathError(message.type)));
-            if (this.exited !== undefined) onExit();
-            else this.exitWaiters.push(onExit);
-          }),
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => {
-              void this.kill();
-              reject(new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${timeoutMs / 1000} s and was stopped`, {}));
-            }, timeoutMs);
-          }),
-          new Promise<never>((_, reject) => {
-            if (signal === undefined) return;
-            onAbort = (): void => reject(new PopefError(ErrorCode.Io, 'interrupted; the plugin was stopped', {}));
-            if (signal.aborted) onAbort();
-            else signal.addEventListener('abort', onAbort, { once: true });
-          }),
-        ]);
-      } finally {
-        clearTimeout(timer);
-        if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
-        if (onExit !== undefined) this.exitWaiters = this.exitWaiters.filter((w) => w !== onExit);
-      }
-    };
+    const guard = <T>(step: Promise<T>, what: string): Promise<T> => this.guarded(step, message.type, what, timeoutMs);
     try {
       await guard(writeMessage(stdin, { ...message, id, tensors: sources.map((x) => ({ ...x.announcement, chunked: true })) }), `accept "${message.type}"`);
       for (const s of sources) {
@@ -245,33 +235,20 @@ export class ChildProcessPlugin implements ExecutionPlugin {
         if (sent !== s.announcement.bytes) throw new Error(`payload "${s.announcement.name}" yielded ${sent} bytes, ${s.announcement.bytes} announced`);
       }
       const head = await guard(reader.nextMessage(), `answer "${message.type}"`);
-      if (head.message.id !== id) {
-        void this.kill();
-        throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: reply id ${head.message.id} to request ${id}`, {});
-      }
-      if (head.message.type === 'error') {
-        const m = head.message as Message & { code?: string; message?: string; hint?: string };
-        this.busy = false;
-        throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}": ${m.message ?? 'unknown error'}${m.code === undefined ? '' : ` (${m.code})`}`, { suggestion: m.hint });
-      }
-      const chunks = async function* (this: ChildProcessPlugin, a: Announcement, reuse = false): AsyncGenerator<Uint8Array> {
+      this.checkReply(head.message, id);
+      const chunks = async function* (a: Announcement, reuse = false): AsyncGenerator<Uint8Array> {
         const it = reader.chunks(a, reuse);
         for (;;) {
-          const next = await guard(it.next(), `send the data of "${a.name}"`);
-          if (next.done === true) return;
-          yield next.value;
+          const step = await guard(it.next(), `send the data of "${a.name}"`);
+          if (step.done === true) return;
+          yield step.value;
         }
-      }.bind(this);
+      };
       const next = async (): Promise<{ message: Message; announced: Announcement[] }> => {
         const more = await guard(reader.nextMessage(), `go on with "${message.type}"`);
-        if (more.message.id !== id) {
-          void this.kill();
-          throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: reply id ${more.message.id} to request ${id}`, {});
-        }
-        if (more.message.type === 'error') {
-          const m = more.message as Message & { code?: string; message?: string; hint?: string };
-          throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}": ${m.message ?? 'unknown error'}${m.code === undefined ? '' : ` (${m.code})`}`, { suggestion: m.hint });
-        }
+        // An error reply ends the request: the plugin is free again.
+        if (more.message.type === 'error') this.busy = false;
+        this.checkReply(more.message, id);
         return more;
       };
       return { message: head.message, announced: head.announced, chunks, next, finish: () => (this.busy = false) };

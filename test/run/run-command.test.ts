@@ -63,6 +63,18 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
     }
   });
 
+  it('refuses a --timeout or --duration that is not a positive number of seconds', async () => {
+    for (const [flag, value] of [
+      ['--timeout', '0'],
+      ['--timeout', 'soon'],
+      ['--duration', '-1'],
+    ] as const) {
+      const r = await runCli(['run', fixture('mnist/executable.popef'), '--random', flag, value], { env: SIM });
+      assert.equal(r.code, 2, `${flag} ${value}`);
+      assert.match(r.stderr, new RegExp(`${flag} "${value}" is not a positive number of seconds`));
+    }
+  });
+
   it('exits 2 naming what is missing when the SDK cannot be imported', async () => {
     const r = await runCli(['run', fixture('mnist/executable.popef'), '--random'], { env: NO_SDK });
     assert.equal(r.code, 2);
@@ -197,6 +209,22 @@ describe('popef run with other plugins', () => {
 });
 
 describe('plugin host', () => {
+  it('leaves no listener on the abort signal behind, however many requests it makes', async () => {
+    const { EventEmitter } = await import('node:events');
+    const { ipuPlugin } = await import('../../src/run/load-plugin.js');
+    const controller = new AbortController();
+    const plugin = ipuPlugin({ cwd: ROOT, env: SIM, signal: controller.signal });
+    try {
+      const model = await plugin.open({ files: [fixture('mnist/executable.popef')], executable: '5230962391836378370', options: {} });
+      const baseline = EventEmitter.getEventListeners(controller.signal, 'abort').length;
+      const input = fromNumbers({ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }, new Float64Array(784));
+      for (let i = 0; i < 20; i++) await model.run(new Map([['input', input]]));
+      assert.equal(EventEmitter.getEventListeners(controller.signal, 'abort').length, baseline);
+    } finally {
+      await plugin.dispose();
+    }
+  });
+
   it('stops the child and rejects at once when aborted (Ctrl-C)', async () => {
     const { ipuPlugin } = await import('../../src/run/load-plugin.js');
     const controller = new AbortController();
