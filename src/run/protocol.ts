@@ -14,8 +14,6 @@ export const MAX_FRAME_BYTES = 16 * 1024 ** 3;
 
 /** How much of a chunk frame is gathered before it is handed on (see `chunks`). */
 const BATCH_BYTES = 2 * 1024 * 1024;
-/** The largest piece one pipe read usually delivers (a batch overshoots by at most this). */
-const MAX_PIECE = 1024 * 1024;
 
 export interface Announcement extends TensorSpec {
   readonly bytes: number;
@@ -221,8 +219,7 @@ export class FrameReader {
    */
   async *chunks(a: Announcement, reuse = false): AsyncGenerator<Uint8Array> {
     if (a.chunked !== true) {
-      const data = await this.frame('TENS');
-      if (data.length !== a.bytes) throw new ProtocolError(`tensor "${a.name}" was announced with ${a.bytes} bytes but its frame holds ${data.length}`);
+      const data = await this.wholeTensor(a);
       if (data.length > 0) yield data;
       return;
     }
@@ -234,7 +231,7 @@ export class FrameReader {
       const length = await this.frameLength('TENS');
       if (length === 0 || length > left) throw new ProtocolError(`a chunk of tensor "${a.name}" has ${length} bytes with ${left} left`);
       left -= length;
-      // Pieces are gathered to about 1 MiB first: the consumer writes each
+      // Pieces are gathered to BATCH_BYTES first: the consumer writes each
       // to disk, and a write per pipe read (64 KiB) costs more than a copy.
       let batch: Buffer[] = [];
       let batched = 0;
@@ -247,8 +244,8 @@ export class FrameReader {
           if (batch.length === 1) yield piece;
           else if (!reuse) yield Buffer.concat(batch, batched);
           else {
-            shared ??= Buffer.allocUnsafe(BATCH_BYTES + MAX_PIECE);
-            if (shared.length < batched) shared = Buffer.allocUnsafe(batched);
+            // A batch overshoots BATCH_BYTES by less than one piece.
+            if (shared === undefined || shared.length < batched) shared = Buffer.allocUnsafe(Math.max(batched, 2 * BATCH_BYTES));
             let at = 0;
             for (const b of batch) at += b.copy(shared, at);
             yield shared.subarray(0, batched);
@@ -260,25 +257,19 @@ export class FrameReader {
     }
   }
 
+  /** The next message with all its tensors, each read whole. */
   async next(): Promise<{ message: Message; tensors: Tensor[] }> {
-    const body = await this.frame('JSON');
-    let message: Message;
-    try {
-      message = JSON.parse(body.toString('utf8')) as Message;
-    } catch {
-      throw new ProtocolError(`a JSON frame does not hold valid JSON: ${body.toString('utf8', 0, Math.min(body.length, 200))}`);
-    }
-    if (typeof message !== 'object' || typeof message.type !== 'string' || typeof message.id !== 'number') {
-      throw new ProtocolError('a message lacks its "type" or "id"');
-    }
-    const announced = parseAnnouncements(message.tensors);
+    const { message, announced } = await this.nextMessage();
     const tensors: Tensor[] = [];
-    for (const a of announced) {
-      const data = await this.frame('TENS');
-      if (data.length !== a.bytes) throw new ProtocolError(`tensor "${a.name}" was announced with ${a.bytes} bytes but its frame holds ${data.length}`);
-      tensors.push({ name: a.name, dtype: a.dtype, shape: a.shape, data });
-    }
+    for (const a of announced) tensors.push({ name: a.name, dtype: a.dtype, shape: a.shape, data: await this.wholeTensor(a) });
     return { message, tensors };
+  }
+
+  /** The single frame of an announced tensor that is not chunked. */
+  private async wholeTensor(a: Announcement): Promise<Buffer> {
+    const data = await this.frame('TENS');
+    if (data.length !== a.bytes) throw new ProtocolError(`tensor "${a.name}" was announced with ${a.bytes} bytes but its frame holds ${data.length}`);
+    return data;
   }
 }
 
