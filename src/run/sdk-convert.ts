@@ -5,6 +5,7 @@ import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { PopefWriter } from '../format/writer.js';
 import { schemaErrors } from '../json-schemas.js';
+import { checkModelContents, type Where } from '../format/model-rules.js';
 import type { Metadata, TensorInfo } from '../schema/model.js';
 import type { ChildProcessPlugin } from './child-plugin.js';
 import type { Announcement } from './protocol.js';
@@ -58,9 +59,18 @@ export async function importSdkFiles(bridge: ChildProcessPlugin, files: readonly
   const writer = await PopefWriter.create(out, { force: options.force, signal: options.signal });
   const progress = { bytes: 0 };
   let blobs = 0;
-  let exchange: Awaited<ReturnType<ChildProcessPlugin['exchange']>> | undefined;
+  // What arrives is checked as a model set before the file is committed,
+  // with the rules every reader applies; errors blame the SDK files.
+  const where = { file: files.join(' + ') };
+  const contents = {
+    executables: [] as { name: string; where: Where }[],
+    metadata: [] as { metadata: Metadata; where: Where }[],
+    tensors: [] as { name: string; tensorInfo: TensorInfo; where: Where }[],
+    feeds: [] as { name: string; where: Where }[],
+    opaques: [] as { name: string; executable: string; where: Where }[],
+  };
   try {
-    exchange = await bridge.exchange({ type: 'import', files }, [], options.timeoutMs ?? 300_000);
+    const exchange = await bridge.exchange({ type: 'import', files }, [], options.timeoutMs ?? 300_000);
     let current: { message: Record<string, unknown>; announced: Announcement[] } = exchange;
     while (current.message.type !== 'imported') {
       const m = current.message as Record<string, unknown> & { kind?: string; name?: string; executable?: string; tensorInfo?: TensorInfo; sampleCount?: number; metadata?: unknown };
@@ -69,28 +79,38 @@ export async function importSdkFiles(bridge: ChildProcessPlugin, files: readonly
       // The writer stores each chunk before it asks for the next, except when
       // it compresses (zlib queues its input): only then are chunks fresh buffers.
       const payload = (reuse = true): AsyncIterable<Uint8Array> => {
-        if (announcement === undefined || exchange === undefined) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent no data for ${m.kind ?? 'a blob'} "${m.name ?? ''}"`, {});
+        if (announcement === undefined) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent no data for ${m.kind ?? 'a blob'} "${m.name ?? ''}"`, {});
         return counted(exchange.chunks(announcement, reuse), progress, options.onProgress);
       };
+      const name = m.name ?? '';
+      const tensorInfo = m.tensorInfo ?? { dtype: 'U8', shape: [] };
       switch (m.kind) {
         case 'executable':
-          await writer.writeExecutable(m.name ?? '', payload(options.compress !== true), { compress: options.compress });
+          await writer.writeExecutable(name, payload(options.compress !== true), { compress: options.compress });
+          contents.executables.push({ name, where });
           break;
         case 'metadata': {
           const problems = schemaErrors('manifest', { format: 'popef-open-manifest', version: 1, blobs: [{ type: 'METADATA', metadata: m.metadata }] });
           if (problems.length > 0) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent metadata that does not fit the open layout: ${problems.join('; ')}`, {});
-          await writer.writeMetadata(m.metadata as Metadata);
+          const metadata = m.metadata as Metadata;
+          await writer.writeMetadata(metadata);
+          contents.metadata.push({ metadata, where });
           break;
         }
         case 'tensor':
-          await writer.writeTensorData({ name: m.name ?? '', tensorInfo: m.tensorInfo ?? { dtype: 'U8', shape: [] } }, payload());
+          await writer.writeTensorData({ name, tensorInfo }, payload());
+          contents.tensors.push({ name, tensorInfo, where });
           break;
         case 'feed':
-          await writer.writeFeedData({ name: m.name ?? '', tensorInfo: m.tensorInfo ?? { dtype: 'U8', shape: [] }, sampleCount: m.sampleCount ?? 0 }, payload());
+          await writer.writeFeedData({ name, tensorInfo, sampleCount: m.sampleCount ?? 0 }, payload());
+          contents.feeds.push({ name, where });
           break;
-        case 'opaque':
-          await writer.writeOpaque({ name: m.name ?? '', executable: m.executable ?? '' }, payload());
+        case 'opaque': {
+          const executable = m.executable ?? '';
+          await writer.writeOpaque({ name, executable }, payload());
+          contents.opaques.push({ name, executable, where });
           break;
+        }
         default:
           throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent a blob of unknown kind "${String(m.kind)}"`, {});
       }
@@ -98,10 +118,8 @@ export async function importSdkFiles(bridge: ChildProcessPlugin, files: readonly
       current = await exchange.next();
     }
     exchange.finish();
+    checkModelContents(contents);
     await writer.close();
-    // The converted set must hold together like any open-layout file.
-    const check = await ModelSet.open([out]);
-    await check.close();
     return { blobs, bytes: progress.bytes };
   } catch (error) {
     await writer.abort();

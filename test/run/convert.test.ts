@@ -149,6 +149,23 @@ describe('popef export / import (simulated SDK)', () => {
     assert.match(e.stderr, /\/nonexistent\/dir: cannot find the destination directory: ENOENT \[E_IO\]/);
   });
 
+  it('refuses an SDK file whose blobs do not hold together as a model set, and writes nothing', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      // In the simulated SDK's encoding: an opaque blob tied to an executable that is not there.
+      const header = Buffer.from(JSON.stringify({ metadata: [], blobs: [{ kind: 'opaque', name: 'o', executable: 'missing' }], sizes: [4] }));
+      const length = Buffer.alloc(8);
+      length.writeBigUInt64LE(BigInt(header.length));
+      await writeFile(join(dir, 'bad.sdk'), Buffer.concat([Buffer.from('SIMULATED-POPEF\n'), length, header, Buffer.from([1, 2, 3, 4])]));
+      const r = await runCli(['import', join(dir, 'bad.sdk'), '-o', join(dir, 'out.popef')], { env: SIM });
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /bad\.sdk: .*"missing".*\[E_MODEL\]/);
+      assert.deepEqual(await readdir(dir), ['bad.sdk']);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it("passes the SDK reader's own error through, and leaves no partial output", async () => {
     const { dir, cleanup } = await tempDir();
     try {
