@@ -2,7 +2,7 @@ import type { Blob, ReadWarning } from '../format/blob.js';
 import { Codec, LAYOUT_VERSION } from '../format/constants.js';
 import { hex } from '../format/header.js';
 import type { ModelSet } from '../format/model-set.js';
-import { sizeInBytes, type DataType, type Metadata, type Option, type ProgramName, type TensorType } from '../schema/model.js';
+import { sizeInBytes, type DataType, type Metadata, type TensorType } from '../schema/model.js';
 import { anchorRole, type AnchorRole } from './anchor-roles.js';
 
 /**
@@ -31,22 +31,8 @@ export interface AnchorReport {
   readonly role: AnchorRole;
 }
 
-export interface MetadataReport {
-  readonly executable: string;
-  readonly replicationFactor: number;
-  readonly numIpus: number;
-  readonly ipuVersion: number;
-  readonly isPOD: boolean;
-  readonly numProcesses: number;
-  readonly isInference: boolean;
-  readonly deviceIterations: number;
-  readonly seedHandle: string;
-  readonly programFlow: { readonly load: readonly number[]; readonly main: readonly number[]; readonly save: readonly number[] };
-  readonly programsMap: readonly ProgramName[];
-  readonly engineOptions: readonly Option[];
-  readonly deviceOptions: readonly Option[];
-  readonly anchors: readonly AnchorReport[];
-}
+/** The metadata as stored, with anchors flattened and classified. */
+export type MetadataReport = Omit<Metadata, 'anchors'> & { readonly anchors: readonly AnchorReport[] };
 
 export interface ModelReport {
   readonly executable: string;
@@ -123,6 +109,7 @@ export interface DumpReport {
 }
 
 function metadataReport(m: Metadata, stored: ReadonlySet<string>): MetadataReport {
+  // Field by field rather than a spread: this order is the JSON report's.
   return {
     executable: m.executable,
     replicationFactor: m.replicationFactor,

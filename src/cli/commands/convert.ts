@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
+import { positiveSecondsMs } from './options.js';
 
 interface Flags {
   readonly output: string;
@@ -23,10 +24,7 @@ async function convert(kind: 'import' | 'export', files: string[], flags: Flags,
   const { exportToSdk, importSdkFiles } = await import('../../run/sdk-convert.js');
   const { progressBar } = await import('../../present/progress.js');
   const { VERSION } = await import('../../version.js');
-  const { ErrorCode, PopefError } = await import('../../errors.js');
-  const seconds = Number(flags.timeout);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new PopefError(ErrorCode.InvalidInput, `--timeout "${flags.timeout}" is not a positive number of seconds`, {});
-  const timeout = seconds * 1000;
+  const timeout = positiveSecondsMs(flags.timeout, '--timeout');
   const bridge = ipuPlugin({ cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: timeout, host: `popef-toolkit ${VERSION}` });
   const paths = files.map((f) => resolve(io.cwd, f));
   const out = resolve(io.cwd, flags.output);

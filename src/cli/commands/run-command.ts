@@ -15,6 +15,7 @@ import { writeFilesAtomically } from '../../triton/write-files.js';
 import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
+import { positiveSecondsMs } from './options.js';
 import type { RunFlags } from './run.js';
 
 function usage(message: string, suggestion?: string): PopefError {
@@ -48,8 +49,7 @@ export function outputFileName(name: string): string {
 }
 
 export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo): Promise<number> {
-  const timeoutSeconds = Number(flags.timeout);
-  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw usage(`--timeout "${flags.timeout}" is not a positive number of seconds`);
+  const timeoutMs = positiveSecondsMs(flags.timeout, '--timeout');
   const durationMs = flags.duration === undefined ? undefined : Number(flags.duration) * 1000;
   if (durationMs !== undefined && !(durationMs > 0)) throw usage(`--duration "${flags.duration ?? ''}" is not a positive number of seconds`);
   const range = numberList(flags.range, '--range');
@@ -82,7 +82,7 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
   }
   const client = (anchor: string): string => target.clientNames.get(anchor) ?? anchor;
 
-  const context = { cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: timeoutSeconds * 1000, host: `popef-toolkit ${VERSION}` };
+  const context = { cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}` };
   const plugin: ExecutionPlugin = await loadPlugin(flags.plugin, context);
   const reference: ExecutionPlugin | undefined = flags.compareWith === undefined ? undefined : await loadPlugin(flags.compareWith, context);
   try {
