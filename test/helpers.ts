@@ -1,6 +1,7 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { main } from '../src/cli/main.js';
 import type { CliIo } from '../src/cli/io.js';
@@ -55,4 +56,24 @@ export async function runCli(args: string[], options: { cwd?: string; env?: Reco
   };
   const code = await main(args, io);
   return { code, stdout, stderr };
+}
+
+/**
+ * Compares `actual` with the golden file `test/golden/<area>/<name>`, or
+ * rewrites that file when UPDATE_GOLDEN=1 (then review the diff).
+ */
+export async function matchGolden(area: string, name: string, actual: string): Promise<void> {
+  const path = join(ROOT, 'test/golden', area, name);
+  if (process.env.UPDATE_GOLDEN === '1') {
+    await mkdir(dirname(path), { recursive: true });
+    await writeFile(path, actual);
+    return;
+  }
+  let expected: string;
+  try {
+    expected = await readFile(path, 'utf8');
+  } catch {
+    assert.fail(`golden file ${area}/${name} is missing: run UPDATE_GOLDEN=1 npm run test:unit and review the diff`);
+  }
+  assert.equal(actual, expected, `${area}/${name} differs from its golden file`);
 }

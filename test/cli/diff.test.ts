@@ -1,22 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { schemaErrors } from '../../src/json-schemas.js';
-import { FIXTURES, ROOT, runCli } from '../helpers.js';
+import { FIXTURES, matchGolden, runCli } from '../helpers.js';
 
-const GOLDEN = join(ROOT, 'test/golden/diff');
-const update = process.env.UPDATE_GOLDEN === '1';
 
-async function golden(name: string, actual: string): Promise<void> {
-  const path = join(GOLDEN, name);
-  if (update) {
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, actual);
-    return;
-  }
-  assert.equal(actual, await readFile(path, 'utf8'), `${name} differs from its golden file`);
-}
+const golden = (name: string, actual: string): Promise<void> => matchGolden('diff', name, actual);
 
 interface DiffJson {
   identical: boolean;

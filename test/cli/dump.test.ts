@@ -1,31 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { schemaErrors } from '../../src/json-schemas.js';
-import { FIXTURES, ROOT, fixture, fixtureManifest, runCli } from '../helpers.js';
+import { FIXTURES, fixture, fixtureManifest, matchGolden, runCli } from '../helpers.js';
 
-const GOLDEN = join(ROOT, 'test/golden/dump');
 /** The ANSI escape character, built at run time so the regexes hold no control characters. */
 const ESC = String.fromCharCode(27);
-const update = process.env.UPDATE_GOLDEN === '1';
 
-/** Compares with the golden file, or rewrites it when UPDATE_GOLDEN=1. */
-async function golden(name: string, actual: string): Promise<void> {
-  const path = join(GOLDEN, name);
-  if (update) {
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, actual);
-    return;
-  }
-  let expected: string;
-  try {
-    expected = await readFile(path, 'utf8');
-  } catch {
-    assert.fail(`golden file ${name} is missing: run UPDATE_GOLDEN=1 npm run test:unit and review the diff`);
-  }
-  assert.equal(actual, expected, `${name} differs from its golden file`);
-}
+const golden = (name: string, actual: string): Promise<void> => matchGolden('dump', name, actual);
 
 // The report in the seed document (Graphcore's Poplar Triton backend walkthrough), verbatim.
 const SEED_REPORT = `PopEF file: executable.popef

@@ -1,24 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { schemaErrors } from '../../src/json-schemas.js';
-import { FIXTURES, ROOT, fixture, fixtureManifest, repositoryFixtures, runCli, tempDir } from '../helpers.js';
+import { FIXTURES, ROOT, fixture, fixtureManifest, repositoryFixtures, matchGolden, runCli, tempDir } from '../helpers.js';
 
-const GOLDEN = join(ROOT, 'test/golden/validate');
-const update = process.env.UPDATE_GOLDEN === '1';
 const EXAMPLES = join(ROOT, 'fixtures/graphcore-examples');
 
-async function golden(name: string, actual: string): Promise<void> {
-  const path = join(GOLDEN, name);
-  if (update) {
-    await mkdir(dirname(path), { recursive: true });
-    await writeFile(path, actual);
-    return;
-  }
-  const expected = await readFile(path, 'utf8').catch(() => assert.fail(`golden file ${name} is missing: run UPDATE_GOLDEN=1 npm run test:unit`));
-  assert.equal(actual, expected, `${name} differs from its golden file`);
-}
+const golden = (name: string, actual: string): Promise<void> => matchGolden('validate', name, actual);
 
 interface JsonFinding {
   rule: string;
