@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { ModelSet, PopefError } from '../src/index.js';
-import { FIXTURES, ROOT, fixture, fixtureManifest, tempDir } from './helpers.js';
+import { FIXTURES, ROOT, fixture, fixtureManifest, inTempDir } from './helpers.js';
 
 async function listFiles(dir: string): Promise<string[]> {
   const out: string[] = [];
@@ -63,8 +63,7 @@ describe('fixtures/manifest.json', () => {
 
 describe('fixture generator', () => {
   it('regenerates every fixture byte for byte', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       await promisify(execFile)(process.execPath, ['--import', 'tsx', join(ROOT, 'fixtures/generate.ts'), dir], { cwd: ROOT });
       // Generated data only: the generator, the simulated SDK, the copied Graphcore examples and the digits data are sources.
       const sources = ['sim-sdk/', 'graphcore-examples/', 'data/'];
@@ -75,8 +74,6 @@ describe('fixture generator', () => {
         const b = await readFile(join(dir, file));
         assert.ok(a.equals(b), `${file} differs from a fresh regeneration: run npm run fixtures`);
       }
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });

@@ -31,6 +31,16 @@ export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<v
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 
+/** Runs `body` with a fresh temporary directory, removed afterwards whatever happens. */
+export async function inTempDir<T>(body: (dir: string) => Promise<T>): Promise<T> {
+  const { dir, cleanup } = await tempDir();
+  try {
+    return await body(dir);
+  } finally {
+    await cleanup();
+  }
+}
+
 export interface CliResult {
   code: number;
   stdout: string;

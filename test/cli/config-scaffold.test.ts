@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { PopefWriter, emptyMetadata } from '../../src/index.js';
 import { parseNameMap } from '../../src/triton/name-map.js';
 import { parsePbtxt } from '../../src/triton/pbtxt-parser.js';
-import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
+import { ROOT, fixture, inTempDir, runCli } from '../helpers.js';
 
 const EXAMPLES = join(ROOT, 'fixtures/graphcore-examples');
 const SEED_NAMES = ['--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels'];
@@ -16,8 +16,7 @@ async function listTree(dir: string): Promise<string[]> {
 
 describe('popef scaffold: the seed acceptance', () => {
   it("produces the seed's repository: name_map.json and config.pbtxt", async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '--repository', join(dir, 'OUT'), '--model', 'mnist', ...SEED_NAMES]);
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(await listTree(join(dir, 'OUT')), ['mnist', 'mnist/1', 'mnist/1/executable.popef', 'mnist/1/name_map.json', 'mnist/config.pbtxt']);
@@ -31,9 +30,7 @@ describe('popef scaffold: the seed acceptance', () => {
       assert.ok((await readFile(join(dir, 'OUT/mnist/1/executable.popef'))).equals(await readFile(fixture('mnist/executable.popef'))));
       assert.match(r.stdout, /tritonserver --model-repository .*OUT --backend-directory <backends>/);
       assert.match(r.stdout, /<backends>\/poplar\/libtriton_poplar\.so/);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });
 
@@ -50,16 +47,13 @@ describe("popef config: Graphcore's example repositories", () => {
       const ours = parsePbtxt(r.stdout).message;
       const theirs = parsePbtxt(await readFile(join(EXAMPLES, example, 'config.pbtxt'), 'utf8')).message;
       assert.deepEqual(ours, theirs);
-      const { dir, cleanup } = await tempDir();
-      try {
+      await inTempDir(async (dir) => {
         const out = await runCli(['config', fixture(`${fixtureName}/executable.popef`), '--out', dir, ...params, ...extra]);
         assert.equal(out.code, 0, out.stderr);
         const ourMap = parseNameMap(await readFile(join(dir, 'name_map.json'), 'utf8')).entries.map((e) => [e.anchor, e.name]);
         const theirMap = parseNameMap(await readFile(join(EXAMPLES, example, '1/name_map.json'), 'utf8')).entries.map((e) => [e.anchor, e.name]);
         assert.deepEqual(ourMap, theirMap);
-      } finally {
-        await cleanup();
-      }
+      });
     });
   }
 
@@ -109,17 +103,14 @@ describe("popef config: Graphcore's example repositories", () => {
 
 describe('popef config / scaffold: bad input exits 2 and writes nothing', () => {
   async function expectRefusal(args: (dir: string) => string[] | Promise<string[]>, pattern: RegExp, prepare?: (dir: string) => Promise<void>): Promise<void> {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       if (prepare) await prepare(dir);
       const before = await listTree(dir);
       const r = await runCli(await args(dir));
       assert.equal(r.code, 2, r.stdout);
       assert.match(r.stderr, pattern);
       assert.deepEqual(await listTree(dir), before, 'nothing may be written');
-    } finally {
-      await cleanup();
-    }
+    });
   }
 
   it('an unmappable dtype (F8)', async () => {
@@ -187,8 +178,7 @@ describe('popef config / scaffold: bad input exits 2 and writes nothing', () => 
   });
 
   it('a read-only destination', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       // Root ignores permission bits, so as root use a filesystem that refuses writes to everyone.
       const asRoot = process.getuid?.() === 0;
       const target = asRoot ? '/sys/popef-toolkit-test-repo' : join(dir, 'ro', 'repo');
@@ -201,40 +191,31 @@ describe('popef config / scaffold: bad input exits 2 and writes nothing', () => 
       assert.match(r.stderr, /cannot create the repository directory: E(ACCES|PERM|ROFS)/);
       await assert.rejects(stat(target));
       if (!asRoot) await chmod(join(dir, 'ro'), 0o755);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });
 
 describe('popef scaffold: options', () => {
   it('--dry-run prints the plan and writes nothing', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', join(dir, 'repo'), '-m', 'mnist', '--dry-run']);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /would create model "mnist" \(nothing written\)/);
       assert.deepEqual(await readdir(dir), []);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('places every file of a split model, and --link hard-links them', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const r = await runCli(['scaffold', fixture('split/variables.popef'), fixture('split/executable.popef'), '-r', join(dir, 'repo'), '-m', 'split', '--link', '--version', '3']);
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(await listTree(join(dir, 'repo/split/3')), ['executable.popef', 'name_map.json', 'variables.popef']);
       assert.equal((await stat(join(dir, 'repo/split/3/executable.popef'))).ino, (await stat(fixture('split/executable.popef'))).ino);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('--force replaces config.pbtxt and the version, keeping other versions', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const repo = join(dir, 'repo');
       assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist'])).code, 0);
       assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2'])).code, 2);
@@ -245,8 +226,6 @@ describe('popef scaffold: options', () => {
       assert.deepEqual(await listTree(join(repo, 'mnist')), ['1', '1/executable.popef', '1/name_map.json', '1/notes.txt', '2', '2/executable.popef', '2/name_map.json', 'config.pbtxt']);
       assert.match(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), /digit_image/);
       assert.deepEqual((await readdir(repo)).sort(), ['mnist'], 'no staging leftovers');
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { schemaErrors } from '../../src/json-schemas.js';
-import { FIXTURES, ROOT, fixture, fixtureManifest, repositoryFixtures, matchGolden, runCli, tempDir } from '../helpers.js';
+import { FIXTURES, ROOT, fixture, fixtureManifest, inTempDir, matchGolden, repositoryFixtures, runCli } from '../helpers.js';
 
 const EXAMPLES = join(ROOT, 'fixtures/graphcore-examples');
 
@@ -58,17 +58,14 @@ describe('popef validate: repositories made by popef scaffold validate clean', a
   const models = (await fixtureManifest()).filter((f) => f.expect.ok && f.expect.models === 1);
   for (const entry of models) {
     it(entry.path, async () => {
-      const { dir, cleanup } = await tempDir();
-      try {
+      await inTempDir(async (dir) => {
         const files = [entry.path, ...(entry.with ?? [])].map(fixture);
         const s = await runCli(['scaffold', ...files, '-r', join(dir, 'repo'), '-m', 'model', '--parameter', 'timeout_ns=500000']);
         assert.equal(s.code, 0, s.stderr);
         const v = await runCli(['validate', join(dir, 'repo'), '--format', 'json']);
         assert.deepEqual(allFindings(JSON.parse(v.stdout) as JsonReport), []);
         assert.equal(v.code, 0);
-      } finally {
-        await cleanup();
-      }
+      });
     });
   }
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ErrorCode, MemorySource, ModelSet, PopefError, PopefFile, PopefWriter, emptyMetadata, sizeInBytes } from '../../src/index.js';
-import { fixture, tempDir } from '../helpers.js';
+import { fixture, inTempDir, tempDir } from '../helpers.js';
 import { metadataFor, tensorInfo } from './arbitraries.js';
 
 async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
@@ -66,8 +66,7 @@ describe('writer -> reader round trips', () => {
   });
 
   it('writes the same bytes for the same input', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const write = async (name: string): Promise<Buffer> => {
         const w = await PopefWriter.create(join(dir, name));
         await w.writeExecutable('e', new Uint8Array(5000).fill(3), { compress: true });
@@ -76,14 +75,11 @@ describe('writer -> reader round trips', () => {
         return readFile(join(dir, name));
       };
       assert.ok((await write('a.popef')).equals(await write('b.popef')));
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('streams a payload given as an async iterable of chunks', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const path = join(dir, 's.popef');
       const w = await PopefWriter.create(path);
       function* chunks(): Generator<Uint8Array> {
@@ -98,16 +94,13 @@ describe('writer -> reader round trips', () => {
       const all = await collect(f.payloadChunks(blob, 777));
       assert.equal(all[9999], 9);
       await f.close();
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });
 
 describe('append mode', () => {
   it('adds blobs after the existing bytes without changing them', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const path = join(dir, 'model.popef');
       const original = await readFile(fixture('seed/executable.popef'));
       await writeFile(path, original);
@@ -120,43 +113,34 @@ describe('append mode', () => {
       assert.equal(set.models[0]?.opaques[0]?.name, 'poptorch');
       assert.equal(set.files[0]?.segmentEnds.length, 2);
       await set.close();
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('refuses to append to a damaged file and leaves it untouched', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const path = join(dir, 'cut.popef');
       const bytes = await readFile(fixture('malformed/truncated-payload.popef'));
       await writeFile(path, bytes);
       await assert.rejects(PopefWriter.create(path, { append: true }), (e: unknown) => e instanceof PopefError && e.code === ErrorCode.Truncated);
       assert.ok((await readFile(path)).equals(bytes));
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('cuts the file back when an appended blob fails', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const path = join(dir, 'model.popef');
       const original = await readFile(fixture('seed/executable.popef'));
       await writeFile(path, original);
       const w = await PopefWriter.create(path, { append: true });
       await assert.rejects(w.writeTensorData({ name: 't', tensorInfo: { dtype: 'F32', shape: [4] } }, new Uint8Array(15)), /payload has 15 bytes, but 16 are required/);
       assert.ok((await readFile(path)).equals(original));
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });
 
 describe('writer safety', () => {
   it('never overwrites without force, and leaves no temporary file on error', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const path = join(dir, 'x.popef');
       await writeFile(path, 'keep me');
       await assert.rejects(PopefWriter.create(path), (e: unknown) => e instanceof PopefError && e.code === ErrorCode.Exists);
@@ -164,14 +148,11 @@ describe('writer safety', () => {
       await assert.rejects(w.writeTensorData({ name: 't', tensorInfo: { dtype: 'U8', shape: [3] } }, new Uint8Array(4)), (e: unknown) => e instanceof PopefError && e.code === ErrorCode.InvalidInput);
       assert.deepEqual((await readdir(dir)).sort(), ['x.popef']);
       assert.equal(await readFile(path, 'utf8'), 'keep me');
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('replaces atomically with force', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const path = join(dir, 'x.popef');
       await writeFile(path, 'old');
       const w = await PopefWriter.create(path, { force: true });
@@ -182,28 +163,22 @@ describe('writer safety', () => {
       assert.equal(reread.blobs.length, 1);
       await reread.close();
       assert.deepEqual((await readdir(dir)).sort(), ['x.popef']);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('rejects invalid names and values with typed errors', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const w = await PopefWriter.create(join(dir, 'v.popef'));
       await assert.rejects(w.writeExecutable('', new Uint8Array(1)), /executable name must not be empty/);
       // A rejected argument writes nothing and leaves the writer usable.
       await w.writeExecutable('fine', new Uint8Array(1));
       await w.abort();
       assert.deepEqual(await readdir(dir), []);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('aborts when the signal fires mid-payload', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const controller = new AbortController();
       const w = await PopefWriter.create(join(dir, 'i.popef'), { signal: controller.signal });
       function* chunks(): Generator<Uint8Array> {
@@ -213,9 +188,7 @@ describe('writer safety', () => {
       }
       await assert.rejects(w.writeExecutable('e', chunks()), /interrupted/);
       assert.deepEqual(await readdir(dir), []);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile, readdir, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fixture, fixtureManifest, runCli, tempDir } from '../helpers.js';
+import { fixture, fixtureManifest, inTempDir, runCli } from '../helpers.js';
 
 // A blob that claims a newer minor version is rewritten as this layout's
 // version by pack (fields added since are unknown to us), so its bytes change;
@@ -12,8 +12,7 @@ const packable = (await fixtureManifest()).filter((f) => f.expect.ok && !(f.expe
 describe('popef unpack then pack', () => {
   for (const entry of packable) {
     it(`${entry.path} comes back byte for byte`, async () => {
-      const { dir, cleanup } = await tempDir();
-      try {
+      await inTempDir(async (dir) => {
         const unpacked = await runCli(['unpack', fixture(entry.path), '-o', join(dir, 'out')]);
         assert.equal(unpacked.code, 0, unpacked.stderr);
         const packed = await runCli(['pack', join(dir, 'out/manifest.json'), '-o', join(dir, 'copy.popef')]);
@@ -21,55 +20,43 @@ describe('popef unpack then pack', () => {
         const original = await readFile(fixture(entry.path));
         const copy = await readFile(join(dir, 'copy.popef'));
         assert.ok(copy.equals(original), 'repacked bytes differ');
-      } finally {
-        await cleanup();
-      }
+      });
     });
   }
 
   it('rewrites a newer-minor blob at this layout version, with the same content', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       assert.equal((await runCli(['unpack', fixture('malformed/newer-minor.popef'), '-o', join(dir, 'u')])).code, 0);
       assert.equal((await runCli(['pack', join(dir, 'u/manifest.json'), '-o', join(dir, 'c.popef')])).code, 0);
       const copy = await readFile(join(dir, 'c.popef'));
       assert.ok(copy.equals(await readFile(fixture('seed/executable.popef'))), 'expected the seed fixture it was made from');
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('writes the decompressed executable and marks it for compression', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       assert.equal((await runCli(['unpack', fixture('compressed/executable.popef'), '-o', join(dir, 'u')])).code, 0);
       const manifest = JSON.parse(await readFile(join(dir, 'u/manifest.json'), 'utf8')) as { blobs: { type: string; compress?: boolean; file?: string }[] };
       const exe = manifest.blobs[0];
       assert.equal(exe?.type, 'POPLAR_EXECUTABLE');
       assert.equal(exe.compress, true);
       assert.equal((await readFile(join(dir, 'u', exe.file ?? ''))).byteLength, 4096);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });
 
 describe('popef unpack errors', () => {
   it('exits 2 on a damaged payload and leaves no directory', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const r = await runCli(['unpack', fixture('malformed/payload-bitflip.popef'), '-o', join(dir, 'out')]);
       assert.equal(r.code, 2);
       assert.match(r.stderr, /payload-bitflip\.popef: offset \d+: POPLAR_EXECUTABLE payload crc32: payload checksum mismatch: stored 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8}/);
       assert.deepEqual(await readdir(dir), []);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('refuses an existing directory without --force', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       await mkdir(join(dir, 'out'));
       await writeFile(join(dir, 'out/keep'), 'x');
       const r = await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'out')]);
@@ -79,23 +66,18 @@ describe('popef unpack errors', () => {
       const forced = await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'out'), '--force']);
       assert.equal(forced.code, 0, forced.stderr);
       assert.ok((await readdir(join(dir, 'out'))).includes('manifest.json'));
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });
 
 describe('popef pack errors', () => {
   async function packWith(manifest: unknown, files: Record<string, string> = {}): Promise<{ code: number; stderr: string; listing: string[] }> {
-    const { dir, cleanup } = await tempDir();
-    try {
+    return inTempDir(async (dir) => {
       await writeFile(join(dir, 'manifest.json'), typeof manifest === 'string' ? manifest : JSON.stringify(manifest));
       for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
       const r = await runCli(['pack', join(dir, 'manifest.json'), '-o', join(dir, 'out.popef')]);
       return { code: r.code, stderr: r.stderr, listing: (await readdir(dir)).sort() };
-    } finally {
-      await cleanup();
-    }
+    });
   }
   const base = { format: 'popef-open-manifest', version: 1 };
 

@@ -4,7 +4,7 @@ import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ModelSet } from '../../src/index.js';
-import { ROOT, fixture, fixtureManifest, runCli, tempDir } from '../helpers.js';
+import { ROOT, fixture, fixtureManifest, inTempDir, runCli } from '../helpers.js';
 
 // import/export run through the IPU bridge against the simulated SDK
 // (fixtures/sim-sdk), whose popef.Writer stores its own private encoding:
@@ -59,8 +59,7 @@ describe('popef export / import (simulated SDK)', () => {
   it('import(export(x)) gives back x, for every valid fixture', async () => {
     const fixtures = (await fixtureManifest()).filter((f) => f.expect.ok && f.expect.warnings === undefined && !f.path.startsWith('split/'));
     assert.ok(fixtures.length >= 10);
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       for (const f of fixtures) {
         const source = fixture(f.path);
         const sdkFile = join(dir, `${f.path.replace(/\W/g, '_')}.sdk`);
@@ -78,14 +77,11 @@ describe('popef export / import (simulated SDK)', () => {
         const d = await runCli(['diff', source, back]);
         assert.equal(d.code, 0, `${f.path}: ${d.stdout}`);
       }
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('exports a model set of several files into one SDK file, and imports several SDK files as one set', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const split = [fixture('split/executable.popef'), fixture('split/variables.popef')];
       assert.equal((await runCli(['export', ...split, '-o', join(dir, 'one.sdk')], { env: SIM })).code, 0);
       const i = await runCli(['import', join(dir, 'one.sdk'), '-o', join(dir, 'one.popef')], { env: SIM });
@@ -100,28 +96,22 @@ describe('popef export / import (simulated SDK)', () => {
       assert.equal(both.code, 0, both.stderr);
       assert.deepEqual(await payloads([join(dir, 'both.popef')]), await payloads(split));
       assert.deepEqual(await dumpJson([join(dir, 'both.popef')]), await dumpJson(split));
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('stores executables compressed with --compress, and the payload survives', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const source = fixture('mnist/executable.popef');
       assert.equal((await runCli(['export', source, '-o', join(dir, 'm.sdk')], { env: SIM })).code, 0);
       assert.equal((await runCli(['import', join(dir, 'm.sdk'), '-o', join(dir, 'z.popef'), '--compress'], { env: SIM })).code, 0);
       const report = JSON.parse((await runCli(['dump', join(dir, 'z.popef'), '--json'])).stdout) as { models: { compressed: boolean }[] };
       assert.equal(report.models[0]?.compressed, true);
       assert.deepEqual(await payloads([join(dir, 'z.popef')]), await payloads([source]));
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('exits 2 naming what is missing when the SDK cannot be imported, and writes nothing', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       for (const kind of ['import', 'export']) {
         const r = await runCli([kind, fixture('mnist/executable.popef'), '-o', join(dir, 'out')], { env: NO_SDK });
         assert.equal(r.code, 2);
@@ -129,9 +119,7 @@ describe('popef export / import (simulated SDK)', () => {
         assert.match(r.stderr, /hint: enable the Poplar SDK/);
       }
       assert.deepEqual(await readdir(dir), []);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('refuses a --timeout that is not a positive number', async () => {
@@ -150,8 +138,7 @@ describe('popef export / import (simulated SDK)', () => {
   });
 
   it('refuses an SDK file whose blobs do not hold together as a model set, and writes nothing', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       // In the simulated SDK's encoding: an opaque blob tied to an executable that is not there.
       const header = Buffer.from(JSON.stringify({ metadata: [], blobs: [{ kind: 'opaque', name: 'o', executable: 'missing' }], sizes: [4] }));
       const length = Buffer.alloc(8);
@@ -161,26 +148,20 @@ describe('popef export / import (simulated SDK)', () => {
       assert.equal(r.code, 2);
       assert.match(r.stderr, /bad\.sdk: .*"missing".*\[E_MODEL\]/);
       assert.deepEqual(await readdir(dir), ['bad.sdk']);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it("passes the SDK reader's own error through, and leaves no partial output", async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const r = await runCli(['import', fixture('mnist/executable.popef'), '-o', join(dir, 'out.popef')], { env: SIM });
       assert.equal(r.code, 2);
       assert.match(r.stderr, /the SDK's popef\.Reader cannot read .*mnist\/executable\.popef: RuntimeError: simulated popef: .* is not a simulated PopEF file/);
       assert.deepEqual(await readdir(dir), []);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('never overwrites without --force, and replaces with it', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const sdkFile = join(dir, 'm.sdk');
       const out = join(dir, 'out.popef');
       assert.equal((await runCli(['export', fixture('seed/executable.popef'), '-o', sdkFile], { env: SIM })).code, 0);
@@ -200,9 +181,7 @@ describe('popef export / import (simulated SDK)', () => {
       assert.equal((await runCli(['import', sdkFile, '-o', out, '--force'], { env: SIM })).code, 0);
       assert.equal((await runCli(['diff', fixture('seed/executable.popef'), out])).code, 0);
       assert.deepEqual((await readdir(dir)).sort(), ['m.sdk', 'out.popef']);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('leaves nothing behind when the disk fills (file size limit) on either side', () => {
@@ -226,8 +205,7 @@ describe('popef export / import (simulated SDK)', () => {
   it('stops the bridge and removes the partial output when interrupted (Ctrl-C)', async () => {
     const { ipuPlugin } = await import('../../src/run/load-plugin.js');
     const { importSdkFiles } = await import('../../src/run/sdk-convert.js');
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       assert.equal((await runCli(['export', fixture('mnist/executable.popef'), '-o', join(dir, 'm.sdk')], { env: SIM })).code, 0);
       const controller = new AbortController();
       const bridge = ipuPlugin({ cwd: ROOT, env: { ...SIM, SIM_SDK_FAIL: 'hang-on-read' }, signal: controller.signal });
@@ -240,16 +218,13 @@ describe('popef export / import (simulated SDK)', () => {
         await bridge.dispose();
       }
       assert.deepEqual(await readdir(dir), ['m.sdk']);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it("stops the bridge and removes the SDK writer's temporary file when an export is interrupted", async () => {
     const { ipuPlugin } = await import('../../src/run/load-plugin.js');
     const { exportToSdk } = await import('../../src/run/sdk-convert.js');
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const controller = new AbortController();
       const bridge = ipuPlugin({ cwd: ROOT, env: { ...SIM, SIM_SDK_FAIL: 'hang-on-write' }, signal: controller.signal });
       try {
@@ -263,8 +238,6 @@ describe('popef export / import (simulated SDK)', () => {
         await bridge.dispose();
       }
       assert.deepEqual(await readdir(dir), []);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { CpuPlugin } from '../../src/run/cpu-plugin.js';
 import { loadInput } from '../../src/run/tensor-io/inputs.js';
 import { topK } from '../../src/run/stats.js';
-import { fixture, fixtureManifest, runCli, tempDir } from '../helpers.js';
+import { fixture, fixtureManifest, inTempDir, runCli } from '../helpers.js';
 
 const MNIST = fixture('mnist/executable.popef');
 const EXE = '5230962391836378370';
@@ -57,8 +57,7 @@ describe('the cpu plugin', () => {
     const r = await runCli(['run', fixture('seed/executable.popef'), '--plugin', 'cpu', '--random']);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /the model has no ONNX graph: no --reference was given and executable "5230962391836378370" has no opaque blob named "onnx"/);
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       // The same graph given as a file runs the seed model (weights are still missing there: a clear error).
       const unpacked = await runCli(['unpack', MNIST, '-o', join(dir, 'u')]);
       assert.equal(unpacked.code, 0, unpacked.stderr);
@@ -70,9 +69,7 @@ describe('the cpu plugin', () => {
       const withWeights = await runCli(['run', MNIST, '--plugin', 'cpu', '--input', `input=${fixture('mnist/img/7.png')}`, '--reference', join(dir, 'u', onnx), '--top-k', '1']);
       assert.equal(withWeights.code, 0, withWeights.stderr);
       assert.match(withWeights.stdout, /Top 1 of softmax\/Softmax:0: 7 /);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('refuses a wrong input before running', async () => {

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { ModelSet } from '../../src/index.js';
 import { fromNumbers, toNumbers } from '../../src/run/tensor.js';
 import { readNpy, writeNpy } from '../../src/run/tensor-io/npy.js';
-import { FIXTURES, ROOT, fixture, runCli, tempDir } from '../helpers.js';
+import { FIXTURES, ROOT, fixture, inTempDir, runCli, tempDir } from '../helpers.js';
 
 // The IPU bridge runs against the simulated SDK (fixtures/sim-sdk): see its README for what it computes.
 const SIM = { ...process.env, PYTHONPATH: fixture('sim-sdk') } as Record<string, string>;
@@ -29,8 +29,7 @@ interface RunJson {
 
 describe('popef run with the ipu plugin (simulated SDK)', () => {
   it('opens the model through popef.Writer + ModelRunner and runs it', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       await writeFile(join(dir, 'x.json'), JSON.stringify([[1, 2, 3, 4]]));
       const r = await runCli(['run', fixture('weights/executable.popef'), '--input', `x=${join(dir, 'x.json')}`, '--json', '--iterations', '3'], { env: SIM });
       assert.equal(r.code, 0, r.stderr);
@@ -38,14 +37,11 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
       const s = 10 + (await storedByteSum(fixture('weights/executable.popef')));
       assert.deepEqual(report.outputs[0]?.first, [s, s + 1, s + 2]);
       assert.equal(report.timing.runs, 3);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('refuses an input of the wrong dtype or shape before running, naming input, expected and actual', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       await writeFile(join(dir, 'x.npy'), writeNpy(fromNumbers({ name: 'x', dtype: 'F64', shape: [1, 4] }, [1, 2, 3, 4])));
       const dtype = await runCli(['run', fixture('weights/executable.popef'), '--input', `x=${join(dir, 'x.npy')}`], { env: SIM });
       assert.equal(dtype.code, 2);
@@ -58,9 +54,7 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
       assert.match(unknown.stderr, /the model has no input "nope"; its inputs: "x" F32 \[1, 4\]/);
       const missing = await runCli(['run', fixture('weights/executable.popef')], { env: SIM });
       assert.match(missing.stderr, /input "x" \(F32 \[1, 4\]\) is not given/);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('refuses a --timeout or --duration that is not a positive number of seconds', async () => {
@@ -102,8 +96,7 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
   });
 
   it('runs a Triton model directory with the client names of name_map.json', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const s = await runCli(['scaffold', fixture('weights/executable.popef'), '-r', join(dir, 'repo'), '-m', 'w', '--name', 'x=pixels', '--name', 'y=scores']);
       assert.equal(s.code, 0, s.stderr);
       await writeFile(join(dir, 'x.json'), JSON.stringify([[0, 0, 0, 1]]));
@@ -112,14 +105,11 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
       const report = JSON.parse(r.stdout) as RunJson;
       assert.equal(report.outputs[0]?.name, 'scores');
       assert.equal(report.outputs[0].topK?.[0]?.[0]?.index, 2);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('saves outputs as .npy, compares with --expect, and reports the smallest passing tolerance', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const model = fixture('weights/executable.popef');
       const saved = await runCli(['run', model, '--random', '--seed', '5', '--save-outputs', join(dir, 'golden')], { env: SIM });
       assert.equal(saved.code, 0, saved.stderr);
@@ -143,9 +133,7 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
       assert.match(loose.stdout, /All outputs match\./);
       const again = await runCli(['run', model, '--random', '--seed', '5', '--save-outputs', join(dir, 'golden')], { env: SIM });
       assert.equal(again.code, 2, 'no overwrite without --force');
-    } finally {
-      await cleanup();
-    }
+    });
   });
 });
 
@@ -182,16 +170,13 @@ describe('popef run with other plugins', () => {
   });
 
   it('runs an out-of-process plugin program and gets every byte back', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       const r = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random', '--seed', '9', '--save-outputs', dir], { env: process.env as Record<string, string> });
       assert.equal(r.code, 0, r.stderr);
       const back = readNpy(await readFile(join(dir, 'input_1_echo.npy')), 'echo');
       assert.deepEqual(back.shape, [2, 384]);
       assert.ok(toNumbers(back).every((v) => v >= 0 && v <= 10));
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it('reports a plugin that breaks the protocol or speaks another version', async () => {

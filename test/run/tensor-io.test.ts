@@ -10,7 +10,7 @@ import { fromNumbers, toNumbers } from '../../src/run/tensor.js';
 import { loadInput, randomTensor } from '../../src/run/tensor-io/inputs.js';
 import { readNpy, writeNpy } from '../../src/run/tensor-io/npy.js';
 import { DATA_TYPES } from '../../src/schema/model.js';
-import { tempDir } from '../helpers.js';
+import { inTempDir } from '../helpers.js';
 
 const NUMERIC = DATA_TYPES.filter((d) => !d.startsWith('F8'));
 const sample = (dtype: string): number[] => (dtype === 'BOOL' ? [0, 1, 1, 0, 1, 0] : dtype.startsWith('F') ? [0, -1.5, 2.25, 1024, -0.5, 3] : dtype.startsWith('U') ? [0, 1, 2, 200, 7, 9] : [0, -1, 2, -100, 7, 9]);
@@ -56,13 +56,10 @@ describe('input files', () => {
   const spec: TensorSpec = { name: 'input', dtype: 'F32', shape: [1, 1, 2, 3] };
 
   async function withFile(name: string, content: string | Uint8Array, run: (path: string) => Promise<void>): Promise<void> {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       await writeFile(join(dir, name), content);
       await run(join(dir, name));
-    } finally {
-      await cleanup();
-    }
+    });
   }
 
   it('reads JSON as nested arrays, as {shape, data}, and as a flat list', async () => {

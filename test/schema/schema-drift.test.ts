@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { TABLE_LAYOUTS, type TableName } from '../../src/schema/verify.js';
-import { ROOT, tempDir } from '../helpers.js';
+import { ROOT, inTempDir } from '../helpers.js';
 
 async function tree(dir: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
@@ -32,16 +32,13 @@ function fbsTables(text: string): Map<string, [string, string][]> {
 
 describe('schema drift', () => {
   it('src/schema/generated is exactly what scripts/generate-schema.sh produces', async () => {
-    const { dir, cleanup } = await tempDir();
-    try {
+    await inTempDir(async (dir) => {
       await promisify(execFile)('bash', [join(ROOT, 'scripts/generate-schema.sh'), dir], { cwd: ROOT });
       const fresh = await tree(dir);
       const committed = await tree(join(ROOT, 'src/schema/generated'));
       assert.deepEqual([...committed.keys()].sort(), [...fresh.keys()].sort());
       for (const [path, text] of fresh) assert.equal(committed.get(path), text, `${path} drifted: run npm run generate:schema`);
-    } finally {
-      await cleanup();
-    }
+    });
   });
 
   it("the verifier's table layouts match schemas/popef.fbs field for field", async () => {
