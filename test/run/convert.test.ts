@@ -151,6 +151,26 @@ describe('popef export / import (simulated SDK)', () => {
     });
   });
 
+  it("passes the SDK writer's error through after reading the rest of the export, so the bridge stays in step", async () => {
+    await inTempDir(async (dir) => {
+      const { ipuPlugin } = await import('../../src/run/load-plugin.js');
+      const { exportToSdk } = await import('../../src/run/sdk-convert.js');
+      const bridge = ipuPlugin({ cwd: ROOT, env: { ...SIM, SIM_SDK_FAIL: 'error-on-write' } });
+      try {
+        // mnist has several payloads: the first write fails, the others must still be read.
+        await assert.rejects(
+          exportToSdk(bridge, [fixture('mnist/executable.popef')], join(dir, 'out.sdk'), { timeoutMs: 10_000 }),
+          /plugin "ipu": RuntimeError: simulated popef: no space left for blob/,
+        );
+        // Still in step: the same bridge takes the next request and answers it in turn.
+        await assert.rejects(exportToSdk(bridge, [fixture('seed/executable.popef')], join(dir, 'again.sdk'), { timeoutMs: 10_000 }), /no space left/);
+      } finally {
+        await bridge.dispose();
+      }
+      assert.deepEqual(await readdir(dir), []);
+    });
+  });
+
   it("passes the SDK reader's own error through, and leaves no partial output", async () => {
     await inTempDir(async (dir) => {
       const r = await runCli(['import', fixture('mnist/executable.popef'), '-o', join(dir, 'out.popef')], { env: SIM });

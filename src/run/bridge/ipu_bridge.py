@@ -237,19 +237,11 @@ class Session:
         payloads = [data for (_, data) in tensors]
         writer = popef.Writer(self.path)
         for blob in model["blobs"]:
-            data = payloads[blob["tensor"]]
-            if blob["kind"] == "executable":
-                w = writer.createExecutable(blob["name"], False)
-            elif blob["kind"] == "tensor":
-                info = popef.TensorDataInfo()
-                info.setName(blob["name"])
-                info.setTensorInfo(tensor_info(blob["tensorInfo"]))
-                w = writer.createTensorData(info)
-            elif blob["kind"] == "opaque":
-                w = writer.createOpaqueBlob(blob["name"], blob["executable"])
-            else:
+            if blob["kind"] == "feed":
                 # Feeds are datasets, not needed to run the model.
                 continue
+            data = payloads[blob["tensor"]]
+            w = create_blob_writer(writer, blob)
             w.write(data, len(data))
             w.close()
         writer.writeMetadata(build_metadata(model["metadata"]))
@@ -362,56 +354,42 @@ def do_import(id_, message):
     write_message({"type": "imported", "id": id_})
 
 
+def create_blob_writer(writer, blob, compress=False):
+    """The SDK's writer for one blob the host describes (kind, name, tensorInfo, executable)."""
+    kind = blob["kind"]
+    if kind == "executable":
+        return writer.createExecutable(blob["name"], compress)
+    if kind == "opaque":
+        return writer.createOpaqueBlob(blob["name"], blob["executable"])
+    info = popef.FeedDataInfo() if kind == "feed" else popef.TensorDataInfo()
+    info.setName(blob["name"])
+    info.setTensorInfo(tensor_info(blob["tensorInfo"]))
+    return writer.createFeedData(info) if kind == "feed" else writer.createTensorData(info)
+
+
 def do_export(id_, message):
     """Writes the host's model with the SDK's popef.Writer, streaming each payload into its blob writer."""
-    model = message["model"]
-    announced = message.get("tensors", [])
+    # One lazy chunk stream per announced payload, read in announcement order.
+    streams = [read_chunks(a) for a in message.get("tensors", [])]
     try:
-        write_sdk_file(message, model, announced)
+        writer = popef.Writer(message["path"])
+        compress = bool(message.get("compress", False))
+        for blob in message["model"]["blobs"]:
+            w = create_blob_writer(writer, blob, compress)
+            for chunk in streams[blob["tensor"]]:
+                w.write(chunk, len(chunk))
+            w.close()
+        for md in message["model"]["metadata"]:
+            writer.writeMetadata(build_metadata(md))
+        writer.close()
     except Exception:
-        # Keep the stream in step: read what the host still sends, then report.
-        if drained[1] is not None:
-            for _ in drained[1]:
-                pass
-        for a in announced[drained[0]:]:
-            for _ in read_chunks(a):
+        # Keep the stream in step: read what the host still sends (the rest
+        # of a stream part-read, and those not started), then report.
+        for stream in streams:
+            for _ in stream:
                 pass
         raise
     write_message({"type": "exported", "id": id_})
-
-
-# The next announced tensor not yet started, and the chunk stream being read.
-drained = [0, None]
-
-
-def write_sdk_file(message, model, announced):
-    drained[0], drained[1] = 0, None
-    writer = popef.Writer(message["path"])
-    for blob in model["blobs"]:
-        a = announced[blob["tensor"]]
-        if blob["kind"] == "executable":
-            w = writer.createExecutable(blob["name"], bool(message.get("compress", False)))
-        elif blob["kind"] == "tensor":
-            info = popef.TensorDataInfo()
-            info.setName(blob["name"])
-            info.setTensorInfo(tensor_info(blob["tensorInfo"]))
-            w = writer.createTensorData(info)
-        elif blob["kind"] == "feed":
-            info = popef.FeedDataInfo()
-            info.setName(blob["name"])
-            info.setTensorInfo(tensor_info(blob["tensorInfo"]))
-            w = writer.createFeedData(info)
-        else:
-            w = writer.createOpaqueBlob(blob["name"], blob["executable"])
-        drained[0] = blob["tensor"] + 1
-        drained[1] = read_chunks(a)
-        for chunk in drained[1]:
-            w.write(chunk, len(chunk))
-        drained[1] = None
-        w.close()
-    for md in model["metadata"]:
-        writer.writeMetadata(build_metadata(md))
-    writer.close()
 
 
 class UserError(Exception):
