@@ -148,6 +148,8 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
     const blobs: Record<string, unknown>[] = [];
     const sources: { announcement: Announcement; chunks: AsyncIterable<Uint8Array> }[] = [];
     const metadata: Metadata[] = [];
+    // Opening the set decoded every model's metadata already.
+    const decoded = new Map(set.models.flatMap((m) => (m.metadataBlob !== undefined && m.metadata !== undefined ? [[m.metadataBlob, m.metadata] as const] : [])));
     for (const b of set.blobs) {
       const file = set.fileOf(b);
       const add = (entry: Record<string, unknown> & { readonly name: string }, bytes: number): void => {
@@ -159,7 +161,7 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
           add({ kind: 'executable', name: b.name }, b.uncompressedSize);
           break;
         case 'metadata':
-          metadata.push(await file.readMetadata(b));
+          metadata.push(decoded.get(b) ?? (await file.readMetadata(b)));
           break;
         case 'tensor':
           add({ kind: 'tensor', name: b.name, tensorInfo: b.tensorInfo }, b.payloadLength);
