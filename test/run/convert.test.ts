@@ -171,6 +171,35 @@ describe('popef export / import (simulated SDK)', () => {
     });
   });
 
+  it('refuses replies a bridge should never send during an import, and writes nothing', async () => {
+    const { ChildProcessPlugin } = await import('../../src/run/child-plugin.js');
+    const { importSdkFiles } = await import('../../src/run/sdk-convert.js');
+    const cases: [unknown[], RegExp][] = [
+      [[{ type: 'result' }], /the SDK bridge sent an unexpected "result" during import/],
+      [[{ type: 'blob', kind: 'weights', name: 'w', payload: 4 }], /the SDK bridge sent a blob of unknown kind "weights"/],
+      [[{ type: 'blob', kind: 'tensor', name: 'w', tensorInfo: { dtype: 'U8', shape: [4] } }], /the SDK bridge sent no data for tensor "w"/],
+      [[{ type: 'blob', kind: 'metadata', metadata: { executable: 'e' } }], /the SDK bridge sent metadata that does not fit the open layout: /],
+    ];
+    await inTempDir(async (dir) => {
+      const input = join(dir, 'in.sdk');
+      await writeFile(input, 'the scripted bridge never reads this');
+      for (const [script, expected] of cases) {
+        const bridge = new ChildProcessPlugin({
+          name: 'scripted',
+          command: process.execPath,
+          args: [join(ROOT, 'test/run/scripted-bridge.mjs')],
+          env: { ...process.env, SCRIPTED_IMPORT: JSON.stringify(script) },
+        });
+        try {
+          await assert.rejects(importSdkFiles(bridge, [input], join(dir, 'out.popef'), { timeoutMs: 10_000 }), expected);
+        } finally {
+          await bridge.dispose();
+        }
+        assert.deepEqual(await readdir(dir), ['in.sdk']);
+      }
+    });
+  });
+
   it("passes the SDK reader's own error through, and leaves no partial output", async () => {
     await inTempDir(async (dir) => {
       const r = await runCli(['import', fixture('mnist/executable.popef'), '-o', join(dir, 'out.popef')], { env: SIM });
