@@ -11,8 +11,9 @@
  *
  * `since` is the first Triton release whose proto has the field. Fields
  * without it exist in 21.05, the release the Poplar backend documents.
- * `since: 'unknown'` marks fields newer than 21.05 whose first release is not
- * recorded here; printers targeting a release refuse them.
+ * `since: 'unknown'` marks a field whose first release is not recorded;
+ * printers targeting a release refuse it. The values were checked against
+ * the release branches (r20.10 to r26.07) of Triton's common repository.
  */
 
 export type ScalarType = 'string' | 'bool' | 'int32' | 'int64' | 'uint32' | 'uint64' | 'float' | 'double';
@@ -43,6 +44,8 @@ export type EnumName = keyof typeof ENUMS;
 /** Enum values introduced after 21.05. */
 export const ENUM_VALUE_SINCE: Readonly<Record<string, string>> = {
   'inference.DataType.TYPE_BF16': '22.05',
+  'inference.BatchInput.Kind.BATCH_ITEM_SHAPE': '22.03',
+  'inference.BatchInput.Kind.BATCH_ITEM_SHAPE_FLATTEN': '22.03',
 };
 
 /** One field: number, type, cardinality, and where known the release that introduced it. */
@@ -79,7 +82,7 @@ export const MESSAGES = {
     count: S(2, 'int32'),
     rate_limiter: { n: 6, t: 'inference.ModelRateLimiter' },
     gpus: S(3, 'int32', { repeated: true }),
-    secondary_devices: { n: 8, t: 'inference.ModelInstanceGroup.SecondaryDevice', repeated: true },
+    secondary_devices: { n: 8, t: 'inference.ModelInstanceGroup.SecondaryDevice', repeated: true, since: '21.06' },
     profile: S(5, 'string', { repeated: true }),
     passive: S(7, 'bool', { since: '21.06' }),
     host_policy: S(9, 'string', { since: '21.06' }),
@@ -141,17 +144,17 @@ export const MESSAGES = {
     execution_accelerators: { n: 4, t: 'inference.ModelOptimizationPolicy.ExecutionAccelerators' },
     input_pinned_memory: { n: 5, t: 'inference.ModelOptimizationPolicy.PinnedMemoryBuffer' },
     output_pinned_memory: { n: 6, t: 'inference.ModelOptimizationPolicy.PinnedMemoryBuffer' },
-    gather_kernel_buffer_threshold: S(7, 'uint32', { since: 'unknown' }),
-    eager_batching: S(8, 'bool', { since: 'unknown' }),
+    gather_kernel_buffer_threshold: S(7, 'uint32'),
+    eager_batching: S(8, 'bool'),
   },
   'inference.ModelOptimizationPolicy.Graph': {
     level: S(1, 'int32'),
   },
   'inference.ModelOptimizationPolicy.Cuda': {
     graphs: S(1, 'bool'),
-    busy_wait_events: S(2, 'bool', { since: 'unknown' }),
-    graph_spec: { n: 3, t: 'inference.ModelOptimizationPolicy.Cuda.GraphSpec', repeated: true, since: 'unknown' },
-    output_copy_stream: S(4, 'bool', { since: 'unknown' }),
+    busy_wait_events: S(2, 'bool'),
+    graph_spec: { n: 3, t: 'inference.ModelOptimizationPolicy.Cuda.GraphSpec', repeated: true },
+    output_copy_stream: S(4, 'bool'),
   },
   'inference.ModelOptimizationPolicy.Cuda.GraphSpec': {
     batch_size: S(1, 'int32'),
@@ -196,14 +199,14 @@ export const MESSAGES = {
     oldest: { n: 4, t: 'inference.ModelSequenceBatching.StrategyOldest', oneof: 'strategy_choice' },
     max_sequence_idle_microseconds: S(1, 'uint64'),
     control_input: { n: 2, t: 'inference.ModelSequenceBatching.ControlInput', repeated: true },
-    state: { n: 5, t: 'inference.ModelSequenceBatching.State', repeated: true, since: 'unknown' },
-    iterative_sequence: S(6, 'bool', { since: 'unknown' }),
+    state: { n: 5, t: 'inference.ModelSequenceBatching.State', repeated: true, since: '21.11' },
+    iterative_sequence: S(6, 'bool', { since: '23.11' }),
   },
   'inference.ModelSequenceBatching.Control': {
     kind: { n: 1, t: 'inference.ModelSequenceBatching.Control.Kind' },
     int32_false_true: S(2, 'int32', { repeated: true }),
     fp32_false_true: S(3, 'float', { repeated: true }),
-    bool_false_true: S(5, 'bool', { repeated: true, since: 'unknown' }),
+    bool_false_true: S(5, 'bool', { repeated: true, since: '21.09' }),
     data_type: { n: 4, t: 'inference.DataType' },
   },
   'inference.ModelSequenceBatching.ControlInput': {
@@ -222,9 +225,9 @@ export const MESSAGES = {
     output_name: S(2, 'string'),
     data_type: { n: 3, t: 'inference.DataType' },
     dims: S(4, 'int64', { repeated: true }),
-    initial_state: { n: 5, t: 'inference.ModelSequenceBatching.InitialState', repeated: true },
-    use_same_buffer_for_input_output: S(6, 'bool'),
-    use_growable_memory: S(7, 'bool'),
+    initial_state: { n: 5, t: 'inference.ModelSequenceBatching.InitialState', repeated: true, since: '22.01' },
+    use_same_buffer_for_input_output: S(6, 'bool', { since: '23.11' }),
+    use_growable_memory: S(7, 'bool', { since: '23.11' }),
   },
   'inference.ModelSequenceBatching.StrategyDirect': {
     max_queue_delay_microseconds: S(1, 'uint64'),
@@ -234,18 +237,18 @@ export const MESSAGES = {
     max_candidate_sequences: S(1, 'int32'),
     preferred_batch_size: S(2, 'int32', { repeated: true }),
     max_queue_delay_microseconds: S(3, 'uint64'),
-    preserve_ordering: S(4, 'bool', { since: 'unknown' }),
+    preserve_ordering: S(4, 'bool', { since: '23.08' }),
   },
   'inference.ModelEnsembling': {
     step: { n: 1, t: 'inference.ModelEnsembling.Step', repeated: true },
-    max_inflight_responses: S(2, 'uint32', { since: 'unknown' }),
+    max_inflight_requests: S(2, 'uint32', { since: '25.11' }),
   },
   'inference.ModelEnsembling.Step': {
     model_name: S(1, 'string'),
     model_version: S(2, 'int64'),
     input_map: S(3, 'string', { map: 'string' }),
     output_map: S(4, 'string', { map: 'string' }),
-    model_namespace: S(5, 'string', { since: 'unknown' }),
+    model_namespace: S(5, 'string', { since: '23.03' }),
   },
   'inference.ModelParameter': {
     string_value: S(1, 'string'),
@@ -254,7 +257,7 @@ export const MESSAGES = {
     name: S(1, 'string'),
     batch_size: S(2, 'uint32'),
     inputs: { n: 3, t: 'inference.ModelWarmup.Input', map: 'string' },
-    count: S(4, 'uint32', { since: 'unknown' }),
+    count: S(4, 'uint32', { since: '22.07' }),
   },
   'inference.ModelWarmup.Input': {
     data_type: { n: 1, t: 'inference.DataType' },
