@@ -1,39 +1,47 @@
 import { isAbsolute, normalize, sep } from 'node:path';
-import type { Int64, ModelConfig, ModelInput, ModelOutput } from '../model-config.js';
-import { ENUM_VALUE_SINCE, MESSAGES, isEnumName, isMessageName, knownIn, type FieldSpec } from '../schema.js';
+import type { Int64, ModelConfig } from '../model-config.js';
+import { ENUMS, ENUM_VALUE_SINCE, MESSAGES, isEnumName, isMessageName, knownIn, type FieldSpec } from '../schema.js';
 import type { RawFinding } from './findings.js';
+import { enumName, validateModelIOConfig } from './io-rules.js';
+import { autoCompleteBackendFields, normalizeInstanceGroup, normalizeModelConfig, type ModelDirectory } from './normalize.js';
 
 /**
- * The config rules of triton-facts.md sections 3.4 and 7 that apply to a
- * non-ensemble model, with Triton's messages, plus the gaps Triton leaves.
- * Pure: a parsed config in, findings (with config paths) out.
+ * Every config rule Triton applies while loading a model, ported from
+ * Triton core r24.10 (src/model_config_utils.cc, src/backend_model.cc,
+ * src/model_repository_manager/model_repository_manager.cc), each function
+ * named after the one it mirrors and printing its message verbatim; plus the
+ * rules of this tool's own (marked `triton: false` in findings.ts).
+ *
+ * Triton stops at its first failure; these rules report every failure they
+ * see, so Triton's message is always among them. Pure: a parsed config and
+ * the facts of its directory in, findings (with config paths) out.
  */
-
-/** Platforms Triton knows, and the backend each implies. */
-const PLATFORM_BACKENDS: Readonly<Record<string, string>> = {
-  tensorrt_plan: 'tensorrt',
-  onnxruntime_onnx: 'onnxruntime',
-  pytorch_libtorch: 'pytorch',
-  libtorch: 'pytorch',
-  torch_aoti: 'pytorch',
-  tensorflow_graphdef: 'tensorflow',
-  tensorflow_savedmodel: 'tensorflow',
-  ensemble: '',
-};
 
 /** Parameters the Poplar backend reads (triton-facts.md section 4.5). */
 export const POPLAR_PARAMETERS = ['synchronous_execution', 'timeout_ns', 'execute_delay_ms', 'instance_wise_delay_multiplier'];
 
-export interface ConfigContext {
-  /** The model directory's name. */
-  readonly directory: string;
+export interface ConfigContext extends ModelDirectory {
   readonly tritonVersion: string;
+  /** config.pbtxt as Triton names it in its messages. */
+  readonly configPath: string;
 }
 
 const n = (v: Int64 | undefined): number => (v === undefined ? 0 : Number(v));
 
+/** GetBackendType / GetBackendTypeFromPlatform: the four backends Triton pairs with platforms. */
+function backendType(backend: string): string {
+  return ['tensorflow', 'tensorrt', 'onnxruntime', 'pytorch'].includes(backend) ? backend : '';
+}
+function platformBackendType(platform: string): string {
+  if (platform === 'tensorflow_graphdef' || platform === 'tensorflow_savedmodel') return 'tensorflow';
+  if (platform === 'tensorrt_plan') return 'tensorrt';
+  if (platform === 'onnxruntime_onnx') return 'onnxruntime';
+  if (platform === 'pytorch_libtorch') return 'pytorch';
+  return '';
+}
+
 /** Fields and enum values the target release does not know: its parser would fail on them. */
-function newerThanTarget(config: ModelConfig, target: string): RawFinding[] {
+function newerThanTarget(config: ModelConfig, target: string, configPath: string): RawFinding[] {
   const out: RawFinding[] = [];
   if (target === 'latest') return out;
   const walk = (type: string, message: Record<string, unknown>, path: string): void => {
@@ -43,10 +51,10 @@ function newerThanTarget(config: ModelConfig, target: string): RawFinding[] {
       if (v === undefined) continue;
       const fieldPath = path === '' ? name : `${path}.${name}`;
       if (!knownIn(spec.since, target)) {
-        const when = spec.since === 'unknown' ? 'after 21.05' : `in Triton ${spec.since}`;
+        const when = spec.since === 'unknown' ? 'in a release popef-toolkit does not record' : `in Triton ${spec.since}`;
         out.push({
           rule: 'config/newer-than-target',
-          message: `Message type "${type}" has no field named "${name}".`,
+          message: `failed to read text proto from ${configPath}: Message type "${type}" has no field named "${name}".`,
           path: fieldPath,
           hint: `"${fieldPath}" appeared ${when}; remove it, or validate for a newer server with --triton-version`,
         });
@@ -65,7 +73,7 @@ function newerThanTarget(config: ModelConfig, target: string): RawFinding[] {
           if (!knownIn(since, target)) {
             out.push({
               rule: 'config/newer-than-target',
-              message: `Unknown enumeration value of "${item}" for field "${name}".`,
+              message: `failed to read text proto from ${configPath}: Unknown enumeration value of "${item}" for field "${name}".`,
               path: itemPath,
               hint: `${item} appeared in Triton ${since ?? '?'}; the target is ${target}`,
             });
@@ -78,6 +86,326 @@ function newerThanTarget(config: ModelConfig, target: string): RawFinding[] {
   return out;
 }
 
+const CONTROL_KINDS = ENUMS['inference.ModelSequenceBatching.Control.Kind'];
+
+/** Mirrors `GetBooleanSequenceControlProperties` / `GetTypedSequenceControlProperties` for one control kind. */
+function sequenceControl(config: ModelConfig, m: string, kind: 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_CORRID', out: RawFinding[]): void {
+  const push = (message: string, path: string, hint: string): void => {
+    out.push({ rule: 'config/sequence-batching', message, path, hint });
+  };
+  const typed = kind === 'CONTROL_SEQUENCE_CORRID';
+  let seen = false;
+  (config.sequence_batching?.control_input ?? []).forEach((ci, i) => {
+    (ci.control ?? []).forEach((c, j) => {
+      if (enumName(CONTROL_KINDS, c.kind) !== kind) return;
+      const at = `sequence_batching.control_input[${i}].control[${j}]`;
+      if (seen) push(`sequence batching specifies multiple ${kind} tensors for ${m}`, at, `give one control input the ${kind} control`);
+      seen = true;
+      const int32 = (c.int32_false_true ?? []).length;
+      const fp32 = (c.fp32_false_true ?? []).length;
+      const bool = (c.bool_false_true ?? []).length;
+      if (typed) {
+        if (int32 > 0 || fp32 > 0 || bool > 0) {
+          push(`sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${m}`, at, 'a correlation-id control has data_type only');
+        }
+        const allowed = ['TYPE_UINT64', 'TYPE_INT64', 'TYPE_UINT32', 'TYPE_INT32', 'TYPE_STRING'];
+        if (!allowed.includes(String(c.data_type ?? 'TYPE_INVALID'))) {
+          push(
+            `unexpected data type for control ${kind} for ${m}. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING`,
+            at,
+            'set data_type to one of the allowed types',
+          );
+        }
+        return;
+      }
+      const given = [int32, fp32, bool].filter((x) => x > 0).length;
+      if (given === 0) {
+        push(`sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${m}`, at, 'give the false and true values, e.g. int32_false_true: [ 0, 1 ]');
+      } else if (given > 1) {
+        push(`sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and 'bool_false_true' for ${kind} for ${m}`, at, 'keep one of them');
+      } else {
+        const [field, count] = int32 > 0 ? ['int32_false_true', int32] : fp32 > 0 ? ['fp32_false_true', fp32] : ['bool_false_true', bool];
+        if (count !== 2) push(`sequence batching control '${field}' must have exactly 2 entries for ${kind} for ${m}`, at, 'give the false value, then the true value');
+      }
+    });
+  });
+}
+
+/** The control-input checks both property getters run before looking at kinds. */
+function sequenceControlInputs(config: ModelConfig, m: string, out: RawFinding[]): void {
+  const names = new Set<string>();
+  (config.sequence_batching?.control_input ?? []).forEach((ci, i) => {
+    const at = `sequence_batching.control_input[${i}]`;
+    const name = ci.name ?? '';
+    if (name === '') {
+      out.push({ rule: 'config/sequence-batching', message: `sequence batching control tensor must have a name for ${m}`, path: at, hint: 'name the control tensor' });
+      return;
+    }
+    if (names.has(name)) {
+      out.push({ rule: 'config/sequence-batching', message: `sequence batching control tensor '${name}' is specified for multiple control kinds for ${m}`, path: at, hint: 'list each control tensor once, with all its controls' });
+    }
+    names.add(name);
+  });
+}
+
+/** Mirrors `ValidateEnsembleSchedulingConfig` with `BuildEnsembleGraph`. */
+function validateEnsembleSchedulingConfig(config: ModelConfig, m: string, out: RawFinding[]): void {
+  const push = (message: string, path: string, hint: string): void => {
+    out.push({ rule: 'config/ensemble', message, path, hint });
+  };
+  if (config.platform !== 'ensemble') {
+    push(`ensemble scheduling cannot be set for model '${m}' whose platform is not ensemble`, 'ensemble_scheduling', 'set platform: "ensemble", or remove ensemble_scheduling');
+    return;
+  }
+  if ((config.instance_group ?? []).length !== 0) push(`instance group should not be specified for ensemble '${m}'`, 'instance_group', 'remove instance_group');
+  if (config.optimization !== undefined) push(`optimization should not be specified for ensemble '${m}'`, 'optimization', 'remove optimization');
+  if ((config.model_warmup ?? []).length !== 0) push(`model_warmup can not be specified for ensemble '${m}'`, 'model_warmup', 'remove model_warmup');
+  const steps = config.ensemble_scheduling?.step ?? [];
+  if (steps.length === 0) {
+    push(`must specify 'step' for ensemble '${m}'`, 'ensemble_scheduling', 'add at least one step');
+    return;
+  }
+  interface Tensor {
+    readonly name: string;
+    isOutput: boolean;
+    ready: boolean;
+    readonly prev: Tensor[];
+    readonly next: Tensor[];
+  }
+  const tensors = new Map<string, Tensor>();
+  const tensor = (name: string, isOutput: boolean): Tensor => {
+    let t = tensors.get(name);
+    if (t === undefined) {
+      t = { name, isOutput, ready: false, prev: [], next: [] };
+      tensors.set(name, t);
+    }
+    return t;
+  };
+  // Protobuf maps keep the last of duplicated keys.
+  const mapOf = (entries: readonly { key: string; value: string }[] | undefined): Map<string, string> => new Map((entries ?? []).map((e) => [e.key, e.value]));
+  const buildGraph = (): boolean => {
+    for (const [idx, step] of steps.entries()) {
+      const at = `ensemble_scheduling.step[${idx}]`;
+      const inputMap = mapOf(step.input_map);
+      const outputMap = mapOf(step.output_map);
+      const fail = (message: string, hint: string): false => {
+        push(message, at, hint);
+        return false;
+      };
+      if ((step.model_name ?? '') === '') return fail(`must specify 'model_name' in step ${idx} of ensemble '${m}'`, 'name the model this step runs');
+      if (inputMap.size === 0) return fail(`must specify 'input_map' in step ${idx} of ensemble '${m}'`, 'map the step model inputs to ensemble tensors');
+      if (outputMap.size === 0) return fail(`must specify 'output_map' in step ${idx} of ensemble '${m}'`, 'map the step model outputs to ensemble tensors');
+      const produced: Tensor[] = [];
+      for (const target of outputMap.values()) {
+        const existing = tensors.get(target);
+        if (existing !== undefined && existing.isOutput) {
+          return fail(`ensemble tensor '${target}' can appear in an output map only once for ensemble '${m}' step ${idx}`, 'let one step write each ensemble tensor');
+        }
+        const t = existing ?? tensor(target, true);
+        t.isOutput = true;
+        produced.push(t);
+      }
+      for (const source of inputMap.values()) {
+        const t = tensor(source, false);
+        for (const p of produced) {
+          p.prev.push(t);
+          t.next.push(p);
+        }
+      }
+    }
+    return true;
+  };
+  if (!buildGraph()) return;
+  const queue: Tensor[] = [];
+  for (const [i, input] of (config.input ?? []).entries()) {
+    const t = tensors.get(input.name ?? '');
+    if (t === undefined) {
+      push(`ensemble input '${input.name ?? ''}' for ensemble ${m}' is not used`, `input[${i}]`, 'map the input into a step, or remove it');
+      return;
+    }
+    t.ready = true;
+    queue.push(t);
+  }
+  while (queue.length > 0) {
+    const node = queue.shift() as Tensor;
+    for (const next of node.next) {
+      if (next.ready) continue;
+      next.ready = next.prev.every((p) => p.ready);
+      if (next.ready) queue.push(next);
+    }
+  }
+  const outputs = new Set<string>();
+  for (const [i, output] of (config.output ?? []).entries()) {
+    const name = output.name ?? '';
+    const t = tensors.get(name);
+    if (t === undefined) {
+      push(`ensemble output '${name}' for ensemble ${m}' is not used`, `output[${i}]`, 'map a step output to it, or remove it');
+      return;
+    }
+    if (!t.ready) {
+      // Follow not-ready producers back to the first one that is not connected.
+      let last = t;
+      const seen = new Set<string>();
+      let prev: Tensor[] | undefined = t.prev;
+      while (prev !== undefined && prev.length > 0) {
+        const nodes: Tensor[] = prev;
+        prev = undefined;
+        for (const node of nodes) {
+          if (!node.ready && !seen.has(node.name)) {
+            seen.add(node.name);
+            last = node;
+            prev = node.prev;
+            break;
+          }
+        }
+      }
+      const cause = last.name !== t.name ? `: at least one of its depending tensors, '${last.name}', is not connected` : '';
+      push(`output '${name}' for ensemble '${m}' is not written${cause}`, `output[${i}]`, 'connect every step input to an ensemble input or an earlier step output');
+      return;
+    }
+    outputs.add(name);
+  }
+  for (const [name, t] of tensors) {
+    if (outputs.has(name)) continue;
+    if (!t.ready || t.next.length === 0) {
+      push(`ensemble tensor '${name}' is unused in ensemble '${m}'`, 'ensemble_scheduling', 'remove the tensor from the step maps, or use it');
+      return;
+    }
+  }
+}
+
+/** Mirrors `ValidateModelConfig` (run at poll time and again when the model initialises). */
+function validateModelConfig(config: ModelConfig, out: RawFinding[]): void {
+  const m = config.name ?? '';
+  const backend = config.backend ?? '';
+  const platform = config.platform ?? '';
+  const mbs = n(config.max_batch_size);
+  const push = (rule: RawFinding['rule'], message: string, path: string | undefined, hint: string): void => {
+    out.push({ rule, message, ...(path === undefined ? {} : { path }), hint });
+  };
+  if (backend === '') {
+    if (platform !== 'ensemble') push('config/unknown-platform', `unexpected platform type '${platform}' for ${m}`, platform === '' ? undefined : 'platform', 'set backend: "poplar" (a platform is not needed for the Poplar backend)');
+  } else if (platform === 'ensemble') {
+    push('config/ensemble', `Ensemble model '${m}' must have platform type '${platform}' and empty backend type`, 'backend', 'remove backend');
+  }
+  const type = backendType(backend);
+  if (type !== '' && type !== platformBackendType(platform)) {
+    push('config/platform-backend-pair', `unexpected 'platform' and 'backend' pair, got:${platform}, ${backend}`, 'platform', 'remove platform, or make it match the backend');
+  }
+  if (mbs < 0) push('config/max-batch-size', `'max_batch_size' must be non-negative value for ${m}`, 'max_batch_size', 'use 0 (no batching) or a positive size');
+
+  const db = config.dynamic_batching;
+  if (db !== undefined) {
+    (db.preferred_batch_size ?? []).forEach((p, i) => {
+      const at = `dynamic_batching.preferred_batch_size[${i}]`;
+      if (p <= 0) push('config/preferred-batch-size', `dynamic batching preferred size must be positive for ${m}`, at, 'use sizes from 1 to max_batch_size');
+      else if (p > mbs) push('config/preferred-batch-size', `dynamic batching preferred size must be <= max batch size for ${m}`, at, `use sizes from 1 to max_batch_size (${mbs})`);
+    });
+    const levels = n(db.priority_levels);
+    if (levels !== 0) {
+      const def = n(db.default_priority_level);
+      if (def === 0 || def > levels) push('config/priority-levels', `default priority level must be in range [1, ${levels}] for ${m}`, 'dynamic_batching.default_priority_level', `set default_priority_level between 1 and ${levels}`);
+      (db.priority_queue_policy ?? []).forEach((e, i) => {
+        const key = n(e.key);
+        if (key === 0 || key > levels) push('config/priority-levels', `priority queue policy must have priority level in range [1, ${levels}] for ${m}`, `dynamic_batching.priority_queue_policy[${i}]`, `use priority levels between 1 and ${levels}`);
+      });
+    }
+    if (db.preserve_ordering === true) {
+      if (levels > 1) push('config/priority-levels', `Only one priority level is allowed when 'preserve_ordering' is true for ${m}`, 'dynamic_batching.preserve_ordering', 'drop preserve_ordering or use one priority level');
+      const policies = [db.default_queue_policy, ...(db.priority_queue_policy ?? []).map((e) => e.value)];
+      if (policies.some((p) => p !== undefined && p.timeout_action === 'DELAY' && n(p.default_timeout_microseconds) !== 0)) {
+        push('config/priority-levels', `Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true for ${m}`, 'dynamic_batching', 'use REJECT, or drop preserve_ordering');
+      }
+    }
+  }
+
+  const sb = config.sequence_batching;
+  if (sb !== undefined) {
+    if (config.response_cache?.enable === true) {
+      push('config/response-cache', `Response Cache does not currently support model ${m} with sequence batching scheduler. Please disable the response cache.`, 'response_cache', 'disable response_cache');
+    }
+    sequenceControlInputs(config, m, out);
+    for (const kind of ['CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_END', 'CONTROL_SEQUENCE_READY', 'CONTROL_SEQUENCE_CORRID'] as const) sequenceControl(config, m, kind, out);
+    (sb.oldest?.preferred_batch_size ?? []).forEach((p, i) => {
+      const at = `sequence_batching.oldest.preferred_batch_size[${i}]`;
+      if (p <= 0) push('config/sequence-batching', `sequence batching preferred batch size must be positive for ${m}`, at, 'use sizes from 1 to max_batch_size');
+      else if (p > mbs) push('config/sequence-batching', `sequence batching preferred batch size must be <= max batch size for ${m}`, at, 'use sizes from 1 to max_batch_size');
+    });
+    const util = sb.direct?.minimum_slot_utilization;
+    // As Triton compares: a NaN passes both tests.
+    if (util !== undefined && (util < 0 || util > 1)) {
+      push('config/sequence-batching', `sequence batching minimum slot utilization must be in range (0.0, 1.0] for ${m}`, 'sequence_batching.direct.minimum_slot_utilization', 'use a value between 0 and 1');
+    }
+  }
+
+  if (config.ensemble_scheduling !== undefined) validateEnsembleSchedulingConfig(config, m, out);
+  else if (platform === 'ensemble') push('config/ensemble', `ensemble scheduling must be set for ensemble ${m} whose platform is ensemble`, 'platform', 'add ensemble_scheduling with the steps');
+
+  if (config.model_transaction_policy?.decoupled === true && config.response_cache?.enable === true) {
+    push('config/response-cache', `Response Cache does not currently support model ${m} with 'decoupled' transaction policy. Please disable the response cache.`, 'response_cache', 'disable response_cache');
+  }
+}
+
+/**
+ * Mirrors `ValidateInstanceGroup` on a server that sees no GPU. Whether a
+ * KIND_GPU group loads depends on the server's GPUs: the messages are the
+ * ones a GPU-enabled Triton gives on a host without GPUs (the usual IPU
+ * host, and the oracle in the tests).
+ */
+function validateInstanceGroup(config: ModelConfig, out: RawFinding[]): void {
+  if (config.ensemble_scheduling !== undefined) return;
+  const m = config.name ?? '';
+  const platform = config.platform ?? '';
+  (config.instance_group ?? []).forEach((g, i) => {
+    const at = `instance_group[${i}]`;
+    const group = g.name ?? '';
+    const gpus = g.gpus ?? [];
+    const kind = g.kind;
+    if (kind === 'KIND_MODEL' || kind === 'KIND_CPU') {
+      if (gpus.length > 0) out.push({ rule: 'instance-group/gpus', message: `instance group ${group} of model ${m} has kind ${kind} but specifies one or more GPUs`, path: at, hint: 'remove gpus' });
+    } else if (kind === 'KIND_GPU') {
+      const negative = gpus.find((id) => id < 0);
+      if (negative !== undefined) {
+        out.push({
+          rule: 'instance-group/gpus',
+          message: `instance group ${group} of model ${m} specifies invalid or unsupported gpu id ${negative}. GPUs with at least the minimum required CUDA compute compatibility of 6.000000 are: `,
+          path: at,
+          hint: 'GPU ids are never negative',
+        });
+      } else if (gpus.length === 0) {
+        out.push({ rule: 'instance-group/kind-gpu', message: `instance group ${group} of model ${m} has kind KIND_GPU but no GPUs are available`, path: at, hint: 'Poplar backend servers run on IPU hosts without GPUs: use kind: KIND_CPU' });
+      } else {
+        out.push({
+          rule: 'instance-group/kind-gpu',
+          message: `instance group ${group} of model ${m} specifies invalid or unsupported gpu id ${gpus[0] ?? 0}. GPUs with at least the minimum required CUDA compute compatibility of 6.000000 are: `,
+          path: at,
+          hint: 'this holds on a host without GPUs (an IPU host); use kind: KIND_CPU',
+        });
+      }
+    } else {
+      out.push({ rule: 'instance-group/kind', message: `instance group ${group} of model ${m} has unexpected kind KIND_AUTO`, path: `${at}.kind`, hint: 'use KIND_CPU' });
+    }
+    const profiles = g.profile ?? [];
+    if (platform !== 'tensorrt_plan' && profiles.length > 0) {
+      out.push({ rule: 'instance-group/profile', message: `instance group ${group} of model ${m} and platform ${platform}specifies profile field which is only supported for TensorRT models`, path: at, hint: 'remove profile' });
+    } else {
+      for (const p of profiles) {
+        // GetProfileIndex: std::stoi of the name.
+        const parsed = /^\s*([+-]?\d+)/.exec(p);
+        const message =
+          p === ''
+            ? 'profile name must not be empty'
+            : parsed === null
+              ? `unable to parse '${p}': stoi`
+              : Number(parsed[1]) < 0
+                ? `instance group ${group} of model ${m} and platform ${platform} specifies invalid profile ${p}. The field should contain the string representation of a non-negative integer.`
+                : undefined;
+        if (message !== undefined) out.push({ rule: 'instance-group/profile', message, path: at, hint: 'name a TensorRT optimization profile by its index' });
+      }
+    }
+  });
+}
+
 /** Does a file name written in the config leave the model directory? */
 function escapes(file: string): boolean {
   if (isAbsolute(file)) return true;
@@ -85,209 +413,13 @@ function escapes(file: string): boolean {
   return normal === '..' || normal.startsWith(`..${sep}`);
 }
 
-function elementCount(dims: readonly Int64[]): number {
-  return dims.reduce<number>((p, d) => p * Number(d), 1);
-}
-
-function ioRules(kind: 'input' | 'output', t: ModelInput | ModelOutput, index: number, m: string, maxBatchSize: number, backend: string): RawFinding[] {
-  const out: RawFinding[] = [];
-  const path = `${kind}[${index}]`;
-  const prefix = `model ${kind}`;
-  const name = t.name ?? '';
-  const push = (rule: RawFinding['rule'], message: string, at: string, hint: string): void => {
-    out.push({ rule, message: `${message} for ${m}`, path: at, hint });
-  };
-  if (name === '') {
-    push('io/name', `${prefix} must specify 'name'`, path, `give the ${kind} a name`);
-    return out;
-  }
-  if (t.data_type === undefined || t.data_type === 'TYPE_INVALID' || t.data_type === 0) {
-    push('io/data-type', `${prefix} '${name}' must specify 'data_type'`, path, 'set data_type, e.g. TYPE_FP32');
-  }
-  const dims = t.dims ?? [];
-  if (dims.length === 0) {
-    push('io/dims', `${prefix} '${name}' must specify 'dims'`, path, 'list the dimensions without the batch dimension; a scalar per sample is dims: [ 1 ] with reshape: { shape: [ ] }');
-  }
-  dims.forEach((d, i) => {
-    if (Number(d) < 1 && Number(d) !== -1) {
-      push('io/dims', `${prefix} '${name}' dimension must be integer >= 1, or -1 to indicate a variable-size dimension`, `${path}.dims[${i}]`, 'use a positive size, or -1 for a variable one');
-    }
-  });
-  const reshape = t.reshape;
-  if (reshape !== undefined) {
-    const shape = reshape.shape ?? [];
-    shape.forEach((d, i) => {
-      if (Number(d) < 1 && Number(d) !== -1) {
-        push('io/reshape', `${prefix} '${name}' reshape dimensions must be integer >= 1, or -1 to indicate a variable-size dimension`, `${path}.reshape.shape[${i}]`, 'use a positive size, or -1');
-      }
-    });
-    if (shape.length === 0 && maxBatchSize === 0) {
-      push('io/reshape', `${prefix} '${name}' cannot have empty reshape for non-batching model as scalar tensors are not supported`, `${path}.reshape`, 'an empty reshape needs max_batch_size > 0');
-    } else if (dims.length > 0) {
-      const wild = (xs: readonly Int64[]): number => xs.filter((d) => Number(d) === -1).length;
-      if (wild(dims) !== wild(shape)) {
-        push('io/reshape', `${prefix} '${name}' has different number of variable-size dimensions for dims and reshape`, `${path}.reshape`, 'give dims and reshape the same number of -1 entries');
-      } else if (wild(dims) === 0 && elementCount(dims) !== elementCount(shape)) {
-        push('io/reshape', `${prefix} '${name}' has different size for dims and reshape`, `${path}.reshape`, 'dims and reshape must hold the same number of elements');
-      }
-    }
-  }
-  if (kind === 'input') {
-    const input = t as ModelInput;
-    if ((input.format === 'FORMAT_NHWC' || input.format === 'FORMAT_NCHW') && dims.length !== 3) {
-      push('io/format', `${prefix} NHWC/NCHW require 3 dims`, `${path}.format`, 'list exactly 3 dims (without the batch dimension), or drop format');
-    }
-  }
-  if (t.is_shape_tensor === true && backend !== 'tensorrt') {
-    push('io/tensorrt-only', 'shape tensors are only supported for TensorRT platform', `${path}.is_shape_tensor`, 'remove is_shape_tensor');
-  }
-  if (t.is_non_linear_format_io === true && backend !== 'tensorrt') {
-    push('io/tensorrt-only', 'Non-linear IO format is only supported for the TensorRT platform', `${path}.is_non_linear_format_io`, 'remove is_non_linear_format_io');
-  }
-  if (kind === 'output') {
-    const label = (t as ModelOutput).label_filename;
-    if (label !== undefined && label !== '' && escapes(label)) {
-      out.push({
-        rule: 'config/file-escapes-model',
-        message: `label file path '${label}' for output '${name}' in model '${m}' is outside model directory`,
-        path: `${path}.label_filename`,
-        hint: 'keep label files inside the model directory',
-      });
-    }
-  }
-  return out;
-}
-
-/** Every config rule; `m` in messages is the model name as Triton would know it. */
-export function checkConfig(config: ModelConfig, ctx: ConfigContext): RawFinding[] {
-  const out: RawFinding[] = [];
-  const m = config.name !== undefined && config.name !== '' ? config.name : ctx.directory;
+/** Rules of this tool's own: what Triton accepts silently but a Poplar deployment gets wrong. */
+function ownRules(config: ModelConfig, m: string, out: RawFinding[]): void {
   const backend = config.backend ?? '';
-  const platform = config.platform ?? '';
-  const mbs = n(config.max_batch_size);
-
-  out.push(...newerThanTarget(config, ctx.tritonVersion));
-
-  if (config.name !== undefined && config.name !== '' && config.name !== ctx.directory) {
-    out.push({
-      rule: 'config/name-mismatch',
-      message: `unexpected directory name '${ctx.directory}' for model '${config.name}', directory name must equal model name`,
-      path: 'name',
-      hint: `rename the directory to ${config.name}, or set name: "${ctx.directory}" (or leave name out)`,
-    });
-  }
-  if (platform === 'ensemble') {
-    out.push({ rule: 'config/ensemble-not-checked', message: `ensemble model '${m}' is not checked: popef validate covers models served by a backend`, path: 'platform', hint: 'check ensembles by loading them in tritonserver' });
-    return out;
-  }
-  if (backend === '' && platform === '' && (config.default_model_filename ?? '') === '' && !ctx.directory.includes('.')) {
-    out.push({
-      rule: 'config/no-backend',
-      message: `Invalid model name: Could not determine backend for model '${m}' with no backend in model configuration. Expected model name of the form 'model.<backend_name>'.`,
-      hint: 'add backend: "poplar"',
-    });
-  } else if (backend === '' && platform !== '' && !(platform in PLATFORM_BACKENDS)) {
-    out.push({ rule: 'config/unknown-platform', message: `unexpected platform type '${platform}' for ${m}`, path: 'platform', hint: 'set backend: "poplar" (a platform is not needed for the Poplar backend)' });
-  } else if (backend !== '' && platform !== '') {
-    const implied = PLATFORM_BACKENDS[platform];
-    const knownBackend = Object.values(PLATFORM_BACKENDS).includes(backend);
-    if ((implied !== undefined && implied !== backend) || (implied === undefined && knownBackend)) {
-      out.push({ rule: 'config/platform-backend-pair', message: `unexpected 'platform' and 'backend' pair, got:${platform}, ${backend}`, path: 'platform', hint: 'remove platform, or make it match the backend' });
-    }
-  }
-  if (mbs < 0) {
-    out.push({ rule: 'config/max-batch-size', message: `'max_batch_size' must be non-negative value for ${m}`, path: 'max_batch_size', hint: 'use 0 (no batching) or a positive size' });
-  }
-
-  // Dynamic batching.
   const db = config.dynamic_batching;
-  if (db !== undefined) {
-    (db.preferred_batch_size ?? []).forEach((p, i) => {
-      const at = `dynamic_batching.preferred_batch_size[${i}]`;
-      if (p <= 0) out.push({ rule: 'config/preferred-batch-size', message: `dynamic batching preferred size must be positive for ${m}`, path: at, hint: 'use sizes from 1 to max_batch_size' });
-      else if (p > mbs) out.push({ rule: 'config/preferred-batch-size', message: `dynamic batching preferred size must be <= max batch size for ${m}`, path: at, hint: `use sizes from 1 to max_batch_size (${mbs})` });
-    });
-    const levels = n(db.priority_levels);
-    if (levels > 0) {
-      const def = n(db.default_priority_level);
-      if (def < 1 || def > levels) {
-        out.push({ rule: 'config/priority-levels', message: `default priority level must be in range [1, ${levels}] for ${m}`, path: 'dynamic_batching.default_priority_level', hint: `set default_priority_level between 1 and ${levels}` });
-      }
-      (db.priority_queue_policy ?? []).forEach((e, i) => {
-        const key = n(e.key);
-        if (key < 1 || key > levels) {
-          out.push({ rule: 'config/priority-levels', message: `priority queue policy must have priority level in range [1, ${levels}] for ${m}`, path: `dynamic_batching.priority_queue_policy[${i}]`, hint: `use priority levels between 1 and ${levels}` });
-        }
-      });
-    }
-    if (db.preserve_ordering === true) {
-      if (levels > 1) {
-        out.push({ rule: 'config/priority-levels', message: `Only one priority level is allowed when 'preserve_ordering' is true for ${m}`, path: 'dynamic_batching.preserve_ordering', hint: 'drop preserve_ordering or use one priority level' });
-      }
-      const policies = [db.default_queue_policy, ...(db.priority_queue_policy ?? []).map((e) => e.value)];
-      if (policies.some((p) => p !== undefined && p.timeout_action === 'DELAY' && n(p.default_timeout_microseconds) !== 0)) {
-        out.push({ rule: 'config/priority-levels', message: `Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true for ${m}`, path: 'dynamic_batching', hint: 'use REJECT, or drop preserve_ordering' });
-      }
-    }
-    if (mbs === 0 && (db.preferred_batch_size ?? []).length === 0) {
-      out.push({ rule: 'config/dynamic-batching-without-batch', message: `dynamic_batching is set for ${m} but max_batch_size is 0: every batch will hold one request`, path: 'dynamic_batching', hint: 'remove dynamic_batching, or give the model a batch dimension' });
-    }
+  if (db !== undefined && n(config.max_batch_size) === 0 && (db.preferred_batch_size ?? []).length === 0) {
+    out.push({ rule: 'config/dynamic-batching-without-batch', message: `dynamic_batching is set for ${m} but max_batch_size is 0: every batch will hold one request`, path: 'dynamic_batching', hint: 'remove dynamic_batching, or give the model a batch dimension' });
   }
-
-  // Response cache.
-  if (config.response_cache?.enable === true) {
-    if (config.sequence_batching !== undefined) {
-      out.push({ rule: 'config/response-cache', message: `Response Cache does not currently support model ${m} with sequence batching scheduler. Please disable the response cache.`, path: 'response_cache', hint: 'disable response_cache' });
-    }
-    if (config.model_transaction_policy?.decoupled === true) {
-      out.push({ rule: 'config/response-cache', message: `Response Cache does not currently support model ${m} with 'decoupled' transaction policy. Please disable the response cache.`, path: 'response_cache', hint: 'disable response_cache' });
-    }
-  }
-
-  // Sequence batching.
-  const sb = config.sequence_batching;
-  if (sb !== undefined) {
-    (sb.control_input ?? []).forEach((ci, i) => {
-      (ci.control ?? []).forEach((c, j) => {
-        const allowed = ['TYPE_UINT64', 'TYPE_INT64', 'TYPE_UINT32', 'TYPE_INT32', 'TYPE_STRING'];
-        if (c.kind === 'CONTROL_SEQUENCE_CORRID' && !allowed.includes(String(c.data_type ?? 'TYPE_INVALID'))) {
-          out.push({
-            rule: 'config/sequence-batching',
-            message: `unexpected data type for control CONTROL_SEQUENCE_CORRID for ${m}. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING`,
-            path: `sequence_batching.control_input[${i}].control[${j}]`,
-            hint: 'set data_type to one of the allowed types',
-          });
-        }
-      });
-    });
-    (sb.oldest?.preferred_batch_size ?? []).forEach((p, i) => {
-      const at = `sequence_batching.oldest.preferred_batch_size[${i}]`;
-      if (p <= 0) out.push({ rule: 'config/sequence-batching', message: `sequence batching preferred batch size must be positive for ${m}`, path: at, hint: 'use sizes from 1 to max_batch_size' });
-      else if (p > mbs) out.push({ rule: 'config/sequence-batching', message: `sequence batching preferred batch size must be <= max batch size for ${m}`, path: at, hint: 'use sizes from 1 to max_batch_size' });
-    });
-    const util = sb.direct?.minimum_slot_utilization;
-    if (util !== undefined && !(util >= 0 && util <= 1)) {
-      out.push({ rule: 'config/sequence-batching', message: `sequence batching minimum slot utilization must be in range (0.0, 1.0] for ${m}`, path: 'sequence_batching.direct.minimum_slot_utilization', hint: 'use a value between 0 and 1' });
-    }
-  }
-
-  // Model metrics.
-  (config.model_metrics?.metric_control ?? []).forEach((mc, i) => {
-    const at = `model_metrics.metric_control[${i}]`;
-    const problem =
-      mc.metric_identifier === undefined
-        ? "metric control must specify 'metric_identifier'"
-        : (mc.metric_identifier.family ?? '') === ''
-          ? "metric identifier must specify non-empty 'family'"
-          : mc.histogram_options === undefined
-            ? "metric control must specify 'histogram_options'"
-            : (mc.histogram_options.buckets ?? []).length === 0
-              ? "histogram options must specify non-empty 'buckets'"
-              : undefined;
-    if (problem !== undefined) out.push({ rule: 'config/model-metrics', message: problem, path: at, hint: 'complete the metric control' });
-  });
-
-  // Parameters: duplicates (Triton keeps one silently) and keys the Poplar backend does not read.
   const seen = new Map<string, number>();
   (config.parameters ?? []).forEach((p, i) => {
     const first = seen.get(p.key);
@@ -296,7 +428,7 @@ export function checkConfig(config: ModelConfig, ctx: ConfigContext): RawFinding
     } else {
       seen.set(p.key, i);
     }
-    if (backend === 'poplar' && !POPLAR_PARAMETERS.includes(p.key)) {
+    if (backend === 'poplar' && !POPLAR_PARAMETERS.includes(p.key) && !p.key.startsWith('TRITON_')) {
       out.push({ rule: 'config/unknown-parameter', message: `parameter "${p.key}" is not one the Poplar backend reads (${POPLAR_PARAMETERS.join(', ')})`, path: `parameters[${i}]`, hint: 'check the key for a typo' });
     }
   });
@@ -307,68 +439,81 @@ export function checkConfig(config: ModelConfig, ctx: ConfigContext): RawFinding
   (config.cc_model_filenames ?? []).forEach((e, i) => {
     if (escapes(e.value)) out.push({ rule: 'config/file-escapes-model', message: `cc_model_filenames entry '${e.value}' of model '${m}' is outside the version directory`, path: `cc_model_filenames[${i}]`, hint: 'name a file inside the version directory' });
   });
-
-  // Inputs and outputs.
-  const names = new Map<string, string>();
-  const checkIo = (kind: 'input' | 'output', list: readonly (ModelInput | ModelOutput)[]): void => {
+  (config.output ?? []).forEach((o, i) => {
+    const label = o.label_filename ?? '';
+    if (label !== '' && escapes(label)) {
+      out.push({ rule: 'config/file-escapes-model', message: `label file path '${label}' for output '${o.name ?? ''}' in model '${m}' is outside model directory`, path: `output[${i}].label_filename`, hint: 'keep label files inside the model directory' });
+    }
+  });
+  (config.model_metrics?.metric_control ?? []).forEach((mc, i) => {
+    const problem =
+      mc.metric_identifier === undefined
+        ? "metric control must specify 'metric_identifier'"
+        : (mc.metric_identifier.family ?? '') === ''
+          ? "metric identifier must specify non-empty 'family'"
+          : mc.histogram_options === undefined
+            ? "metric control must specify 'histogram_options'"
+            : (mc.histogram_options.buckets ?? []).length === 0
+              ? "histogram options must specify non-empty 'buckets'"
+              : undefined;
+    if (problem !== undefined) out.push({ rule: 'config/model-metrics', message: problem, path: `model_metrics.metric_control[${i}]`, hint: 'complete the metric control' });
+  });
+  (config.instance_group ?? []).forEach((g, i) => {
+    if (g.count !== undefined && g.count < 1) {
+      const group = (g.name ?? '') !== '' ? (g.name ?? '') : `${m}_${i}`;
+      out.push({ rule: 'instance-group/count', message: `instance group ${group} of model ${m} has count ${g.count}; Triton replaces it with the default (1)`, path: `instance_group[${i}].count`, hint: 'set count to 1 or more, or leave it out' });
+    }
+  });
+  const names = new Set<string>();
+  for (const [kind, list] of [['input', config.input ?? []], ['output', config.output ?? []]] as const) {
     list.forEach((t, i) => {
-      out.push(...ioRules(kind, t, i, m, mbs, backend));
       const name = t.name ?? '';
       if (name === '') return;
-      const previous = names.get(`${kind}:${name}`);
-      if (previous !== undefined) {
+      if (names.has(`${kind}:${name}`)) {
         out.push({ rule: 'io/duplicate-name', message: `model ${kind} '${name}' is specified more than once for ${m}; Triton uses the first and ignores the others`, path: `${kind}[${i}]`, hint: `rename or remove the second '${name}'` });
-      } else {
-        names.set(`${kind}:${name}`, `${kind}[${i}]`);
       }
+      names.add(`${kind}:${name}`);
     });
-  };
-  checkIo('input', config.input ?? []);
-  checkIo('output', config.output ?? []);
+  }
+}
 
-  // Batch inputs and outputs.
-  const inputNames = new Set((config.input ?? []).map((t) => t.name ?? ''));
-  const outputNames = new Set((config.output ?? []).map((t) => t.name ?? ''));
-  (config.batch_input ?? []).forEach((bi, i) => {
-    const at = `batch_input[${i}]`;
-    const sources = bi.source_input ?? [];
-    const kind = typeof bi.kind === 'string' ? bi.kind : 'BATCH_ELEMENT_COUNT';
-    if (kind !== 'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE' && sources.length !== 1) {
-      out.push({ rule: 'io/batch-io', message: `batch input kind '${kind}' expects 1 source input, got ${sources.length} for ${m}`, path: at, hint: 'give exactly one source_input' });
-    }
-    if (bi.data_type !== 'TYPE_INT32' && bi.data_type !== 'TYPE_FP32') {
-      out.push({ rule: 'io/batch-io', message: `batch input data type must be TYPE_INT32 or TYPE_FP32 for ${m}`, path: at, hint: 'set data_type to TYPE_INT32 or TYPE_FP32' });
-    }
-    for (const s of sources) if (!inputNames.has(s)) out.push({ rule: 'io/batch-io', message: `unknown source input name '${s}' for ${m}`, path: at, hint: 'name a model input' });
-  });
-  const targets = new Set<string>();
-  (config.batch_output ?? []).forEach((bo, i) => {
-    const at = `batch_output[${i}]`;
-    for (const t of bo.target_name ?? []) {
-      if (!outputNames.has(t)) out.push({ rule: 'io/batch-io', message: `unknown target output name '${t}' for ${m}`, path: at, hint: 'name a model output' });
-      else if (targets.has(t)) out.push({ rule: 'io/batch-io', message: `target output name '${t}' can only be specified once for ${m}`, path: at, hint: 'list each target once' });
-      targets.add(t);
-    }
-    for (const s of bo.source_input ?? []) if (!inputNames.has(s)) out.push({ rule: 'io/batch-io', message: `unknown source input name '${s}' for ${m}`, path: at, hint: 'name a model input' });
-  });
+/** The config after autofill and normalisation, and the findings of every config rule. */
+export interface ConfigCheck {
+  readonly normalized: ModelConfig;
+  readonly findings: RawFinding[];
+}
 
-  // Instance groups (after Triton's normalisation: unnamed groups are <model>_<index>).
-  (config.instance_group ?? []).forEach((g, i) => {
-    const at = `instance_group[${i}]`;
-    const group = g.name !== undefined && g.name !== '' ? g.name : `${m}_${i}`;
-    const gpus = g.gpus ?? [];
-    if ((g.kind === 'KIND_CPU' || g.kind === 'KIND_MODEL') && gpus.length > 0) {
-      out.push({ rule: 'instance-group/gpus', message: `instance group ${group} of model ${m} has kind ${g.kind} but specifies one or more GPUs`, path: at, hint: 'remove gpus' });
-    }
-    if (g.kind === 'KIND_GPU') {
-      out.push({ rule: 'instance-group/kind-gpu', message: `instance group ${group} of model ${m} has kind KIND_GPU but server does not support GPUs`, path: at, hint: 'Poplar backend servers run on IPU hosts without GPU support: use kind: KIND_CPU' });
-    }
-    if ((g.profile ?? []).length > 0 && backend !== 'tensorrt') {
-      out.push({ rule: 'instance-group/profile', message: `instance group ${group} of model ${m} and platform ${platform}specifies profile field which is only supported for TensorRT models`, path: at, hint: 'remove profile' });
-    }
-    if (g.count !== undefined && g.count < 1) {
-      out.push({ rule: 'instance-group/count', message: `instance group ${group} of model ${m} has count ${g.count}; Triton replaces it with the default (1)`, path: `${at}.count`, hint: 'set count to 1 or more, or leave it out' });
-    }
-  });
-  return out;
+/** Every config rule, in the order Triton meets them while loading the model. */
+export function checkConfig(config: ModelConfig, ctx: ConfigContext): ConfigCheck {
+  const out: RawFinding[] = [];
+  out.push(...newerThanTarget(config, ctx.tritonVersion, ctx.configPath));
+  // Poll: GetNormalizedModelConfig, then ValidateModelConfig, then the name check.
+  const filled = autoCompleteBackendFields(config, ctx);
+  if (filled.error !== undefined) out.push(filled.error);
+  let normalized = normalizeModelConfig(filled.config);
+  const m = normalized.name ?? ctx.name;
+  const before = out.length;
+  validateModelConfig(normalized, out);
+  // Triton stops at the autofill failure; "unexpected platform type ''" would only repeat it.
+  if (filled.error !== undefined) out.splice(before, out.length - before, ...out.slice(before).filter((f) => f.rule !== 'config/unknown-platform'));
+  if (m !== ctx.name) {
+    out.push({
+      rule: 'config/name-mismatch',
+      message: `unexpected directory name '${ctx.name}' for model '${m}', directory name must equal model name`,
+      path: 'name',
+      hint: `rename the directory to ${m}, or set name: "${ctx.name}" (or leave name out)`,
+    });
+  }
+  ownRules(normalized, m, out);
+  // Create: TritonModel::Create normalises and checks instance groups once the
+  // backend resolves, then Model::Init checks inputs and outputs. Triton never
+  // gets there without the backend library; these run anyway, so one pass
+  // shows every problem.
+  normalized = normalizeInstanceGroup(normalized);
+  validateInstanceGroup(normalized, out);
+  out.push(...validateModelIOConfig(normalized));
+  if (normalized.sequence_batching !== undefined && (normalized.parameters ?? []).some((p) => p.key === 'TRITON_BATCH_STRATEGY_PATH')) {
+    out.push({ rule: 'config/batch-strategy', message: 'TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence batcher, using default batching strategy', path: 'parameters', hint: 'remove TRITON_BATCH_STRATEGY_PATH, or use the dynamic batcher' });
+  }
+  return { normalized, findings: out };
 }

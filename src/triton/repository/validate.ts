@@ -9,6 +9,8 @@ import { parsePbtxt } from '../pbtxt-parser.js';
 import type { ModelConfig } from '../model-config.js';
 import { DEFAULT_TRITON_VERSION } from '../pbtxt-printer.js';
 import { checkConfig } from './config-rules.js';
+import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
+import type { DirEntry } from './normalize.js';
 import { RULES, type Finding, type RawFinding, type RuleId, type Severity } from './findings.js';
 import { checkAgainstPopef } from './popef-rules.js';
 
@@ -32,6 +34,8 @@ export interface ValidateOptions {
 export interface ModelReport {
   readonly name: string;
   readonly findings: readonly Finding[];
+  /** The config as Triton would see it after autofill and normalisation (absent when it does not parse). */
+  readonly config?: ModelConfig;
 }
 
 export interface RepositoryReport {
@@ -72,6 +76,16 @@ function stollPrefix(name: string): number | undefined {
   return m === null ? undefined : Number(m[1]);
 }
 
+async function probeFile(path: string): Promise<FileProbe> {
+  try {
+    const s = await stat(path);
+    return s.isFile() ? { size: s.size } : { error: 'Is a directory' };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return { error: code === 'EACCES' ? 'Permission denied' : code === 'ENOTDIR' ? 'Not a directory' : 'No such file or directory' };
+  }
+}
+
 function escapesDir(file: string): boolean {
   if (isAbsolute(file)) return true;
   const normal = normalize(file);
@@ -80,6 +94,8 @@ function escapesDir(file: string): boolean {
 
 class ModelChecker {
   private readonly findings: Finding[] = [];
+  /** The config after Triton's autofill and normalisation, once checked. */
+  private normalized: ModelConfig | undefined;
 
   constructor(
     private readonly root: string,
@@ -115,15 +131,17 @@ class ModelChecker {
   async run(): Promise<ModelReport> {
     const dir = join(this.root, this.model);
     const configFile = `${this.model}/config.pbtxt`;
+    // Triton names the file as it opens it: under the repository path it was given.
+    const configPath = join(dir, 'config.pbtxt');
     let config: ModelConfig | undefined;
     let positions: ReadonlyMap<string, SourcePos> = new Map();
     let text: string | undefined;
     try {
-      text = await readFile(join(dir, 'config.pbtxt'), 'utf8');
+      text = await readFile(configPath, 'utf8');
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') throw ioError(error, join(dir, 'config.pbtxt'), 'read');
-      this.add('layout/config-missing', `failed to open text file for read ${configFile}: No such file or directory`, { file: configFile }, 'add a config.pbtxt (popef config generates one)');
+      if (code !== 'ENOENT') throw ioError(error, configPath, 'read');
+      this.add('layout/config-missing', `model '${this.model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`, { file: configFile }, 'add a config.pbtxt (popef config generates one)');
     }
     if (text !== undefined) {
       try {
@@ -134,25 +152,49 @@ class ModelChecker {
         if (!(error instanceof PopefError)) throw error;
         this.add(
           'config/parse',
-          `Error parsing text-format inference.ModelConfig: ${error.line ?? 0}:${error.column ?? 0}: ${error.message}`,
+          `failed to read text proto from ${configPath}: Error parsing text-format inference.ModelConfig: ${error.line ?? 0}:${error.column ?? 0}: ${error.message}`,
           { file: configFile, at: error.line === undefined ? undefined : { line: error.line, column: error.column ?? 0 } },
           'fix the syntax at that position (Triton fails to load the model with this message)',
         );
       }
     }
-    if (config !== undefined) {
-      this.addRaw(checkConfig(config, { directory: this.model, tritonVersion: this.options.tritonVersion ?? DEFAULT_TRITON_VERSION }), configFile, positions);
+    const entries = await listDir(dir);
+    if (config !== undefined || text === undefined) {
+      const checked = checkConfig(config ?? {}, {
+        name: this.model,
+        tritonVersion: this.options.tritonVersion ?? DEFAULT_TRITON_VERSION,
+        configPath,
+        ...(await this.firstSubdirectory(dir, entries)),
+      });
+      this.addRaw(checked.findings, configFile, positions);
+      this.normalized = checked.normalized;
+      const probes = new Map<string, FileProbe>();
+      for (const relative of filesNamedBy(checked.normalized)) probes.set(relative, await probeFile(join(dir, relative)));
+      this.addRaw(checkModelFiles(checked.normalized, dir, probes), configFile, positions);
     }
-    const versions = await this.versions(dir, config, positions, configFile);
+    const versions = await this.versions(dir, entries, config, positions, configFile);
     await this.checkVersions(dir, versions, config, positions, configFile);
-    if (config !== undefined && this.options.backendDirectory !== undefined) await this.checkBackend(config, versions, positions, configFile);
-    return { name: this.model, findings: this.findings };
+    if (config !== undefined && this.options.backendDirectory !== undefined) await this.checkBackend(this.normalized ?? config, versions, positions, configFile);
+    return { name: this.model, findings: this.findings, ...(this.normalized === undefined ? {} : { config: this.normalized }) };
+  }
+
+  /** What Triton's autofill inspects: the first sub-directory of the model directory, whatever its name. */
+  private async firstSubdirectory(dir: string, entries: readonly Dirent[]): Promise<{ firstSubdirectory?: DirEntry[] }> {
+    const subdirs: string[] = [];
+    for (const e of entries) if (await isDirectory(join(dir, e.name), e)) subdirs.push(e.name);
+    subdirs.sort((a, b) => (Buffer.from(a) < Buffer.from(b) ? -1 : 1));
+    const first = subdirs[0];
+    if (first === undefined) return {};
+    const inside = await listDir(join(dir, first));
+    const out: DirEntry[] = [];
+    for (const e of inside) out.push({ name: e.name, isDirectory: await isDirectory(join(dir, first, e.name), e) });
+    return { firstSubdirectory: out };
   }
 
   /** Version directories as Triton reads them, then the ones the policy selects. */
-  private async versions(dir: string, config: ModelConfig | undefined, positions: ReadonlyMap<string, SourcePos>, configFile: string): Promise<VersionDir[]> {
+  private async versions(dir: string, entries: readonly Dirent[], config: ModelConfig | undefined, positions: ReadonlyMap<string, SourcePos>, configFile: string): Promise<VersionDir[]> {
     const all: VersionDir[] = [];
-    for (const entry of await listDir(dir)) {
+    for (const entry of entries) {
       if (!(await isDirectory(join(dir, entry.name), entry)) || NOT_VERSIONS.has(entry.name)) continue;
       const name = entry.name;
       const where = { file: `${this.model}/${name}` };
@@ -321,6 +363,40 @@ class ModelChecker {
   }
 }
 
+/**
+ * Mirrors the dependency check of ModelRepositoryManager's dependency graph:
+ * an ensemble loads only when every model its steps name exists and loads.
+ */
+function checkEnsembleSteps(report: ModelReport, repositoryModels: ReadonlySet<string>, reports: readonly ModelReport[], options: ValidateOptions): ModelReport {
+  const config = report.config;
+  if (config?.platform !== 'ensemble' || config.ensemble_scheduling === undefined) return report;
+  const steps = [...new Set((config.ensemble_scheduling.step ?? []).map((s) => s.model_name ?? '').filter((s) => s !== ''))].sort();
+  const extra: Finding[] = [];
+  const finding = (message: string, hint: string): Finding => ({
+    rule: 'config/ensemble-step-missing',
+    severity: 'error',
+    message,
+    model: report.name,
+    file: `${report.name}/config.pbtxt`,
+    hint,
+  });
+  const missing = steps.filter((s) => !repositoryModels.has(s));
+  if (missing.length > 0) {
+    extra.push(finding(`ensemble ${config.name ?? report.name} contains models that are not available or ambiguous: ${missing.join(', ')}`, 'add the step models to the repository, or fix model_name'));
+  } else {
+    for (const step of steps) {
+      const failed = reports.find((r) => r.name === step)?.findings.find((f) => f.severity === 'error' && RULES[f.rule].mirrors !== null);
+      if (failed !== undefined) {
+        extra.push(finding(`ensemble '${config.name ?? report.name}' depends on '${step}' which has no loaded version. Model '${step}' loading failed with error: ${failed.message}`, `fix model ${step} first`));
+        break;
+      }
+    }
+  }
+  if (extra.length === 0) return report;
+  const strict = options.strict === true;
+  return { ...report, findings: [...report.findings, ...extra.map((f) => (strict ? { ...f, severity: 'error' as const } : f))] };
+}
+
 /** Validates one repository. Throws only when the repository itself cannot be read (exit 2). */
 export async function validateRepository(root: string, options: ValidateOptions = {}): Promise<RepositoryReport> {
   const info = await stat(root).catch((error: unknown) => {
@@ -360,7 +436,8 @@ export async function validateRepository(root: string, options: ValidateOptions 
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, modelNames.length) }, worker));
-  models.push(...reports);
+  const allModels = new Set(entries.filter((e) => !e.name.startsWith('.')).map((e) => e.name));
+  models.push(...reports.map((r) => checkEnsembleSteps(r, allModels, reports, options)));
   if (wanted !== undefined) {
     for (const name of wanted) {
       if (!models.some((m) => m.name === name) && !findings.some((f) => f.file === name)) {
