@@ -342,26 +342,41 @@ class ModelChecker {
     const backend = config.backend ?? '';
     if (backend === '') return;
     const runtime = config.runtime ?? '';
-    if (runtime !== '' && escapesDir(runtime)) {
-      this.add('backend/runtime-escapes', `backend library name '${runtime}' escapes backend directory '${join(backendDir, backend)}', for model '${this.model}', check model config runtime field`, { file: configFile, at: positions.get('runtime') }, 'name a file inside the backend directory');
-      return;
-    }
     const library = runtime === '' ? `libtriton_${backend}.so` : runtime;
-    const candidates = [...versions.map((v) => join(this.root, this.model, v.dir, library)), join(this.root, this.model, library), join(backendDir, backend, library)];
-    for (const c of candidates) {
-      const found = await stat(c).then(
+    // Where TritonModel::GetBackendLibraryProperties looks: version dir, model dir, backend dir.
+    const searched = [...versions.map((v) => join(this.root, this.model, v.dir)), join(this.root, this.model), join(backendDir, backend)];
+    let found: string | undefined;
+    for (const dir of searched) {
+      const candidate = join(dir, library);
+      const exists = await stat(candidate).then(
         (st) => st.isFile(),
         () => false,
       );
-      if (found) return;
+      if (exists) {
+        found = candidate;
+        break;
+      }
+    }
+    // Triton checks that the library it found stays inside the backend directory only once it found one.
+    if (found !== undefined) {
+      if (runtime !== '' && escapesDir(runtime)) {
+        this.add('backend/runtime-escapes', `backend library name '${runtime}' escapes backend directory '${join(backendDir, backend)}', for model '${this.model}', check model config runtime field`, { file: configFile, at: positions.get('runtime') }, 'name a file inside the backend directory');
+      }
+      return;
     }
     const message =
       runtime === ''
         ? `unable to find backend library for backend '${backend}', try specifying runtime on the model configuration.`
-        : `unable to find backend library '${library}' for model '${this.model}', searched: ${candidates.map((c) => `'${c}'`).join(' ')}`;
+        : `unable to find backend library '${library}' for model '${this.model}', searched: ${searched.map((c) => `'${c}' `).join('')}`;
     this.add('backend/library-missing', message, { file: configFile, at: positions.get(runtime === '' ? 'backend' : 'runtime') }, `install ${library} in the backend directory as ${backend}/${library}`);
   }
 }
+
+/** Rules Triton applies while polling the repository, before a model enters the dependency graph. */
+const POLL_RULES: ReadonlySet<RuleId> = new Set<RuleId>([
+  'config/parse', 'config/newer-than-target', 'config/name-mismatch', 'config/no-backend', 'config/unknown-platform', 'config/platform-backend-pair',
+  'config/ensemble', 'config/max-batch-size', 'config/preferred-batch-size', 'config/priority-levels', 'config/response-cache', 'config/sequence-batching',
+]);
 
 /**
  * Mirrors the dependency check of ModelRepositoryManager's dependency graph:
@@ -380,12 +395,14 @@ function checkEnsembleSteps(report: ModelReport, repositoryModels: ReadonlySet<s
     file: `${report.name}/config.pbtxt`,
     hint,
   });
-  const missing = steps.filter((s) => !repositoryModels.has(s));
+  // A step refused at poll time is not in the dependency graph at all: Triton calls it not available.
+  const stepErrors = (step: string): readonly Finding[] => reports.find((r) => r.name === step)?.findings.filter((f) => f.severity === 'error' && RULES[f.rule].mirrors !== null) ?? [];
+  const missing = steps.filter((s) => !repositoryModels.has(s) || stepErrors(s).some((f) => POLL_RULES.has(f.rule)));
   if (missing.length > 0) {
     extra.push(finding(`ensemble ${config.name ?? report.name} contains models that are not available or ambiguous: ${missing.join(', ')}`, 'add the step models to the repository, or fix model_name'));
   } else {
     for (const step of steps) {
-      const failed = reports.find((r) => r.name === step)?.findings.find((f) => f.severity === 'error' && RULES[f.rule].mirrors !== null);
+      const failed = stepErrors(step)[0];
       if (failed !== undefined) {
         extra.push(finding(`ensemble '${config.name ?? report.name}' depends on '${step}' which has no loaded version. Model '${step}' loading failed with error: ${failed.message}`, `fix model ${step} first`));
         break;

@@ -1,0 +1,141 @@
+// The real Triton server as a test oracle: finds the tritonserver binary
+// that nvidia-pytriton bundles (installed by .ci/run into .venv), builds the
+// stand-in backend, loads a whole model repository once and reports, model
+// by model, whether Triton loaded it and, if not, Triton's own message.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { ROOT } from '../../helpers.js';
+
+export interface TritonVerdict {
+  readonly loaded: boolean;
+  /** Triton's message (status-code prefix removed) when it refused the model. */
+  readonly message?: string;
+}
+
+export interface TritonRun {
+  readonly verdicts: ReadonlyMap<string, TritonVerdict>;
+  readonly version: string;
+}
+
+/** The bundled server binary, or undefined when the virtual environment lacks it. */
+export function findTritonServer(): string | undefined {
+  const fromEnv = process.env.POPEF_TRITONSERVER;
+  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  const lib = join(ROOT, '.venv', 'lib');
+  if (!existsSync(lib)) return undefined;
+  for (const python of readdirSync(lib)) {
+    const bin = join(lib, python, 'site-packages', 'pytriton', 'tritonserver', 'bin', 'tritonserver');
+    if (existsSync(bin)) return bin;
+  }
+  return undefined;
+}
+
+/** Compiles the stand-in backend as `<dir>/<name>/libtriton_<name>.so` for each backend name. */
+export async function buildStandInBackends(dir: string, names: readonly string[]): Promise<void> {
+  for (const name of names) {
+    await mkdir(join(dir, name), { recursive: true });
+    const out = join(dir, name, `libtriton_${name}.so`);
+    const cc = spawnSync('cc', ['-shared', '-fPIC', '-O1', '-o', out, join(ROOT, 'test/triton/oracle/stand-in-backend.c')], { encoding: 'utf8' });
+    if (cc.status !== 0) throw new Error(`cc could not build the stand-in backend: ${cc.error?.message ?? cc.stderr}`);
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => {
+        resolve(port);
+      });
+    });
+  });
+}
+
+const STATUS_PREFIX = /^(Invalid argument|Internal|Not found|Unavailable|Unsupported|Already exists|Unknown): /;
+
+/** Log lines are `E... file:line] "message"`, with the message's quotes and backslashes escaped. */
+function unquote(s: string): string {
+  return s.replace(/\\(.)/g, '$1');
+}
+
+/**
+ * Starts tritonserver on the repository (every model loaded at start-up,
+ * failures kept), reads the repository index and the log, stops it.
+ */
+export async function loadInTriton(binary: string, repository: string, backendDirectory: string, timeoutMs = 300_000): Promise<TritonRun> {
+  const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
+  const child = spawn(
+    binary,
+    [
+      `--model-repository=${repository}`,
+      `--backend-directory=${backendDirectory}`,
+      '--exit-on-error=false',
+      '--strict-readiness=false',
+      '--strict-model-config=false',
+      `--http-port=${http}`,
+      `--grpc-port=${grpc}`,
+      `--metrics-port=${metrics}`,
+      '--http-address=127.0.0.1',
+      '--grpc-address=127.0.0.1',
+      '--allow-metrics=false',
+      '--log-verbose=0',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let log = '';
+  child.stdout.on('data', (b: Buffer) => (log += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (log += b.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    const deadline = Date.now() + timeoutMs;
+    // The HTTP service starts once the initial load of every model has ended.
+    while (!log.includes('Started HTTPService')) {
+      if (child.exitCode !== null) throw new Error(`tritonserver exited with ${child.exitCode}:\n${log.slice(-4000)}`);
+      if (Date.now() > deadline) throw new Error(`tritonserver did not start within ${timeoutMs} ms:\n${log.slice(-4000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const ask = async (path: string, init?: RequestInit): Promise<Response> => {
+      for (;;) {
+        try {
+          return await fetch(`http://127.0.0.1:${http}${path}`, init);
+        } catch (error) {
+          if (child.exitCode !== null || child.signalCode !== null) throw new Error(`tritonserver ended (${child.exitCode ?? child.signalCode ?? ''}) after starting:\n${log.slice(-4000)}`);
+          if (Date.now() > deadline) throw error;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    };
+    const index = (await (await ask('/v2/repository/index', { method: 'POST', body: '{}' })).json()) as { name: string; state?: string; reason?: string }[];
+    const version = ((await (await ask('/v2')).json()) as { version: string }).version;
+    const verdicts = new Map<string, TritonVerdict>();
+    for (const m of index) {
+      if (m.state === 'READY') verdicts.set(m.name, { loaded: true });
+      else if (m.state !== undefined) verdicts.set(m.name, { loaded: false, message: (m.reason ?? '').replace(STATUS_PREFIX, '') });
+    }
+    // A model refused before it is loaded has no state; its reason is only in the log.
+    const refuse = (name: string | undefined, message: string | undefined): void => {
+      if (name !== undefined && verdicts.get(name)?.loaded !== true) verdicts.set(name, { loaded: false, message: unquote(message ?? '').replace(STATUS_PREFIX, '') });
+    };
+    for (const match of log.matchAll(/Poll failed for model directory '([^']*)': (.*)"$/gm)) refuse(match[1], match[2]);
+    for (const match of log.matchAll(/failed to load model '([^']*)': (.*)"$/gm)) refuse(match[1], match[2]);
+    // Dependency-graph failures of ensembles name the ensemble inside the message.
+    for (const match of log.matchAll(/model_repository_manager\.cc:\d+\] "((?:[A-Za-z ]+: )?(?:in )?ensemble '?([^\s',]+)'?[ ,].*)"$/gm)) refuse(match[2], match[1]);
+    return { verdicts, version };
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/** Triton's release for a server version: 2.51.0 is 24.10 (the two advance together, one minor a month). */
+export function releaseOf(serverVersion: string): string {
+  const minor = Number(serverVersion.split('.')[1]);
+  const months = minor - 51 + (24 * 12 + 10 - 1);
+  return `${String(Math.floor(months / 12)).padStart(2, '0')}.${String((months % 12) + 1).padStart(2, '0')}`;
+}
