@@ -45,7 +45,7 @@ const bytesOf = (c: ModelConfig): number => dims0(c).reduce((a, b) => a * b, 1) 
 const fixedFp32 = (b: Base): boolean => in0(b.config).data_type === 'TYPE_FP32' && dims0(b.config).every((d) => d > 0);
 const control = (kind: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ kind, ...extra });
 const seq = (c: ModelConfig, inputs: { name?: string; control: Record<string, unknown>[] }[], extra: Record<string, unknown> = {}): ModelConfig =>
-  ({ ...c, dynamic_batching: undefined, sequence_batching: { control_input: inputs, ...extra } }) as ModelConfig;
+  ({ ...c, dynamic_batching: undefined, sequence_batching: { control_input: inputs, ...extra } });
 
 const MUTATIONS: readonly Mutation[] = [
   { slug: 'valid' },
@@ -65,8 +65,8 @@ const MUTATIONS: readonly Mutation[] = [
   // Dynamic batching.
   { slug: 'db-empty', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: {} }) },
   { slug: 'db-preferred-zero', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preferred_batch_size: [0] } }) },
-  { slug: 'db-preferred-over', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preferred_batch_size: [Number(c.max_batch_size ?? 0) + 1] } }) },
-  { slug: 'db-preferred-ok', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preferred_batch_size: [Math.max(1, Number(c.max_batch_size ?? 0))] } }) },
+  { slug: 'db-preferred-over', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preferred_batch_size: [(c.max_batch_size ?? 0) + 1] } }) },
+  { slug: 'db-preferred-ok', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preferred_batch_size: [Math.max(1, c.max_batch_size ?? 0)] } }) },
   { slug: 'db-priority-default-zero', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { priority_levels: 2 } }) },
   { slug: 'db-priority-default-over', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { priority_levels: 2, default_priority_level: 3 } }) },
   { slug: 'db-priority-ok', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { priority_levels: 2, default_priority_level: 1 } }) },
@@ -92,7 +92,7 @@ const MUTATIONS: readonly Mutation[] = [
   { slug: 'sb-corrid-values', config: (c) => seq(c, [{ name: 'ID', control: [control('CONTROL_SEQUENCE_CORRID', { data_type: 'TYPE_INT32', int32_false_true: [0, 1] })] }]) },
   { slug: 'sb-corrid-no-type', config: (c) => seq(c, [{ name: 'ID', control: [control('CONTROL_SEQUENCE_CORRID')] }]) },
   { slug: 'sb-full', config: (c) => seq(c, [{ name: 'START', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] }, { name: 'READY', control: [control('CONTROL_SEQUENCE_READY', { int32_false_true: [0, 1] })] }, { name: 'END', control: [control('CONTROL_SEQUENCE_END', { int32_false_true: [0, 1] })] }, { name: 'CORRID', control: [control('CONTROL_SEQUENCE_CORRID', { data_type: 'TYPE_UINT64' })] }]) },
-  { slug: 'sb-oldest-over', config: (c) => seq(c, [], { oldest: { preferred_batch_size: [Number(c.max_batch_size ?? 0) + 1] } }) },
+  { slug: 'sb-oldest-over', config: (c) => seq(c, [], { oldest: { preferred_batch_size: [(c.max_batch_size ?? 0) + 1] } }) },
   { slug: 'sb-oldest-zero', config: (c) => seq(c, [], { oldest: { preferred_batch_size: [0] } }) },
   { slug: 'sb-oldest-ok', config: (c) => seq(c, [], { oldest: { max_candidate_sequences: 4 } }) },
   { slug: 'sb-direct-util-high', config: (c) => seq(c, [], { direct: { minimum_slot_utilization: 1.5 } }) },

@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { ModelConfig } from '../../src/triton/model-config.js';
+import { parsePbtxt } from '../../src/triton/pbtxt-parser.js';
+import { printPbtxt } from '../../src/triton/pbtxt-printer.js';
+import { RULES } from '../../src/triton/repository/findings.js';
+import { FIXTURES, ROOT, inTempDir, runCli } from '../helpers.js';
+
+describe("README's rule table", () => {
+  it('lists every rule once, with its severity and the Triton function it mirrors', async () => {
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const rows = [...readme.matchAll(/^\| `([a-z-]+\/[a-z-]+)` \| (error|warning) \| .* \| (\(popef-toolkit\)|`([^`]+)`(?: \(hardware-dependent\))?) \| .* \|$/gm)];
+    const listed = rows.map((r) => r[1]);
+    assert.deepEqual([...listed].sort(), Object.keys(RULES).sort());
+    for (const r of rows) {
+      const info = RULES[r[1] as keyof typeof RULES];
+      assert.equal(r[2], info.severity, r[1]);
+      assert.equal(r[4] ?? null, info.mirrors, r[1]);
+    }
+  });
+});
+
+/** The cases that showed the old rules short of Triton's; each must now be an error with Triton's message. */
+const CASES: readonly { why: string; change: (c: ModelConfig) => ModelConfig; message: string }[] = [
+  {
+    why: 'a BATCH_MAX_ELEMENT_COUNT_AS_SHAPE batch input without source_input',
+    change: (c) => ({ ...c, batch_input: [{ kind: 'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE', target_name: ['N'], data_type: 'TYPE_INT32' }] }),
+    message: "batch input kind 'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE' expects 1 source input, got 0 for mnist",
+  },
+  {
+    why: 'a BATCH_SCATTER_WITH_INPUT_SHAPE batch output without source',
+    change: (c) => ({ ...c, batch_output: [{ kind: 'BATCH_SCATTER_WITH_INPUT_SHAPE', target_name: ['output_labels'] }] }),
+    message: "batch output kind 'BATCH_SCATTER_WITH_INPUT_SHAPE' expects 1 source input, got 0 for mnist",
+  },
+  {
+    why: 'two CONTROL_SEQUENCE_END control tensors',
+    change: (c) => ({ ...c, sequence_batching: { control_input: ['E1', 'E2'].map((name) => ({ name, control: [{ kind: 'CONTROL_SEQUENCE_END', int32_false_true: [0, 1] }] })) } }),
+    message: 'sequence batching specifies multiple CONTROL_SEQUENCE_END tensors for mnist',
+  },
+  {
+    why: 'a control without false/true values',
+    change: (c) => ({ ...c, sequence_batching: { control_input: [{ name: 'S', control: [{ kind: 'CONTROL_SEQUENCE_START' }] }] } }),
+    message: "sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_START for mnist",
+  },
+  {
+    why: 'ensemble_scheduling on a model that is not an ensemble',
+    change: (c) => ({ ...c, ensemble_scheduling: { step: [{ model_name: 'x', input_map: [{ key: 'a', value: 'b' }], output_map: [{ key: 'c', value: 'd' }] }] } }),
+    message: "ensemble scheduling cannot be set for model 'mnist' whose platform is not ensemble",
+  },
+  {
+    why: 'an instance group listing gpus: [-1]',
+    change: (c) => ({ ...c, instance_group: [{ kind: 'KIND_GPU', gpus: [-1] }] }),
+    message: 'instance group mnist_0 of model mnist specifies invalid or unsupported gpu id -1. GPUs with at least the minimum required CUDA compute compatibility of 6.000000 are: ',
+  },
+  {
+    why: 'a reshape whose variable-size dims differ',
+    change: (c) => ({ ...c, input: [{ ...(c.input?.[0] ?? {}), dims: [-1, 28, 28], reshape: { shape: [784] } }] }),
+    message: "model input 'digit_image' has different size for dims and reshape for mnist",
+  },
+];
+
+describe('popef validate: the rule families Triton checks and the old rules missed', () => {
+  for (const c of CASES) {
+    it(c.why, async () => {
+      await inTempDir(async (dir) => {
+        await cp(join(FIXTURES, 'repos/clean'), dir, { recursive: true });
+        const path = join(dir, 'mnist/config.pbtxt');
+        const config = parsePbtxt(await readFile(path, 'utf8')).message;
+        await writeFile(path, printPbtxt(c.change(config), { tritonVersion: 'latest' }));
+        const r = await runCli(['validate', dir, '--format', 'json', '--triton-version', '24.10']);
+        assert.equal(r.code, 1, r.stdout);
+        const report = JSON.parse(r.stdout) as { repositories: { models: { findings: { severity: string; message: string }[] }[] }[] };
+        const messages = report.repositories[0]?.models[0]?.findings.filter((f) => f.severity === 'error').map((f) => f.message) ?? [];
+        assert.ok(messages.includes(c.message), messages.join('\n'));
+      });
+    });
+  }
+});
