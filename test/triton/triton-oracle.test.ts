@@ -18,10 +18,7 @@ import { buildStandInBackends, findTritonServer, loadInTriton, releaseOf } from 
  * test fails when one of these starts to agree (so the entry is removed) as
  * well as when anything else disagrees.
  */
-const KNOWN_DISAGREEMENTS: Readonly<Record<string, string>> = {
-  'ensemble__ens-dims-zero':
-    "ValidateEnsembleConfig (ensemble_utils.cc: each ensemble tensor's shape and type against the step models' configs) is not ported; popef validate reports the input's own dims rule instead",
-};
+const KNOWN_DISAGREEMENTS: Readonly<Record<string, string>> = {};
 
 const binary = findTritonServer();
 const hasCc = spawnSync('cc', ['--version']).status === 0;
@@ -107,7 +104,7 @@ describe('popef validate agrees with a real Triton server', { skip: process.env.
 
       assert.deepEqual(disagreements.sort(), Object.keys(KNOWN_DISAGREEMENTS).sort());
       // The rule families that motivated the port all meet Triton on some model.
-      for (const id of ['io/batch-io', 'config/sequence-batching', 'config/ensemble', 'instance-group/gpus', 'io/reshape', 'config/warmup', 'config/label-file'] as const) {
+      for (const id of ['config/ensemble-tensors', 'io/batch-io', 'config/sequence-batching', 'config/ensemble', 'instance-group/gpus', 'io/reshape', 'config/warmup', 'config/label-file'] as const) {
         assert.ok((rows.get(id)?.agree ?? 0) > 0, `no model of the corpus exercises ${id}`);
       }
       // Every config popef scaffold writes loads in Triton.

@@ -53,6 +53,7 @@ export const RULES = {
   'config/unknown-platform': { severity: 'error', mirrors: 'ValidateModelConfig', description: 'a model without a backend has a platform Triton maps to one' },
   'config/platform-backend-pair': { severity: 'error', mirrors: 'ValidateModelConfig', description: 'platform and backend agree' },
   'config/ensemble': { severity: 'error', mirrors: 'ValidateEnsembleSchedulingConfig', description: 'ensembles have platform ensemble, no backend, steps that form a connected graph, no instance groups, optimization or warmup' },
+  'config/ensemble-tensors': { severity: 'error', mirrors: 'ValidateEnsembleConfig', description: "each ensemble tensor has one data type and compatible shapes across the ensemble and its steps' inputs and outputs" },
   'config/ensemble-step-missing': { severity: 'error', mirrors: 'ModelRepositoryManager::DependencyGraph', description: 'every model an ensemble step names is in the repository' },
   'config/max-batch-size': { severity: 'error', mirrors: 'ValidateModelConfig', description: 'max_batch_size is not negative' },
   'config/preferred-batch-size': { severity: 'error', mirrors: 'ValidateModelConfig', description: 'dynamic batching preferred sizes are positive and at most max_batch_size' },

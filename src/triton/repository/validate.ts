@@ -9,6 +9,7 @@ import { parsePbtxt } from '../pbtxt-parser.js';
 import type { ModelConfig } from '../model-config.js';
 import { DEFAULT_TRITON_VERSION } from '../pbtxt-printer.js';
 import { checkConfig } from './config-rules.js';
+import { validateEnsembleConfig } from './ensemble-rules.js';
 import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
 import type { DirEntry } from './normalize.js';
 import { RULES, type Finding, type RawFinding, type RuleId, type Severity } from './findings.js';
@@ -407,6 +408,13 @@ function checkEnsembleSteps(report: ModelReport, repositoryModels: ReadonlySet<s
         extra.push(finding(`ensemble '${config.name ?? report.name}' depends on '${step}' which has no loaded version. Model '${step}' loading failed with error: ${failed.message}`, `fix model ${step} first`));
         break;
       }
+    }
+    // With every step loaded, Triton checks the ensemble's tensors against the steps' configs.
+    if (extra.length === 0) {
+      const stepConfigs = new Map<string, ModelConfig>();
+      for (const r of reports) if (steps.includes(r.name) && r.config !== undefined) stepConfigs.set(r.name, r.config);
+      const tensors = validateEnsembleConfig(config, stepConfigs);
+      if (tensors !== undefined) extra.push({ ...finding(tensors.message, tensors.hint ?? ''), rule: tensors.rule });
     }
   }
   if (extra.length === 0) return report;

@@ -211,6 +211,13 @@ function ensembles(step: string): { slug: string; config: ModelConfig }[] {
     { slug: 'ens-missing-model', config: withStep({ model_name: 'no_such_model' }) },
     { slug: 'ens-failing-model', config: withStep({ model_name: 'mnist__mbs-negative' }) },
     { slug: 'ens-dims-zero', config: { ...valid, input: [{ ...io.input[0], dims: [0] }] } },
+    { slug: 'ens-type-mismatch', config: { ...valid, input: [{ ...io.input[0], data_type: 'TYPE_FP16' }] } },
+    { slug: 'ens-shape-mismatch', config: { ...valid, output: [{ ...io.output[0], dims: [11] }] } },
+    { slug: 'ens-variable-shape', config: { ...valid, input: [{ ...io.input[0], dims: [-1, 28, 28] }] } },
+    { slug: 'ens-mbs-over', config: { ...valid, max_batch_size: 4 } },
+    { slug: 'ens-no-batch', config: { ...valid, max_batch_size: 0, input: [{ ...io.input[0], dims: [-1, 1, 28, 28] }], output: [{ ...io.output[0], dims: [-1, 10] }] } },
+    { slug: 'ens-nonexistent-input', config: withStep({ input_map: [{ key: 'digit_image', value: 'IMAGE' }, { key: 'nosuch', value: 'IMAGE' }] }) },
+    { slug: 'ens-nonexistent-output', config: withStep({ output_map: [{ key: 'output_labels', value: 'LABELS' }, { key: 'nosuch', value: 'MORE' }] }) },
   ];
 }
 
