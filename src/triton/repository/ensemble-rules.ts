@@ -51,6 +51,15 @@ export function validateEnsembleConfig(ensemble: ModelConfig, steps: ReadonlyMap
     path: `ensemble_scheduling.step[${index}]`,
     hint: 'make the ensemble tensors agree with the step models\' inputs and outputs',
   });
+  /** The first config to name a tensor fixes its type and shape; the others must agree. */
+  const merge = (tensor: string, here: TensorNode): string | undefined => {
+    const existing = tensors.get(tensor);
+    if (existing === undefined) {
+      tensors.set(tensor, here);
+      return undefined;
+    }
+    return consistency(existing, here, `in ensemble ${e}, ensemble tensor ${tensor}: `);
+  };
   for (const [index, step] of (ensemble.ensemble_scheduling.step ?? []).entries()) {
     const name = step.model_name ?? '';
     const config = steps.get(name);
@@ -73,25 +82,15 @@ export function validateEnsembleConfig(ensemble: ModelConfig, steps: ReadonlyMap
         if (input.optional === true) continue;
         return fail(`in ensemble ${e}, input ${input.name ?? ''} in model ${name} is not mapped to any ensemble tensors`, index);
       }
-      const here = node(name, batching, input.data_type, input.dims);
-      const existing = tensors.get(tensor);
-      if (existing === undefined) tensors.set(tensor, here);
-      else {
-        const problem = consistency(existing, here, `in ensemble ${e}, ensemble tensor ${tensor}: `);
-        if (problem !== undefined) return fail(problem, index);
-      }
+      const problem = merge(tensor, node(name, batching, input.data_type, input.dims));
+      if (problem !== undefined) return fail(problem, index);
     }
     const outputs = new Map((config.output ?? []).map((t) => [t.name ?? '', t]));
     for (const [output, tensor] of outputMap) {
       const o = outputs.get(output);
       if (o === undefined) return fail(`in ensemble ${e}, ensemble tensor ${tensor} is mapped from non-existing output ${output} in model ${name}`, index);
-      const here = node(name, batching, o.data_type, o.dims);
-      const existing = tensors.get(tensor);
-      if (existing === undefined) tensors.set(tensor, here);
-      else {
-        const problem = consistency(existing, here, `in ensemble ${e}, ensemble tensor ${tensor}: `);
-        if (problem !== undefined) return fail(problem, index);
-      }
+      const problem = merge(tensor, node(name, batching, o.data_type, o.dims));
+      if (problem !== undefined) return fail(problem, index);
     }
   }
   return undefined;
