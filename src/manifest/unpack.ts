@@ -1,6 +1,6 @@
 import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
@@ -38,6 +38,7 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
       suggestion: 'use --force to replace it, or choose another directory',
     });
   }
+  if (existing) await checkReplaceable(path, outDir);
   const file = await PopefFile.open(path);
   const staging = join(dirname(outDir), `.${basename(outDir)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
@@ -117,6 +118,29 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
     throw error;
   } finally {
     await file.close();
+  }
+}
+
+/**
+ * --force replaces only what unpack made: an empty directory or one holding
+ * a manifest.json, and never one that holds the input itself (`-o .` beside
+ * the file would otherwise delete it and everything else there).
+ */
+async function checkReplaceable(input: string, outDir: string): Promise<void> {
+  const inside = relative(resolve(outDir), resolve(input));
+  if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside))) {
+    throw new PopefError(ErrorCode.Exists, 'the output directory holds the input file; replacing it would delete the input', {
+      file: outDir,
+      suggestion: 'choose a new directory for -o, for example -o unpacked',
+    });
+  }
+  const info = await stat(outDir);
+  const entries = info.isDirectory() ? await readdir(outDir) : undefined;
+  if (entries === undefined || (entries.length > 0 && !entries.includes('manifest.json'))) {
+    throw new PopefError(ErrorCode.Exists, `${entries === undefined ? 'the output path is not a directory' : 'the output directory holds files that popef unpack did not write (it has no manifest.json)'}; --force replaces only an earlier unpack`, {
+      file: outDir,
+      suggestion: 'choose a new directory for -o, or remove that one yourself',
+    });
   }
 }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, readdir, writeFile, mkdir } from 'node:fs/promises';
+import { copyFile, readFile, readdir, writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fixture, fixtureManifest, inTempDir, runCli } from '../helpers.js';
@@ -63,9 +63,27 @@ describe('popef unpack errors', () => {
       assert.equal(r.code, 2);
       assert.match(r.stderr, /output directory already exists \[E_EXISTS\]\n {2}hint: use --force/);
       assert.deepEqual(await readdir(join(dir, 'out')), ['keep']);
-      const forced = await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'out'), '--force']);
+      // --force replaces an earlier unpack, never a directory of other files.
+      const refused = await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'out'), '--force']);
+      assert.equal(refused.code, 2);
+      assert.match(refused.stderr, /holds files that popef unpack did not write \(it has no manifest\.json\); --force replaces only an earlier unpack \[E_EXISTS\]/);
+      assert.deepEqual(await readdir(join(dir, 'out')), ['keep']);
+      assert.equal((await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'fresh')])).code, 0);
+      const forced = await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'fresh'), '--force']);
       assert.equal(forced.code, 0, forced.stderr);
-      assert.ok((await readdir(join(dir, 'out'))).includes('manifest.json'));
+      assert.ok((await readdir(join(dir, 'fresh'))).includes('manifest.json'));
+    });
+  });
+
+  it('never replaces the directory that holds the input (-o . --force)', async () => {
+    await inTempDir(async (dir) => {
+      await copyFile(fixture('mnist/executable.popef'), join(dir, 'model.popef'));
+      await writeFile(join(dir, 'notes.txt'), 'mine');
+      await writeFile(join(dir, 'manifest.json'), '{}');
+      const r = await runCli(['unpack', 'model.popef', '-o', '.', '--force'], { cwd: dir });
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /the output directory holds the input file; replacing it would delete the input \[E_EXISTS\]/);
+      assert.deepEqual((await readdir(dir)).sort(), ['manifest.json', 'model.popef', 'notes.txt']);
     });
   });
 });

@@ -15,7 +15,7 @@ export function registerUnpack(program: Command, io: CliIo, run: (handler: Handl
     .description('write DIR/manifest.json and one payload file per blob, verifying every checksum (exit 2 on damage)')
     .argument('<file>', 'a PopEF open-layout file')
     .requiredOption('-o, --output <dir>', 'directory to create')
-    .option('-f, --force', 'replace the directory if it exists')
+    .option('-f, --force', 'replace the directory if an earlier unpack wrote it (never one that holds the input)')
     .action((file: string, flags: UnpackFlags) => {
       run(async () => {
         const { unpackFile } = await import('../../manifest/unpack.js');
