@@ -78,3 +78,36 @@ describe('popef validate: the rule families Triton checks and the old rules miss
     });
   }
 });
+
+describe('the file rules (label files and warmup data) on what the probe reports', () => {
+  const config: ModelConfig = {
+    output: [{ name: 'y', label_filename: 'labels' }],
+    model_warmup: [
+      {
+        name: 'w',
+        batch_size: 1,
+        inputs: [
+          { key: 'a', value: { data_type: 'TYPE_FP32', dims: [2, 2], input_data_file: 'a.bin' } },
+          { key: 'b', value: { data_type: 'TYPE_INT8', dims: [3] } },
+        ],
+      },
+    ],
+  };
+
+  it('names the reader error Triton prints, the bytes it expects, and a sample without data', async () => {
+    const { checkModelFiles, filesNamedBy } = await import('../../src/triton/repository/file-rules.js');
+    assert.deepEqual(filesNamedBy(config).sort(), ['labels', join('warmup', 'a.bin')].sort());
+    const findings = checkModelFiles(config, '/repo/m', new Map([['labels', { error: 'Is a directory' }], [join('warmup', 'a.bin'), { size: 15 }]]));
+    assert.deepEqual(
+      findings.map((f) => f.message),
+      [
+        'failed to open text file for read /repo/m/labels: Is a directory',
+        '[request id: <id_unknown>] warmup setting expects 16 bytes, but the data provided from a.binonly has 15 bytes',
+        "[request id: <id_unknown>] warmup setting expects input 'b' to have input_data_type set",
+      ],
+    );
+    // A file the probe did not see is reported as missing; a batch size of 0 skips the sample.
+    assert.equal(checkModelFiles(config, '/repo/m', new Map()).filter((f) => f.message.includes('No such file or directory')).length, 2);
+    assert.deepEqual(checkModelFiles({ model_warmup: [{ ...config.model_warmup?.[0], batch_size: 0 }] }, '/repo/m', new Map()), []);
+  });
+});

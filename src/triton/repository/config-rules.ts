@@ -275,7 +275,7 @@ function validateEnsembleSchedulingConfig(config: ModelConfig, m: string, out: R
 }
 
 /** Mirrors `ValidateModelConfig` (run at poll time and again when the model initialises). */
-function validateModelConfig(config: ModelConfig, out: RawFinding[]): void {
+function validateModelConfig(config: ModelConfig, out: RawFinding[], autofillFailed: boolean): void {
   const m = config.name ?? '';
   const backend = config.backend ?? '';
   const platform = config.platform ?? '';
@@ -284,7 +284,8 @@ function validateModelConfig(config: ModelConfig, out: RawFinding[]): void {
     out.push({ rule, message, ...(path === undefined ? {} : { path }), hint });
   };
   if (backend === '') {
-    if (platform !== 'ensemble') push('config/unknown-platform', `unexpected platform type '${platform}' for ${m}`, platform === '' ? undefined : 'platform', 'set backend: "poplar" (a platform is not needed for the Poplar backend)');
+    // Triton stops at an autofill failure; "unexpected platform type ''" would only repeat it.
+    if (platform !== 'ensemble' && !autofillFailed) push('config/unknown-platform', `unexpected platform type '${platform}' for ${m}`, platform === '' ? undefined : 'platform', 'set backend: "poplar" (a platform is not needed for the Poplar backend)');
   } else if (platform === 'ensemble') {
     push('config/ensemble', `Ensemble model '${m}' must have platform type '${platform}' and empty backend type`, 'backend', 'remove backend');
   }
@@ -406,8 +407,8 @@ function validateInstanceGroup(config: ModelConfig, out: RawFinding[]): void {
   });
 }
 
-/** Does a file name written in the config leave the model directory? */
-function escapes(file: string): boolean {
+/** Does a file name written in the config leave the directory it is relative to? */
+export function escapes(file: string): boolean {
   if (isAbsolute(file)) return true;
   const normal = normalize(file);
   return normal === '..' || normal.startsWith(`..${sep}`);
@@ -492,10 +493,7 @@ export function checkConfig(config: ModelConfig, ctx: ConfigContext): ConfigChec
   if (filled.error !== undefined) out.push(filled.error);
   let normalized = normalizeModelConfig(filled.config);
   const m = normalized.name ?? ctx.name;
-  const before = out.length;
-  validateModelConfig(normalized, out);
-  // Triton stops at the autofill failure; "unexpected platform type ''" would only repeat it.
-  if (filled.error !== undefined) out.splice(before, out.length - before, ...out.slice(before).filter((f) => f.rule !== 'config/unknown-platform'));
+  validateModelConfig(normalized, out, filled.error !== undefined);
   if (m !== ctx.name) {
     out.push({
       rule: 'config/name-mismatch',

@@ -34,17 +34,14 @@ const WARMUP_REQUEST = '[request id: <id_unknown>] ';
 
 export function checkModelFiles(config: ModelConfig, modelPath: string, probe: ReadonlyMap<string, FileProbe>): RawFinding[] {
   const out: RawFinding[] = [];
-  const unreadable = (relative: string): string | undefined => {
-    const p = probe.get(relative);
-    return p === undefined ? 'No such file or directory' : 'error' in p ? p.error : undefined;
-  };
+  const probeOf = (relative: string): FileProbe => probe.get(relative) ?? { error: 'No such file or directory' };
   // Model::Init reads each label file.
   (config.output ?? []).forEach((o, i) => {
     const label = o.label_filename ?? '';
     if (label === '') return;
-    const error = unreadable(label);
-    if (error !== undefined) {
-      out.push({ rule: 'config/label-file', message: `failed to open text file for read ${join(modelPath, label)}: ${error}`, path: `output[${i}].label_filename`, hint: `put the label file, one label per line, at ${label} in the model directory` });
+    const p = probeOf(label);
+    if ('error' in p) {
+      out.push({ rule: 'config/label-file', message: `failed to open text file for read ${join(modelPath, label)}: ${p.error}`, path: `output[${i}].label_filename`, hint: `put the label file, one label per line, at ${label} in the model directory` });
     }
   });
   // GenerateWarmupData, for every instance (the first failure is the same for all).
@@ -65,7 +62,7 @@ export function checkModelFiles(config: ModelConfig, modelPath: string, probe: R
       if (bytes === 0) bytes = count * 4;
       if (input.input_data_file !== undefined) {
         const relative = join('warmup', input.input_data_file);
-        const p = probe.get(relative) ?? { error: 'No such file or directory' };
+        const p = probeOf(relative);
         if ('error' in p) {
           out.push({ rule: 'config/warmup', message: `failed to open text file for read ${join(modelPath, relative)}: ${p.error}`, path: at, hint: `put the data at ${relative} in the model directory` });
         } else if (input.data_type !== 'TYPE_STRING' && bytes > p.size) {

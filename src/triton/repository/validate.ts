@@ -1,6 +1,6 @@
 import type { Dirent } from 'node:fs';
 import { readFile, readdir, stat } from 'node:fs/promises';
-import { isAbsolute, join, normalize, sep } from 'node:path';
+import { join } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../../errors.js';
 import { ModelSet } from '../../format/model-set.js';
 import { parseNameMap, type ParsedNameMap } from '../name-map.js';
@@ -8,7 +8,7 @@ import type { SourcePos } from '../pbtxt-lexer.js';
 import { parsePbtxt } from '../pbtxt-parser.js';
 import type { ModelConfig } from '../model-config.js';
 import { DEFAULT_TRITON_VERSION } from '../pbtxt-printer.js';
-import { checkConfig } from './config-rules.js';
+import { checkConfig, escapes } from './config-rules.js';
 import { validateEnsembleConfig } from './ensemble-rules.js';
 import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
 import type { DirEntry } from './normalize.js';
@@ -87,16 +87,22 @@ async function probeFile(path: string): Promise<FileProbe> {
   }
 }
 
-function escapesDir(file: string): boolean {
-  if (isAbsolute(file)) return true;
-  const normal = normalize(file);
-  return normal === '..' || normal.startsWith(`..${sep}`);
-}
 
 class ModelChecker {
   private readonly findings: Finding[] = [];
   /** The config after Triton's autofill and normalisation, once checked. */
   private normalized: ModelConfig | undefined;
+  /** Directory listings, read once: autofill and the version checks both list the first version directory. */
+  private readonly listings = new Map<string, Promise<Dirent[]>>();
+
+  private list(path: string): Promise<Dirent[]> {
+    let listing = this.listings.get(path);
+    if (listing === undefined) {
+      listing = listDir(path);
+      this.listings.set(path, listing);
+    }
+    return listing;
+  }
 
   constructor(
     private readonly root: string,
@@ -159,7 +165,7 @@ class ModelChecker {
         );
       }
     }
-    const entries = await listDir(dir);
+    const entries = await this.list(dir);
     if (config !== undefined || text === undefined) {
       const checked = checkConfig(config ?? {}, {
         name: this.model,
@@ -186,7 +192,7 @@ class ModelChecker {
     subdirs.sort((a, b) => (Buffer.from(a) < Buffer.from(b) ? -1 : 1));
     const first = subdirs[0];
     if (first === undefined) return {};
-    const inside = await listDir(join(dir, first));
+    const inside = await this.list(join(dir, first));
     const out: DirEntry[] = [];
     for (const e of inside) out.push({ name: e.name, isDirectory: await isDirectory(join(dir, first, e.name), e) });
     return { firstSubdirectory: out };
@@ -239,7 +245,7 @@ class ModelChecker {
   private async checkVersions(dir: string, versions: readonly VersionDir[], config: ModelConfig | undefined, positions: ReadonlyMap<string, SourcePos>, configFile: string): Promise<void> {
     let holdsPopef = false;
     for (const v of versions) {
-      const files = (await listDir(join(dir, v.dir))).filter((e) => !e.isDirectory()).map((e) => e.name);
+      const files = (await this.list(join(dir, v.dir))).filter((e) => !e.isDirectory()).map((e) => e.name);
       const popefFiles = files.filter((f) => f.endsWith('.popef')).sort((a, b) => (a === 'executable.popef' ? -1 : b === 'executable.popef' ? 1 : a < b ? -1 : 1));
       if (popefFiles.length > 0) holdsPopef = true;
       const poplar = config?.backend === 'poplar' || popefFiles.length > 0;
@@ -360,7 +366,7 @@ class ModelChecker {
     }
     // Triton checks that the library it found stays inside the backend directory only once it found one.
     if (found !== undefined) {
-      if (runtime !== '' && escapesDir(runtime)) {
+      if (runtime !== '' && escapes(runtime)) {
         this.add('backend/runtime-escapes', `backend library name '${runtime}' escapes backend directory '${join(backendDir, backend)}', for model '${this.model}', check model config runtime field`, { file: configFile, at: positions.get('runtime') }, 'name a file inside the backend directory');
       }
       return;
@@ -383,7 +389,7 @@ const POLL_RULES: ReadonlySet<RuleId> = new Set<RuleId>([
  * Mirrors the dependency check of ModelRepositoryManager's dependency graph:
  * an ensemble loads only when every model its steps name exists and loads.
  */
-function checkEnsembleSteps(report: ModelReport, repositoryModels: ReadonlySet<string>, reports: readonly ModelReport[], options: ValidateOptions): ModelReport {
+function checkEnsembleSteps(report: ModelReport, repositoryModels: ReadonlySet<string>, reports: ReadonlyMap<string, ModelReport>): ModelReport {
   const config = report.config;
   if (config?.platform !== 'ensemble' || config.ensemble_scheduling === undefined) return report;
   const steps = [...new Set((config.ensemble_scheduling.step ?? []).map((s) => s.model_name ?? '').filter((s) => s !== ''))].sort();
@@ -397,7 +403,7 @@ function checkEnsembleSteps(report: ModelReport, repositoryModels: ReadonlySet<s
     hint,
   });
   // A step refused at poll time is not in the dependency graph at all: Triton calls it not available.
-  const stepErrors = (step: string): readonly Finding[] => reports.find((r) => r.name === step)?.findings.filter((f) => f.severity === 'error' && RULES[f.rule].mirrors !== null) ?? [];
+  const stepErrors = (step: string): readonly Finding[] => reports.get(step)?.findings.filter((f) => f.severity === 'error' && RULES[f.rule].mirrors !== null) ?? [];
   const missing = steps.filter((s) => !repositoryModels.has(s) || stepErrors(s).some((f) => POLL_RULES.has(f.rule)));
   if (missing.length > 0) {
     extra.push(finding(`ensemble ${config.name ?? report.name} contains models that are not available or ambiguous: ${missing.join(', ')}`, 'add the step models to the repository, or fix model_name'));
@@ -412,14 +418,15 @@ function checkEnsembleSteps(report: ModelReport, repositoryModels: ReadonlySet<s
     // With every step loaded, Triton checks the ensemble's tensors against the steps' configs.
     if (extra.length === 0) {
       const stepConfigs = new Map<string, ModelConfig>();
-      for (const r of reports) if (steps.includes(r.name) && r.config !== undefined) stepConfigs.set(r.name, r.config);
+      for (const step of steps) {
+        const stepConfig = reports.get(step)?.config;
+        if (stepConfig !== undefined) stepConfigs.set(step, stepConfig);
+      }
       const tensors = validateEnsembleConfig(config, stepConfigs);
       if (tensors !== undefined) extra.push({ ...finding(tensors.message, tensors.hint ?? ''), rule: tensors.rule });
     }
   }
-  if (extra.length === 0) return report;
-  const strict = options.strict === true;
-  return { ...report, findings: [...report.findings, ...extra.map((f) => (strict ? { ...f, severity: 'error' as const } : f))] };
+  return extra.length === 0 ? report : { ...report, findings: [...report.findings, ...extra] };
 }
 
 /** Validates one repository. Throws only when the repository itself cannot be read (exit 2). */
@@ -435,8 +442,10 @@ export async function validateRepository(root: string, options: ValidateOptions 
   const entries = (await listDir(root)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const wanted = options.models === undefined ? undefined : new Set(options.models);
   const modelNames: string[] = [];
+  const modelDirectories = new Set<string>();
   for (const entry of entries) {
     if (!(await isDirectory(join(root, entry.name), entry))) continue;
+    if (!entry.name.startsWith('.')) modelDirectories.add(entry.name);
     if (wanted !== undefined && !wanted.has(entry.name)) continue;
     if (entry.name.startsWith('.')) {
       findings.push({
@@ -461,8 +470,8 @@ export async function validateRepository(root: string, options: ValidateOptions 
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, modelNames.length) }, worker));
-  const allModels = new Set(entries.filter((e) => !e.name.startsWith('.')).map((e) => e.name));
-  models.push(...reports.map((r) => checkEnsembleSteps(r, allModels, reports, options)));
+  const byName = new Map(reports.map((r) => [r.name, r]));
+  models.push(...reports.map((r) => checkEnsembleSteps(r, modelDirectories, byName)));
   if (wanted !== undefined) {
     for (const name of wanted) {
       if (!models.some((m) => m.name === name) && !findings.some((f) => f.file === name)) {
