@@ -10,7 +10,7 @@ import { autoCompleteBackendFields, normalizeInstanceGroup, normalizeModelConfig
  * Triton core r24.10 (src/model_config_utils.cc, src/backend_model.cc,
  * src/model_repository_manager/model_repository_manager.cc), each function
  * named after the one it mirrors and printing its message verbatim; plus the
- * rules of this tool's own (marked `triton: false` in findings.ts).
+ * rules of this tool's own (`mirrors: null` in findings.ts).
  *
  * Triton stops at its first failure; these rules report every failure they
  * see, so Triton's message is always among them. Pure: a parsed config and

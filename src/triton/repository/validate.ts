@@ -189,7 +189,7 @@ class ModelChecker {
   private async firstSubdirectory(dir: string, entries: readonly Dirent[]): Promise<{ firstSubdirectory?: DirEntry[] }> {
     const subdirs: string[] = [];
     for (const e of entries) if (await isDirectory(join(dir, e.name), e)) subdirs.push(e.name);
-    subdirs.sort((a, b) => (Buffer.from(a) < Buffer.from(b) ? -1 : 1));
+    subdirs.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
     const first = subdirs[0];
     if (first === undefined) return {};
     const inside = await this.list(join(dir, first));

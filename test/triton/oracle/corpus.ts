@@ -25,9 +25,9 @@ interface Base {
 type Files = Record<string, string | Buffer>;
 interface Mutation {
   readonly slug: string;
-  /** Only for bases whose first input has this many dims (warmup sizes depend on it), when set. */
+  /** Applies only to the bases this accepts (warmup sizes follow the first input), when set. */
   readonly only?: (base: Base) => boolean;
-  readonly config?: (c: ModelConfig, name: string) => ModelConfig;
+  readonly config?: (c: ModelConfig) => ModelConfig;
   /** A text-level change of the printed config (syntax the typed config cannot hold). */
   readonly text?: (t: string) => string;
   readonly files?: (c: ModelConfig) => Files;
@@ -251,7 +251,7 @@ export async function buildCorpus(root: string): Promise<CorpusModel[]> {
       await copyVersionFiles(base.dir, dir);
       let config = clone(base.config);
       config = m.keepName === true ? { ...config, name: undefined } : { ...config, name };
-      if (m.config !== undefined) config = m.config(config, name);
+      if (m.config !== undefined) config = m.config(config);
       let text = printPbtxt(config, { tritonVersion: 'latest' });
       if (m.text !== undefined) text = m.text(text);
       await writeFile(join(dir, 'config.pbtxt'), text);
