@@ -16,11 +16,16 @@ export async function runProcess(): Promise<void> {
   }
   const controller = new AbortController();
   let interrupted = false;
-  process.on('SIGINT', () => {
-    if (interrupted) process.exit(130);
+  let normalStop = false;
+  let signalExit = 130;
+  const onSignal = (code: number) => (): void => {
+    if (interrupted) process.exit(code);
     interrupted = true;
+    signalExit = code;
     controller.abort();
-  });
-  process.exitCode = await main(process.argv.slice(2), processIo(controller.signal));
-  if (controller.signal.aborted) process.exitCode = 130;
+  };
+  process.on('SIGINT', onSignal(130));
+  process.on('SIGTERM', onSignal(143));
+  process.exitCode = await main(process.argv.slice(2), processIo(controller.signal, () => (normalStop = true)));
+  if (controller.signal.aborted && !normalStop) process.exitCode = signalExit;
 }

@@ -8,10 +8,13 @@ export interface CliIo {
   readonly cwd: string;
   /** Aborted on Ctrl-C; long operations stop and clean up. */
   readonly signal: AbortSignal;
+  /** Called by a command that ends normally on the signal (a server draining on Ctrl-C or SIGTERM), so the exit code stays its own. */
+  readonly signalIsNormalStop?: () => void;
 }
 
-export function processIo(signal: AbortSignal): CliIo {
+export function processIo(signal: AbortSignal, signalIsNormalStop?: () => void): CliIo {
   return {
+    signalIsNormalStop,
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     stdoutIsTTY: process.stdout.isTTY,

@@ -8,6 +8,7 @@ import { registerDump } from './dump.js';
 import { registerPack } from './pack.js';
 import { registerRun } from './run.js';
 import { registerScaffold } from './scaffold.js';
+import { registerServe } from './serve.js';
 import { registerValidate } from './validate.js';
 import { registerUnpack } from './unpack.js';
 
@@ -19,6 +20,7 @@ export function register(program: Command, io: CliIo, run: (handler: Handler) =>
   registerScaffold(program, io, run);
   registerValidate(program, io, run);
   registerRun(program, io, run);
+  registerServe(program, io, run);
   registerPack(program, io, run);
   registerUnpack(program, io, run);
   registerConvert(program, io, run);

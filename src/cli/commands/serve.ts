@@ -1,0 +1,64 @@
+import { Option, type Command } from 'commander';
+import type { CliIo } from '../io.js';
+import type { Handler } from '../main.js';
+import { parseIntOption } from './options.js';
+
+export interface ServeFlags {
+  readonly host: string;
+  readonly httpPort: number;
+  readonly grpcPort: number;
+  readonly http: boolean;
+  readonly grpc: boolean;
+  readonly plugin: string;
+  readonly pluginOption?: string[];
+  readonly model?: string[];
+  readonly jsonLogs?: boolean;
+  readonly maxRequestSize: number;
+  readonly timeout: string;
+}
+
+const collect = (value: string, previous?: string[]): string[] => [...(previous ?? []), value];
+
+const HELP = `
+Serves the Poplar models of one or more Triton model repositories behind
+Triton's own inference protocol (KServe v2 with Triton's extensions), over
+HTTP/REST and gRPC, so that tritonclient code runs unchanged against it.
+Models run on an execution plugin (cpu: the model's source ONNX graph;
+ipu: Graphcore's Model Runtime), as with popef run.
+
+Each model is validated on load with popef validate's Triton rules: a model
+with errors is listed UNAVAILABLE with Triton's message as the reason, and
+the others serve. The server is ready once every model is loaded or refused.
+Client tensor names go through name_map.json; requests are checked with
+Triton's request-time rules and messages.
+
+Ctrl-C or SIGTERM stops accepting requests, lets running ones finish,
+closes the plugins and exits 0.
+
+Exit codes: 0 stopped by a signal after draining, 2 usage errors, a port in
+use, or a plugin that cannot run here.`;
+
+export function registerServe(program: Command, io: CliIo, run: (handler: Handler) => void): void {
+  program
+    .command('serve')
+    .description("serve model repositories over Triton's HTTP and gRPC inference protocol, on an execution plugin")
+    .argument('<repository...>', 'Triton model repositories (directories holding MODEL/config.pbtxt)')
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .addOption(new Option('--http-port <port>', 'HTTP/REST port (0: any free port)').argParser(parseIntOption(0, 65535)).default(8000))
+    .addOption(new Option('--grpc-port <port>', 'gRPC port (0: any free port)').argParser(parseIntOption(0, 65535)).default(8001))
+    .option('--no-http', 'do not serve HTTP/REST')
+    .option('--no-grpc', 'do not serve gRPC')
+    .option('--plugin <plugin>', 'execution plugin: cpu, ipu, ./plugin.js, ./plugin-program, or a package', 'cpu')
+    .option('--plugin-option <key=value>', 'an option passed to the plugin (repeatable)', collect)
+    .option('--model <name>', 'serve only this model (repeatable; default: every model)', collect)
+    .option('--json-logs', 'log one JSON line per request on standard error')
+    .addOption(new Option('--max-request-size <bytes>', 'largest request body accepted').argParser(parseIntOption(1024, 2 ** 31 - 1)).default(64 * 1024 * 1024))
+    .option('--timeout <seconds>', 'how long the plugin may take to open a model or run a request', '300')
+    .addHelpText('after', HELP)
+    .action((repositories: string[], flags: ServeFlags) => {
+      run(async () => {
+        const { serveCommand } = await import('./serve-command.js');
+        return serveCommand(repositories, flags, io);
+      });
+    });
+}

@@ -1,0 +1,299 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Server, ServerCredentials, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData } from '@grpc/grpc-js';
+import protobuf from 'protobufjs';
+import { packageRoot } from '../package-root.js';
+import { configToProtoObject } from './config-json.js';
+import { isProtocolDataType, protocolElementBytes } from './datatypes.js';
+import { type InferRequest, type RequestInput, type RequestedOutput } from './infer-request.js';
+import type { InferenceServer } from './inference-server.js';
+import type { RequestLog, TransportOptions } from './http-transport.js';
+import { asRequestError, grpcStatusOf, invalidArg } from './status.js';
+import type { ModelStats } from './served-model.js';
+
+/**
+ * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
+ * with protobufjs as the message codec (schemas/grpc_service.proto, read at
+ * start). Requests become the transport-neutral calls of InferenceServer;
+ * input data comes from raw_input_contents or typed contents with the
+ * rules of Triton's gRPC frontend (server r24.10, grpc/infer_handler.cc),
+ * outputs always go back as raw_output_contents, as Triton sends them.
+ */
+
+type Message = Record<string, unknown>;
+
+interface Codec {
+  encode(value: Message): Buffer;
+  decode(bytes: Buffer): Message;
+}
+
+let rootCache: protobuf.Root | undefined;
+
+/** The protocol's messages, parsed once from the shipped .proto files (field names kept as written). */
+function root(): protobuf.Root {
+  if (rootCache !== undefined) return rootCache;
+  const r = new protobuf.Root();
+  for (const file of ['model_config.proto', 'grpc_service.proto']) {
+    protobuf.parse(readFileSync(join(packageRoot(), 'schemas', file), 'utf8'), r, { keepCase: true });
+  }
+  r.resolveAll();
+  rootCache = r;
+  return r;
+}
+
+function codec(name: string, viaFromObject = false): Codec {
+  const type = root().lookupType(`inference.${name}`);
+  return {
+    encode: (value) => Buffer.from(type.encode(viaFromObject ? type.fromObject(value) : value).finish()),
+    decode: (bytes) => type.decode(bytes) as unknown as Message,
+  };
+}
+
+/** A protobufjs 64-bit value (a Long, or a number when small) as a number. */
+function toInt(value: unknown): number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'object' && value !== null && typeof (value as { toNumber?: unknown }).toNumber === 'function') return (value as { toNumber(): number }).toNumber();
+  return Number(value);
+}
+
+function str(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
+function list(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+/** Typed contents of one input as bytes, with the frontend's checks (InferGRPCToInputHelper). */
+function contentsToBytes(input: Message, model: string): Uint8Array {
+  const name = str(input.name);
+  const datatype = str(input.datatype);
+  const contents = (input.contents ?? {}) as Message;
+  const kinds: [string, string][] = [
+    ['bool_contents', 'BOOL'],
+    ['int_contents', datatype === 'INT8' ? 'INT8' : datatype === 'INT16' ? 'INT16' : 'INT32'],
+    ['int64_contents', 'INT64'],
+    ['uint_contents', datatype === 'UINT8' ? 'UINT8' : datatype === 'UINT16' ? 'UINT16' : 'UINT32'],
+    ['uint64_contents', 'UINT64'],
+    ['fp32_contents', 'FP32'],
+    ['fp64_contents', 'FP64'],
+    ['bytes_contents', 'BYTES'],
+  ];
+  let out: Uint8Array | undefined;
+  for (const [field, tensorType] of kinds) {
+    const values = list(contents[field]);
+    if (values.length === 0) continue;
+    if (out !== undefined) throw invalidArg(`unexpected explicit tensor data for input tensor '${name}' for model '${model}', binary data was already supplied.`);
+    if (tensorType !== datatype) {
+      throw invalidArg(`unexpected explicit tensor data for input tensor '${name}' for model '${model}' of type '${tensorType}', expected datatype '${isProtocolDataType(datatype) ? datatype : '<invalid>'}'`);
+    }
+    if (tensorType === 'BYTES') {
+      out = serializeRaw(values as Uint8Array[]);
+      continue;
+    }
+    const size = protocolElementBytes(tensorType as 'FP32');
+    const b = Buffer.alloc(values.length * size);
+    values.forEach((v, i) => {
+      const at = i * size;
+      switch (tensorType) {
+        case 'BOOL':
+          b.writeUInt8(v === true ? 1 : 0, at);
+          break;
+        case 'INT8':
+          b.writeInt8(toInt(v), at);
+          break;
+        case 'INT16':
+          b.writeInt16LE(toInt(v), at);
+          break;
+        case 'INT32':
+          b.writeInt32LE(toInt(v), at);
+          break;
+        case 'INT64':
+          b.writeBigInt64LE(BigInt(String(v)), at);
+          break;
+        case 'UINT8':
+          b.writeUInt8(toInt(v), at);
+          break;
+        case 'UINT16':
+          b.writeUInt16LE(toInt(v), at);
+          break;
+        case 'UINT32':
+          b.writeUInt32LE(toInt(v), at);
+          break;
+        case 'UINT64':
+          b.writeBigUInt64LE(BigInt(String(v)), at);
+          break;
+        case 'FP32':
+          b.writeFloatLE(Number(v), at);
+          break;
+        default:
+          b.writeDoubleLE(Number(v), at);
+      }
+    });
+    out = b;
+  }
+  if (out === undefined) throw invalidArg(`unable to find data for input tensor '${name}' for model '${model}' in request.`);
+  return out;
+}
+
+/** BYTES elements, each behind its 4-byte little-endian length. */
+function serializeRaw(elements: readonly Uint8Array[]): Uint8Array {
+  const out = Buffer.alloc(elements.reduce((n, e) => n + 4 + e.byteLength, 0));
+  let at = 0;
+  for (const e of elements) {
+    out.writeUInt32LE(e.byteLength, at);
+    out.set(e, at + 4);
+    at += 4 + e.byteLength;
+  }
+  return out;
+}
+
+/** ModelInferRequest -> InferRequest, as Triton's gRPC frontend reads it (InferGRPCToInput). */
+export function fromModelInferRequest(message: Message): InferRequest {
+  const model = str(message.model_name);
+  const raw = list(message.raw_input_contents) as Uint8Array[];
+  const params = (message.parameters ?? {}) as Record<string, Message>;
+  for (const key of Object.keys(params)) {
+    if (key.startsWith('triton_')) {
+      throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response");
+    }
+  }
+  const inputs: RequestInput[] = [];
+  let index = 0;
+  for (const item of list(message.inputs)) {
+    const input = item as Message;
+    const name = str(input.name);
+    const hasContents = input.contents !== undefined && input.contents !== null;
+    if (hasContents && raw.length > 0) throw invalidArg(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model}'`);
+    let data: Uint8Array;
+    if (hasContents) data = contentsToBytes(input, model);
+    else if (index < raw.length) data = raw[index++] ?? new Uint8Array(0);
+    else throw invalidArg(`unable to find data for input tensor '${name}' for model '${model}' in request.`);
+    inputs.push({ name, datatype: str(input.datatype), shape: list(input.shape).map(toInt), data });
+  }
+  if (index !== raw.length) {
+    throw invalidArg(`expected ${index} raw_input_contents for model '${model}', got ${raw.length}`);
+  }
+  const outputs: RequestedOutput[] = list(message.outputs).map((item) => {
+    const output = item as Message;
+    const p = ((output.parameters ?? {}) as Record<string, Message>).classification;
+    return { name: str(output.name), classCount: p === undefined ? 0 : toInt(p.int64_param ?? p.uint64_param ?? 0) };
+  });
+  return { modelName: model, modelVersion: str(message.model_version), id: str(message.id), inputs, outputs };
+}
+
+function statsMessage(entries: readonly { name: string; version: string; stats: ModelStats }[]): Message {
+  const d = (x: { count: number; ns: bigint }): Message => ({ count: x.count, ns: Number(x.ns) });
+  return {
+    model_stats: entries.map(({ name, version, stats: s }) => ({
+      name,
+      version,
+      last_inference: s.lastInference,
+      inference_count: s.inferenceCount,
+      execution_count: s.executionCount,
+      inference_stats: {
+        success: d(s.success),
+        fail: d(s.fail),
+        queue: d(s.queue),
+        compute_input: d(s.computeInput),
+        compute_infer: d(s.computeInfer),
+        compute_output: d(s.computeOutput),
+        cache_hit: { count: 0, ns: 0 },
+        cache_miss: { count: 0, ns: 0 },
+      },
+      batch_stats: [...s.batches.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([size, b]) => ({ batch_size: size, compute_input: { count: b.count, ns: Number(b.input) }, compute_infer: { count: b.count, ns: Number(b.infer) }, compute_output: { count: b.count, ns: Number(b.output) } })),
+      memory_usage: [],
+    })),
+  };
+}
+
+type Handler = (request: Message) => Message | Promise<Message>;
+
+export class GrpcTransport {
+  private readonly server: Server;
+  private readonly core: InferenceServer;
+  private readonly options: TransportOptions;
+
+  constructor(core: InferenceServer, options: TransportOptions) {
+    this.core = core;
+    this.options = options;
+    this.server = new Server({ 'grpc.max_receive_message_length': options.maxRequestSize, 'grpc.max_send_message_length': -1 });
+    const handlers: Record<string, [string, string, Handler, boolean?]> = {
+      ServerLive: ['ServerLiveRequest', 'ServerLiveResponse', () => ({ live: core.live() })],
+      ServerReady: ['ServerReadyRequest', 'ServerReadyResponse', () => ({ ready: core.ready() })],
+      ModelReady: ['ModelReadyRequest', 'ModelReadyResponse', (r) => ({ ready: core.modelReady(str(r.name), str(r.version)) })],
+      ServerMetadata: ['ServerMetadataRequest', 'ServerMetadataResponse', () => ({ ...core.metadata() })],
+      ModelMetadata: ['ModelMetadataRequest', 'ModelMetadataResponse', (r) => ({ ...core.modelMetadata(str(r.name), str(r.version)) })],
+      ModelConfig: ['ModelConfigRequest', 'ModelConfigResponse', (r) => ({ config: configToProtoObject(core.model(str(r.name), str(r.version)).config ?? {}) }), true],
+      ModelStatistics: ['ModelStatisticsRequest', 'ModelStatisticsResponse', (r) => statsMessage(core.statistics(str(r.name), str(r.version)))],
+      RepositoryIndex: ['RepositoryIndexRequest', 'RepositoryIndexResponse', (r) => ({ models: core.index().filter((e) => r.ready !== true || e.state === 'READY') })],
+      ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r) => this.infer(r)],
+    };
+    const definition: Record<string, ServiceDefinition[string]> = {};
+    const implementation: UntypedServiceImplementation = {};
+    for (const [method, [requestType, responseType, handler, viaFromObject]] of Object.entries(handlers)) {
+      const requestCodec = codec(requestType);
+      const responseCodec = codec(responseType, viaFromObject === true);
+      definition[method] = {
+        path: `/inference.GRPCInferenceService/${method}`,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (value: Message) => requestCodec.encode(value),
+        requestDeserialize: (bytes: Buffer) => requestCodec.decode(bytes),
+        responseSerialize: (value: Message) => responseCodec.encode(value),
+        responseDeserialize: (bytes: Buffer) => responseCodec.decode(bytes),
+        originalName: method,
+      };
+      implementation[method] = (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
+        void this.answer(method, call.request, handler, callback);
+      };
+    }
+    this.server.addService(definition, implementation);
+  }
+
+  private async infer(request: Message): Promise<Message> {
+    const result = await this.core.infer(fromModelInferRequest(request));
+    return {
+      model_name: result.modelName,
+      model_version: result.modelVersion,
+      id: result.id,
+      outputs: result.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape })),
+      raw_output_contents: result.outputs.map((o) => o.data),
+    };
+  }
+
+  private async answer(method: string, request: Message, handler: Handler, callback: sendUnaryData<Message>): Promise<void> {
+    const started = performance.now();
+    const model = str(request.model_name) || str(request.name) || undefined;
+    let entry: RequestLog;
+    try {
+      const response = await handler(request);
+      callback(null, response);
+      entry = { transport: 'grpc', method, model, status: 0, ms: performance.now() - started };
+    } catch (error) {
+      const e = asRequestError(error);
+      callback({ code: grpcStatusOf(e.status), details: e.message });
+      entry = { transport: 'grpc', method, model, status: grpcStatusOf(e.status), ms: performance.now() - started, error: e.message };
+    }
+    this.options.log?.(entry);
+  }
+
+  listen(port: number, host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, ServerCredentials.createInsecure(), (error, bound) => {
+        if (error !== null) reject(error);
+        else resolve(bound);
+      });
+    });
+  }
+
+  /** Stops accepting calls and waits for running ones. */
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.server.tryShutdown(() => resolve());
+    });
+  }
+}
+

@@ -1,0 +1,395 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createGunzip, createInflate } from 'node:zlib';
+import type { Transform } from 'node:stream';
+import { configToJson } from './config-json.js';
+import type { InferRequest, RequestInput, RequestedOutput } from './infer-request.js';
+import type { InferenceServer, InferResult } from './inference-server.js';
+import { readJsonData, writeJsonData } from './json-tensors.js';
+import type { ModelStats } from './served-model.js';
+import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
+
+/**
+ * Triton's HTTP/REST endpoints (KServe v2 with Triton's extensions), on
+ * node:http: the routes and status codes of Triton's HTTPAPIServer (server
+ * r24.10, http_server.cc), JSON tensors and the binary tensor data
+ * extension (Inference-Header-Content-Length, binary_data_size,
+ * binary_data). Bodies are read up to a limit, never beyond it.
+ */
+
+export interface RequestLog {
+  readonly transport: 'http' | 'grpc';
+  readonly method: string;
+  readonly model?: string;
+  readonly status: number;
+  readonly ms: number;
+  readonly error?: string;
+}
+
+export interface TransportOptions {
+  readonly maxRequestSize: number;
+  readonly log?: (entry: RequestLog) => void;
+}
+
+const HEADER = 'inference-header-content-length';
+const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|ready|config|stats))?$/;
+
+type JsonObject = Record<string, unknown>;
+
+class BodyTooLarge extends Error {}
+
+/** Reads the body, inflating gzip/deflate bodies, stopping as soon as it passes `limit` bytes. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    return Promise.reject(new BodyTooLarge());
+  }
+  const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
+  let source: IncomingMessage | Transform = req;
+  if (encoding === 'gzip' || encoding === 'deflate') {
+    const inflate = encoding === 'gzip' ? createGunzip() : createInflate();
+    req.pipe(inflate);
+    source = inflate;
+  } else if (encoding !== 'identity' && encoding !== '') {
+    req.resume();
+    return Promise.reject(new RequestError('UNSUPPORTED', 'Unsupported content-encoding, only \'identity\' is supported.'));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    source.on('data', (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > limit) {
+        source.removeAllListeners('data');
+        if (source !== req) (source as Transform).destroy();
+        req.resume();
+        reject(new BodyTooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    source.on('end', () => resolve(Buffer.concat(chunks, size)));
+    source.on('error', (error: Error) => reject(new RequestError('INVALID_ARG', `failed to decompress the request body: ${error.message}`)));
+    req.on('aborted', () => reject(new RequestError('CANCELLED', 'the client closed the connection')));
+  });
+}
+
+function parseJson(text: string): JsonObject {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    const message = (error as Error).message;
+    const at = /position (\d+)/.exec(message)?.[1] ?? String(text.length);
+    throw invalidArg(`failed to parse the request JSON buffer: ${message.replace(/ in JSON at position \d+.*$/, '')} at ${at}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidArg('failed to parse the request JSON buffer: The document root must be an object at 0');
+  return value as JsonObject;
+}
+
+function member(obj: JsonObject, key: string): unknown {
+  return Object.hasOwn(obj, key) ? obj[key] : undefined;
+}
+
+function asObject(value: unknown): JsonObject | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : undefined;
+}
+
+function requireString(obj: JsonObject, key: string): string {
+  const v = member(obj, key);
+  if (typeof v !== 'string') throw invalidArg(`Unable to parse '${key}': ${v === undefined ? `attempt to find non-existing object member '${key}'` : 'attempt to access JSON non-string as string'}`);
+  return v;
+}
+
+/** The `inputs` and `outputs` of an infer request body, with binary sections taken from `binary` in order. */
+function parseInferBody(model: string, version: string, header: JsonObject, binary: Buffer, hasHeaderLength: boolean): InferRequest {
+  const id = member(header, 'id');
+  if (id !== undefined && typeof id !== 'string') throw invalidArg("Unable to parse 'id': attempt to access JSON non-string as string");
+  let binaryOutputs: boolean | undefined;
+  const parameters = asObject(member(header, 'parameters'));
+  if (parameters !== undefined) {
+    for (const [key, value] of Object.entries(parameters)) {
+      if (key === 'binary_data_output') {
+        if (typeof value !== 'boolean') throw invalidArg("Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean");
+        binaryOutputs = value;
+      } else if (key.startsWith('triton_')) {
+        throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
+      }
+    }
+  }
+  const inputsJson = member(header, 'inputs');
+  if (!Array.isArray(inputsJson)) throw invalidArg(`Unable to parse 'inputs': ${inputsJson === undefined ? "attempt to find non-existing object member 'inputs'" : 'attempt to access JSON non-array as array'}`);
+  let offset = 0;
+  const inputs: RequestInput[] = [];
+  for (const raw of inputsJson) {
+    const input = asObject(raw);
+    if (input === undefined) throw invalidArg("Unable to parse 'inputs': attempt to access JSON non-object as object");
+    const params = asObject(member(input, 'parameters'));
+    const hasData = member(input, 'data') !== undefined;
+    const hasBinary = params !== undefined && member(params, 'binary_data_size') !== undefined;
+    const hasShm = params !== undefined && member(params, 'shared_memory_region') !== undefined;
+    const set = Number(hasData) + Number(hasBinary) + Number(hasShm);
+    if (set !== 1) {
+      const which = [hasData ? " 'data'" : '', hasBinary ? " 'binary_data_size'" : '', hasShm ? " 'shared_memory_region'" : ''].join('');
+      throw invalidArg(
+        `Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But${set === 0 ? ' no field is set' : ` set${which}`}`,
+      );
+    }
+    const name = requireString(input, 'name');
+    const datatype = requireString(input, 'datatype');
+    const shapeJson = member(input, 'shape');
+    if (!Array.isArray(shapeJson)) throw invalidArg(`Unable to parse 'shape': attempt to access JSON non-array as array`);
+    const shape = shapeJson.map((d: unknown) => {
+      if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) throw invalidArg("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      return d;
+    });
+    if (hasShm) throw new RequestError('UNSUPPORTED', `input '${name}': shared memory is not supported by popef serve`);
+    let data: Uint8Array;
+    if (hasBinary) {
+      const size = member(params ?? {}, 'binary_data_size');
+      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) throw invalidArg("Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      if (size > 0 && !hasHeaderLength) {
+        throw invalidArg("must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format");
+      }
+      if (offset + size > binary.byteLength) {
+        throw invalidArg(`unexpected size for input '${name}', expecting ${offset + size - binary.byteLength} additional bytes for model '${model}'`);
+      }
+      data = binary.subarray(offset, offset + size);
+      offset += size;
+    } else {
+      const count = shape.reduce((p, d) => p * d, 1);
+      data = count === 0 ? new Uint8Array(0) : readJsonData(name, datatype, shape, member(input, 'data'));
+    }
+    inputs.push({ name, datatype, shape, data });
+  }
+  if (offset !== binary.byteLength) throw invalidArg(`unexpected additional input data for model '${model}'`);
+  const outputs: RequestedOutput[] = [];
+  const outputsJson = member(header, 'outputs');
+  if (outputsJson !== undefined) {
+    if (!Array.isArray(outputsJson)) throw invalidArg("Unable to parse 'outputs': attempt to access JSON non-array as array");
+    for (const raw of outputsJson) {
+      const output = asObject(raw);
+      if (output === undefined) throw invalidArg("Unable to parse 'outputs': attempt to access JSON non-object as object");
+      const name = requireString(output, 'name');
+      const params = asObject(member(output, 'parameters')) ?? {};
+      const cls = member(params, 'classification');
+      const bin = member(params, 'binary_data');
+      if (cls !== undefined && (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0)) throw invalidArg("Unable to parse 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      if (bin !== undefined && typeof bin !== 'boolean') throw invalidArg("Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
+      if (member(params, 'shared_memory_region') !== undefined) throw new RequestError('UNSUPPORTED', `output '${name}': shared memory is not supported by popef serve`);
+      outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs });
+    }
+  }
+  return { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs, binaryOutputs } as InferRequest & { binaryOutputs?: boolean };
+}
+
+/** The response body: JSON, then the binary outputs in order (Triton's layout). */
+function inferResponse(result: InferResult, defaultBinary: boolean): { json: Buffer; binary: Buffer[] } {
+  const binary: Buffer[] = [];
+  const outputs = result.outputs.map((o) => {
+    const asBinary = o.binary ?? defaultBinary;
+    const base = { name: o.name, datatype: o.datatype, shape: o.shape };
+    if (asBinary) {
+      binary.push(Buffer.from(o.data.buffer, o.data.byteOffset, o.data.byteLength));
+      return { ...base, parameters: { binary_data_size: o.data.byteLength } };
+    }
+    return { ...base, data: writeJsonData(o.datatype, o.data) };
+  });
+  const body: JsonObject = {};
+  if (result.id !== '') body.id = result.id;
+  body.model_name = result.modelName;
+  body.model_version = result.modelVersion;
+  body.outputs = outputs;
+  return { json: Buffer.from(JSON.stringify(body)), binary };
+}
+
+function duration(d: { count: number; ns: bigint }): { count: number; ns: number } {
+  return { count: d.count, ns: Number(d.ns) };
+}
+
+export function statsJson(entries: readonly { name: string; version: string; stats: ModelStats }[]): JsonObject {
+  return {
+    model_stats: entries.map(({ name, version, stats: s }) => ({
+      name,
+      version,
+      last_inference: s.lastInference,
+      inference_count: s.inferenceCount,
+      execution_count: s.executionCount,
+      inference_stats: {
+        success: duration(s.success),
+        fail: duration(s.fail),
+        queue: duration(s.queue),
+        compute_input: duration(s.computeInput),
+        compute_infer: duration(s.computeInfer),
+        compute_output: duration(s.computeOutput),
+        cache_hit: { count: 0, ns: 0 },
+        cache_miss: { count: 0, ns: 0 },
+      },
+      response_stats: {},
+      batch_stats: [...s.batches.entries()].sort((a, b) => a[0] - b[0]).map(([size, b]) => ({
+        batch_size: size,
+        compute_input: { count: b.count, ns: Number(b.input) },
+        compute_infer: { count: b.count, ns: Number(b.infer) },
+        compute_output: { count: b.count, ns: Number(b.output) },
+      })),
+      memory_usage: [],
+    })),
+  };
+}
+
+export class HttpTransport {
+  private readonly server: Server;
+  private readonly core: InferenceServer;
+  private readonly options: TransportOptions;
+
+  constructor(core: InferenceServer, options: TransportOptions) {
+    this.core = core;
+    this.options = options;
+    this.server = createServer((req, res) => {
+      void this.handle(req, res);
+    });
+    // Keep-alive sockets must not hold a stopping server open for long.
+    this.server.keepAliveTimeout = 5000;
+  }
+
+  listen(port: number, host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        const address = this.server.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : port);
+      });
+    });
+  }
+
+  /** Stops accepting connections; idle keep-alive connections are closed, busy ones finish their request. */
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeIdleConnections();
+    });
+  }
+
+  private sendJson(res: ServerResponse, status: number, value: unknown): void {
+    this.sendParts(res, status, [Buffer.from(JSON.stringify(value))], { 'Content-Type': 'application/json' });
+  }
+
+  private sendEmpty(res: ServerResponse, status: number): void {
+    this.sendParts(res, status, [], {});
+  }
+
+  private sendParts(res: ServerResponse, status: number, parts: readonly Buffer[], headers: Record<string, string>): void {
+    if (res.headersSent) return;
+    const length = parts.reduce((n, p) => n + p.byteLength, 0);
+    res.writeHead(status, { ...headers, 'Content-Length': String(length) });
+    for (const p of parts) res.write(p);
+    res.end();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    let model: string | undefined;
+    let status = 200;
+    let error: string | undefined;
+    const fail = (e: unknown): void => {
+      req.resume();
+      if (e instanceof BodyTooLarge) {
+        status = 413;
+        error = `request body is larger than the --max-request-size of ${this.options.maxRequestSize} bytes`;
+      } else {
+        const r = asRequestError(e);
+        status = httpStatusOf(r.status);
+        error = r.message;
+      }
+      this.sendJson(res, status, { error });
+    };
+    try {
+      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      const method = req.method ?? 'GET';
+      const m = MODEL_ROUTE.exec(path);
+      if (path === '/v2/health/live' || path === '/v2/health/ready' || path === '/v2') {
+        if (method !== 'GET') throw new MethodNotAllowed();
+        if (path === '/v2') this.sendJson(res, 200, this.core.metadata());
+        else {
+          const ok = path.endsWith('live') ? this.core.live() : this.core.ready();
+          status = ok ? 200 : 400;
+          this.sendEmpty(res, status);
+        }
+      } else if (path === '/v2/models/stats' && method === 'GET') {
+        this.sendJson(res, 200, statsJson(this.core.statistics('', '')));
+      } else if (m !== null) {
+        model = decodeURIComponent(m[1] ?? '');
+        const version = m[2] ?? '';
+        const kind = m[3] ?? '';
+        if (kind === 'infer') {
+          if (method !== 'POST') throw new MethodNotAllowed();
+          await this.infer(req, res, model, version);
+        } else {
+          if (method !== 'GET') throw new MethodNotAllowed();
+          if (kind === 'ready') {
+            status = this.core.modelReady(model, version) ? 200 : 400;
+            if (status === 200) this.sendEmpty(res, 200);
+            else {
+              error = 'Model version not ready';
+              this.sendJson(res, 400, { error });
+            }
+          } else if (kind === 'config') {
+            const config = this.core.model(model, version).config ?? {};
+            this.sendJson(res, 200, configToJson(config));
+          } else if (kind === 'stats') {
+            this.sendJson(res, 200, statsJson(this.core.statistics(model, version)));
+          } else {
+            this.sendJson(res, 200, this.core.modelMetadata(model, version));
+          }
+        }
+      } else if (path === '/v2/repository/index') {
+        if (method !== 'POST') throw new MethodNotAllowed();
+        const body = await readBody(req, this.options.maxRequestSize);
+        const request = body.byteLength === 0 ? {} : parseJson(body.toString('utf8'));
+        const readyOnly = member(request, 'ready') === true;
+        this.sendJson(res, 200, this.core.index().filter((e) => !readyOnly || e.state === 'READY'));
+      } else {
+        status = 404;
+        error = 'Not Found';
+        req.resume();
+        this.sendJson(res, 404, { error });
+      }
+    } catch (e) {
+      if (e instanceof MethodNotAllowed) {
+        status = 405;
+        error = 'Method Not Allowed';
+        req.resume();
+        this.sendJson(res, 405, { error });
+      } else fail(e);
+    } finally {
+      this.options.log?.({ transport: 'http', method: `${req.method ?? ''} ${req.url ?? ''}`, model, status: res.statusCode || status, ms: performance.now() - started, error });
+    }
+  }
+
+  private async infer(req: IncomingMessage, res: ServerResponse, model: string, version: string): Promise<void> {
+    // The model must exist before the body is read, as in Triton (CheckTransactionPolicy comes first).
+    this.core.model(model, version);
+    const body = await readBody(req, this.options.maxRequestSize);
+    const headerValue = req.headers[HEADER];
+    let headerLength = body.byteLength;
+    const hasHeaderLength = typeof headerValue === 'string';
+    if (hasHeaderLength) {
+      const parsed = Number.parseInt(headerValue, 10);
+      if (!Number.isFinite(parsed)) throw invalidArg(`Unable to parse Inference-Header-Content-Length, got: ${headerValue}`);
+      if (parsed < 0 || parsed > body.byteLength) throw invalidArg(`inference header size should be in range (0, ${body.byteLength}), got: ${headerValue}`);
+      headerLength = parsed;
+    }
+    const header = parseJson(body.subarray(0, headerLength).toString('utf8'));
+    const request = parseInferBody(model, version, header, body.subarray(headerLength), hasHeaderLength) as InferRequest & { binaryOutputs?: boolean };
+    const result = await this.core.infer(request);
+    const { json, binary } = inferResponse(result, request.binaryOutputs ?? false);
+    if (binary.length > 0) {
+      this.sendParts(res, 200, [json, ...binary], { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(json.byteLength) });
+    } else {
+      this.sendParts(res, 200, [json], { 'Content-Type': 'application/json' });
+    }
+  }
+}
+
+class MethodNotAllowed extends Error {}

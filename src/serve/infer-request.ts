@@ -1,0 +1,251 @@
+import type { Tensor } from '../run/plugin-api.js';
+import { elementCount, toNumbers } from '../run/tensor.js';
+import { isProtocolDataType, popefFromProtocol, protocolElementBytes, type ProtocolDataType } from './datatypes.js';
+import type { ServedTensor } from './served-model.js';
+import { RequestError, invalidArg } from './status.js';
+
+/**
+ * Triton's request semantics, shared by both transports: an inference
+ * request in transport-neutral form, checked the way Triton core checks it
+ * (InferenceRequest::Normalize and ValidateRequestInputs, core r24.10,
+ * src/infer_request.cc), in Triton's order and with Triton's messages, then
+ * turned into plugin tensors; and the response, with Triton's
+ * classification (server r24.10, src/classification.cc).
+ */
+
+export interface RequestInput {
+  readonly name: string;
+  /** As the client sent it: an unknown spelling is kept, to be refused with Triton's message. */
+  readonly datatype: string;
+  readonly shape: readonly number[];
+  /** The tensor's bytes, little-endian, row-major, as the transport assembled them. */
+  readonly data: Uint8Array;
+}
+
+export interface RequestedOutput {
+  readonly name: string;
+  /** Top-k classification instead of the tensor (0: the tensor itself). */
+  readonly classCount: number;
+  /** HTTP only: the client asked for binary data for this output. */
+  readonly binary?: boolean;
+}
+
+export interface InferRequest {
+  readonly modelName: string;
+  readonly modelVersion: string;
+  readonly id: string;
+  readonly inputs: readonly RequestInput[];
+  /** Empty: every output of the model, as Triton does. */
+  readonly outputs: readonly RequestedOutput[];
+}
+
+export interface ResponseOutput {
+  readonly name: string;
+  readonly datatype: ProtocolDataType;
+  readonly shape: readonly number[];
+  readonly data: Uint8Array;
+  readonly binary?: boolean;
+}
+
+/** What the model needs to know to check a request (from its normalised config). */
+export interface RequestContract {
+  readonly name: string;
+  readonly maxBatchSize: number;
+  readonly inputs: readonly ServedTensor[];
+  readonly outputs: readonly ServedTensor[];
+}
+
+/** Triton's DimsListToString: "[1,28,28]". */
+export function dimsToString(dims: readonly number[]): string {
+  return `[${dims.join(',')}]`;
+}
+
+function logRequest(request: InferRequest): string {
+  return `[request id: ${request.id === '' ? '<id_unknown>' : request.id}] `;
+}
+
+/** A tensor ready for the plugin: by anchor name, with the anchor's own shape. */
+export interface NormalizedRequest {
+  readonly batch: number;
+  readonly tensors: Map<string, Tensor>;
+  readonly outputs: readonly RequestedOutput[];
+}
+
+function protocolName(datatype: string): string {
+  // TRITONSERVER_StringToDataType gives TYPE_INVALID for a spelling it does not know; it prints as "<invalid>".
+  return isProtocolDataType(datatype) ? datatype : '<invalid>';
+}
+
+/**
+ * Checks a request against the model, as Triton core does before a backend
+ * sees it, and returns the plugin's input tensors. When the model batches
+ * and the request brings fewer rows than the PopEF anchors hold, the rows
+ * are padded with zeros (and the outputs cut back in `respond`): a PopEF
+ * executable has fixed shapes.
+ */
+export function normalizeRequest(model: RequestContract, request: InferRequest): NormalizedRequest {
+  const prefix = logRequest(request);
+  const inputByName = new Map(model.inputs.map((t) => [t.name, t]));
+  const outputNames = new Set(model.outputs.map((t) => t.name));
+  const seen = new Set<string>();
+  for (const input of request.inputs) {
+    if (seen.has(input.name)) throw invalidArg(`${prefix}input '${input.name}' already exists in request`);
+    seen.add(input.name);
+  }
+  for (const output of request.outputs) {
+    if (!outputNames.has(output.name)) throw invalidArg(`unexpected inference output '${output.name}' for model '${model.name}'`);
+  }
+  // ValidateRequestInputs: the count first (no input of a Poplar model is optional).
+  if (request.inputs.length !== model.inputs.length) {
+    const missing = model.inputs.filter((t) => !seen.has(t.name)).map((t) => `'${t.name}'`);
+    const given = request.inputs.map((t) => `'${t.name}'`);
+    throw invalidArg(
+      `${prefix}expected ${model.inputs.length} inputs but got ${request.inputs.length} inputs for model '${model.name}'. ` +
+        `Got input(s) [${given.join(',')}], but missing required input(s) [${missing.join(',')}]. Please provide all required input(s).`,
+    );
+  }
+  let batch = 0;
+  const shapes = new Map<string, readonly number[]>();
+  for (const input of request.inputs) {
+    if (!inputByName.has(input.name)) throw invalidArg(`unexpected inference input '${input.name}' for model '${model.name}'`);
+    if (model.maxBatchSize === 0) {
+      shapes.set(input.name, input.shape);
+      continue;
+    }
+    const first = input.shape[0];
+    if (first === undefined) throw invalidArg(`${prefix}input '${input.name}' has no shape but model requires batch dimension for '${model.name}'`);
+    if (batch === 0) batch = first;
+    else if (first !== batch) throw invalidArg(`${prefix}input '${input.name}' batch size does not match other inputs for '${model.name}'`);
+    shapes.set(input.name, input.shape.slice(1));
+  }
+  if (batch > model.maxBatchSize) throw invalidArg(`${prefix}inference request batch-size must be <= ${model.maxBatchSize} for '${model.name}'`);
+
+  const tensors = new Map<string, Tensor>();
+  for (const input of request.inputs) {
+    const config = inputByName.get(input.name);
+    if (config === undefined) continue;
+    if (input.datatype !== config.datatype) {
+      throw invalidArg(`${prefix}inference input '${input.name}' data-type is '${protocolName(input.datatype)}', but model '${model.name}' expects '${config.datatype}'`);
+    }
+    const shape = shapes.get(input.name) ?? [];
+    let matches = shape.length === config.dims.length;
+    if (matches) {
+      for (let i = 0; i < shape.length; i++) {
+        if (shape[i] === -1) throw invalidArg(`${prefix}All input dimensions should be specified for input '${input.name}' for model '${model.name}', got ${dimsToString(input.shape)}`);
+        if (config.dims[i] !== -1 && config.dims[i] !== shape[i]) {
+          matches = false;
+          break;
+        }
+      }
+    }
+    if (!matches) {
+      const full = model.maxBatchSize > 0 ? [-1, ...config.dims] : [...config.dims];
+      const note =
+        model.maxBatchSize > 0
+          ? 'NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. ' +
+            'If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. ' +
+            'See the model configuration docs for more info on max_batch_size.'
+          : '';
+      throw invalidArg(`${prefix}unexpected shape for input '${input.name}' for model '${model.name}'. Expected ${dimsToString(full)}, got ${dimsToString(input.shape)}. ${note}`);
+    }
+    const withBatch = model.maxBatchSize > 0 ? [batch, ...shape] : shape;
+    const expectedBytes = elementCount(withBatch) * protocolElementBytes(config.datatype);
+    if (input.data.byteLength !== expectedBytes) {
+      throw invalidArg(`${prefix}input byte size mismatch for input '${input.name}' for model '${model.name}'. Expected ${expectedBytes}, got ${input.data.byteLength}`);
+    }
+    tensors.set(config.anchor, toAnchorTensor(config, input.data, batch, model.maxBatchSize));
+  }
+  return { batch, tensors, outputs: request.outputs };
+}
+
+function toAnchorTensor(config: ServedTensor, data: Uint8Array, batch: number, maxBatchSize: number): Tensor {
+  const dtype = popefFromProtocol(config.datatype);
+  if (dtype === undefined) throw new RequestError('UNSUPPORTED', `input '${config.name}' of datatype ${config.datatype} cannot be passed to an execution plugin`);
+  const anchorRows = config.anchorShape[0] ?? 1;
+  if (maxBatchSize === 0 || batch === anchorRows) return { name: config.anchor, dtype, shape: config.anchorShape, data };
+  // Fewer rows than the executable takes: pad with zero rows.
+  const padded = new Uint8Array((data.byteLength / batch) * anchorRows);
+  padded.set(data);
+  return { name: config.anchor, dtype, shape: config.anchorShape, data: padded };
+}
+
+/** Formats like C++ std::to_string of a float or double ("%f"). */
+function cppToString(value: number): string {
+  if (Number.isNaN(value)) return value < 0 ? '-nan' : 'nan';
+  if (!Number.isFinite(value)) return value < 0 ? '-inf' : 'inf';
+  return value.toFixed(6);
+}
+
+/** Elements prefixed by their 4-byte little-endian length: Triton's serialisation of BYTES tensors. */
+export function serializeBytes(elements: readonly string[]): Uint8Array {
+  const encoded = elements.map((s) => Buffer.from(s, 'utf8'));
+  const out = Buffer.alloc(encoded.reduce((n, b) => n + 4 + b.byteLength, 0));
+  let at = 0;
+  for (const b of encoded) {
+    out.writeUInt32LE(b.byteLength, at);
+    b.copy(out, at + 4);
+    at += 4 + b.byteLength;
+  }
+  return out;
+}
+
+/** Splits a serialised BYTES tensor; undefined when the lengths do not add up. */
+export function deserializeBytes(data: Uint8Array): Buffer[] | undefined {
+  const buffer = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const out: Buffer[] = [];
+  let at = 0;
+  while (at < buffer.byteLength) {
+    if (at + 4 > buffer.byteLength) return undefined;
+    const n = buffer.readUInt32LE(at);
+    if (at + 4 + n > buffer.byteLength) return undefined;
+    out.push(buffer.subarray(at + 4, at + 4 + n));
+    at += 4 + n;
+  }
+  return out;
+}
+
+function classify(values: Float64Array, rows: number, k: number, labels: readonly string[] | undefined): string[] {
+  const perRow = rows === 0 ? values.length : values.length / rows;
+  const out: string[] = [];
+  for (let r = 0; r < Math.max(1, rows); r++) {
+    const base = r * perRow;
+    const order = Array.from({ length: perRow }, (_, i) => i);
+    // std::sort by descending value; ties keep index order so the answer is stable.
+    order.sort((a, b) => (values[base + b] ?? 0) - (values[base + a] ?? 0) || a - b);
+    for (const i of order.slice(0, Math.min(k, perRow))) {
+      const label = labels?.[i];
+      out.push(`${cppToString(values[base + i] ?? 0)}:${i}${label === undefined ? '' : `:${label}`}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * The response outputs, in the model's output order: every output when none
+ * was requested, else the requested ones. Rows added for padding are cut.
+ */
+export function respond(model: RequestContract, normalized: NormalizedRequest, results: ReadonlyMap<string, Tensor>): ResponseOutput[] {
+  const requested = new Map(normalized.outputs.map((o) => [o.name, o]));
+  const out: ResponseOutput[] = [];
+  for (const config of model.outputs) {
+    const wanted = requested.get(config.name);
+    if (normalized.outputs.length > 0 && wanted === undefined) continue;
+    const tensor = results.get(config.anchor);
+    if (tensor === undefined) throw new RequestError('INTERNAL', `the execution plugin returned no output '${config.anchor}' for output '${config.name}'`);
+    const rows = model.maxBatchSize > 0 ? normalized.batch : 0;
+    const anchorRows = config.anchorShape[0] ?? 1;
+    let data = tensor.data;
+    if (rows > 0 && rows !== anchorRows) data = data.subarray(0, (data.byteLength / anchorRows) * rows);
+    const shape = rows > 0 ? [rows, ...tensor.shape.slice(1)] : [...tensor.shape];
+    const classCount = wanted?.classCount ?? 0;
+    if (classCount > 0) {
+      const values = toNumbers({ dtype: tensor.dtype, shape: [elementCount(shape)], data });
+      const classes = classify(values, rows, classCount, config.labels);
+      const perRow = rows === 0 ? values.length : values.length / rows;
+      out.push({ name: config.name, datatype: 'BYTES', shape: rows > 0 ? [rows, Math.min(classCount, perRow)] : [Math.min(classCount, perRow)], data: serializeBytes(classes), binary: wanted?.binary });
+      continue;
+    }
+    out.push({ name: config.name, datatype: config.datatype, shape, data, binary: wanted?.binary });
+  }
+  return out;
+}

@@ -1,0 +1,116 @@
+import { isPopefError } from '../errors.js';
+import { VERSION } from '../version.js';
+import { normalizeRequest, respond, type InferRequest, type ResponseOutput } from './infer-request.js';
+import type { ModelRepository } from './model-repository.js';
+import type { ModelStats, ServedModel } from './served-model.js';
+import { RequestError } from './status.js';
+
+/**
+ * The server's answers, independent of the transport: what the HTTP and
+ * gRPC endpoints both return, computed once. Transports translate requests
+ * into these calls and answers (or RequestErrors) into their wire format.
+ */
+
+export interface TensorMetadata {
+  readonly name: string;
+  readonly datatype: string;
+  readonly shape: readonly number[];
+}
+
+export interface ModelMetadata {
+  readonly name: string;
+  readonly versions: readonly string[];
+  readonly platform: string;
+  readonly inputs: readonly TensorMetadata[];
+  readonly outputs: readonly TensorMetadata[];
+}
+
+export interface IndexEntry {
+  readonly name: string;
+  readonly version: string;
+  readonly state: string;
+  readonly reason: string;
+}
+
+export interface InferResult {
+  readonly modelName: string;
+  readonly modelVersion: string;
+  readonly id: string;
+  readonly outputs: readonly ResponseOutput[];
+}
+
+/** The protocol extensions served (Triton's names, as ServerMetadata lists them). */
+export const EXTENSIONS = ['classification', 'model_repository', 'statistics', 'binary_tensor_data'];
+
+export class InferenceServer {
+  readonly repository: ModelRepository;
+  private stopping = false;
+
+  constructor(repository: ModelRepository) {
+    this.repository = repository;
+  }
+
+  live(): boolean {
+    return true;
+  }
+
+  ready(): boolean {
+    return this.repository.ready && !this.stopping;
+  }
+
+  /** New requests are refused from now on; running ones finish. */
+  stopAccepting(): void {
+    this.stopping = true;
+  }
+
+  metadata(): { name: string; version: string; extensions: readonly string[] } {
+    return { name: 'popef-toolkit', version: VERSION, extensions: EXTENSIONS };
+  }
+
+  modelReady(name: string, version: string): boolean {
+    return this.repository.isReady(name, version);
+  }
+
+  modelMetadata(name: string, version: string): ModelMetadata {
+    const model = this.repository.get(name, version);
+    const withBatch = (dims: readonly number[]): number[] => (model.maxBatchSize > 0 ? [-1, ...dims] : [...dims]);
+    return {
+      name: model.name,
+      versions: [model.version],
+      platform: model.config?.platform ?? '',
+      inputs: model.inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: withBatch(t.dims) })),
+      outputs: model.outputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: withBatch(t.dims) })),
+    };
+  }
+
+  model(name: string, version: string): ServedModel {
+    return this.repository.get(name, version);
+  }
+
+  index(): IndexEntry[] {
+    return this.repository.list().map((m) => ({ name: m.name, version: m.version, state: m.state, reason: m.reason }));
+  }
+
+  /** Statistics of one model, or of every ready model when the name is empty. */
+  statistics(name: string, version: string): { name: string; version: string; stats: ModelStats }[] {
+    const models = name === '' ? this.repository.list().filter((m) => m.ready) : [this.repository.get(name, version)];
+    return models.map((m) => ({ name: m.name, version: m.version, stats: m.stats }));
+  }
+
+  async infer(request: InferRequest): Promise<InferResult> {
+    if (this.stopping) throw new RequestError('UNAVAILABLE', 'Server is stopping');
+    const model = this.repository.get(request.modelName, request.modelVersion);
+    const normalized = normalizeRequest(model, request);
+    let results;
+    try {
+      results = await model.execute(normalized.tensors, normalized.batch);
+    } catch (error) {
+      if (error instanceof RequestError) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      // A plugin process that died or stopped answering cannot serve the next request either.
+      if (isPopefError(error) && (error.code === 'E_PLUGIN' || error.code === 'E_TIMEOUT')) model.markUnavailable(message);
+      throw new RequestError('INTERNAL', `execution plugin failed for model '${model.name}': ${message}`);
+    }
+    return { modelName: model.name, modelVersion: model.version, id: request.id, outputs: respond(model, normalized, results) };
+  }
+}

@@ -1,0 +1,173 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isPopefError } from '../errors.js';
+import { ModelSet } from '../format/model-set.js';
+import { resolveTarget } from '../run/model-target.js';
+import type { ExecutionPlugin, OpenedModel, TensorSpec } from '../run/plugin-api.js';
+import type { ModelConfig, ModelInput, ModelOutput } from '../triton/model-config.js';
+import { validateRepository, type ModelReport } from '../triton/repository/validate.js';
+import { protocolFromConfig } from './datatypes.js';
+import { ServedModel, type ServedTensor } from './served-model.js';
+import { RequestError } from './status.js';
+
+/**
+ * The models `popef serve` holds: every model directory of the given
+ * repositories, validated on load with `popef validate`'s Triton rules. A
+ * model with errors is UNAVAILABLE with Triton's message as the reason; a
+ * model that passes is opened in the plugin (one plugin model per instance
+ * of its instance groups) and READY. Lookups answer with the messages of
+ * Triton's ModelLifeCycle::GetModel and ModelRepositoryManager.
+ */
+
+export interface LoadOptions {
+  readonly plugin: ExecutionPlugin;
+  /** Only these model names (Triton's --load-model). */
+  readonly models?: readonly string[];
+  /** Plugin options, as `popef run --plugin-option`. */
+  readonly pluginOptions?: Readonly<Record<string, string>>;
+  /** Told about each model as it is loaded or refused. */
+  readonly onModel?: (model: ServedModel) => void;
+}
+
+function dimsOf(t: ModelInput | ModelOutput): number[] {
+  return (t.dims ?? []).map((d) => Number(d));
+}
+
+function unavailable(name: string, config: ModelConfig | undefined, reason: string, version = ''): ServedModel {
+  return new ServedModel({ name, version, config, state: 'UNAVAILABLE', reason });
+}
+
+/** Joins config tensors to the plugin's anchors through name_map.json. */
+function joinTensors(
+  configTensors: readonly (ModelInput | ModelOutput)[],
+  specs: readonly TensorSpec[],
+  anchorOf: (client: string) => string,
+  labels: ReadonlyMap<string, readonly string[]>,
+): ServedTensor[] | string {
+  const out: ServedTensor[] = [];
+  for (const t of configTensors) {
+    const name = t.name ?? '';
+    const anchor = anchorOf(name);
+    const spec = specs.find((s) => s.name === anchor);
+    if (spec === undefined) return `tensor '${name}' (anchor '${anchor}') is not a tensor the execution plugin offers for this model`;
+    const datatype = protocolFromConfig(t.data_type);
+    if (datatype === '') return `tensor '${name}' has no data_type`;
+    out.push({ name, anchor, datatype, dims: dimsOf(t), anchorShape: spec.shape, labels: labels.get(name) });
+  }
+  return out;
+}
+
+async function loadModel(root: string, report: ModelReport, options: LoadOptions): Promise<ServedModel> {
+  const error = report.findings.find((f) => f.severity === 'error');
+  const config = report.config;
+  if (error !== undefined) return unavailable(report.name, config, error.message);
+  if (config === undefined) return unavailable(report.name, config, 'the model has no usable config');
+  if (config.backend !== 'poplar') {
+    return unavailable(report.name, config, `popef serve runs models of the poplar backend only; this one names backend '${config.backend ?? ''}'`);
+  }
+  const modelDir = join(root, report.name);
+  let version = '';
+  const opened: OpenedModel[] = [];
+  try {
+    const target = await resolveTarget([modelDir], root);
+    version = /[\\/](\d+)$/.exec(target.files[0]?.replace(/[\\/][^\\/]+$/, '') ?? '')?.[1] ?? '';
+    const anchorOf = new Map<string, string>();
+    for (const [anchor, client] of target.clientNames) anchorOf.set(client, anchor);
+    const set = await ModelSet.open(target.files);
+    let executable: string;
+    try {
+      executable = set.model().name;
+    } finally {
+      await set.close();
+    }
+    const labels = new Map<string, readonly string[]>();
+    for (const o of config.output ?? []) {
+      if ((o.label_filename ?? '') === '') continue;
+      const text = await readFile(join(modelDir, o.label_filename ?? ''), 'utf8');
+      labels.set(o.name ?? '', text.split('\n').filter((line, i, all) => line !== '' || i < all.length - 1));
+    }
+    const count = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + Number(g.count ?? 1), 0));
+    for (let i = 0; i < count; i++) opened.push(await options.plugin.open({ files: target.files, executable, options: options.pluginOptions ?? {} }));
+    const first = opened[0];
+    if (first === undefined) throw new Error('no instance opened');
+    const lookup = (client: string): string => anchorOf.get(client) ?? client;
+    const inputs = joinTensors(config.input ?? [], first.inputs, lookup, labels);
+    const outputs = joinTensors(config.output ?? [], first.outputs, lookup, labels);
+    if (typeof inputs === 'string' || typeof outputs === 'string') {
+      await Promise.allSettled(opened.map((m) => m.close()));
+      return unavailable(report.name, config, typeof inputs === 'string' ? inputs : (outputs as string), version);
+    }
+    return new ServedModel({ name: report.name, version, config, inputs, outputs, instances: opened, state: 'READY' });
+  } catch (e) {
+    await Promise.allSettled(opened.map((m) => m.close()));
+    const message = isPopefError(e) ? e.message : e instanceof Error ? e.message : String(e);
+    return unavailable(report.name, config, `failed to load '${report.name}': ${message}`, version);
+  }
+}
+
+export class ModelRepository {
+  private readonly models = new Map<string, ServedModel>();
+  private loaded = false;
+
+  /** Every model, in name order. */
+  list(): ServedModel[] {
+    return [...this.models.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** True once every model has been loaded or refused. */
+  get ready(): boolean {
+    return this.loaded;
+  }
+
+  async load(roots: readonly string[], options: LoadOptions): Promise<void> {
+    for (const root of roots) {
+      const report = await validateRepository(root, { models: options.models?.filter(() => roots.length === 1), tritonVersion: 'latest' });
+      for (const m of report.models) {
+        if (options.models !== undefined && !options.models.includes(m.name)) continue;
+        const served = this.models.has(m.name)
+          ? unavailable(m.name, m.config, `model '${m.name}' appears in more than one model repository`)
+          : await loadModel(root, m, options);
+        const earlier = this.models.get(m.name);
+        if (earlier !== undefined) await earlier.close();
+        this.models.set(m.name, served);
+        options.onModel?.(served);
+      }
+    }
+    this.loaded = true;
+  }
+
+  /** The model, with Triton's messages for a name, version or state that does not serve. */
+  get(name: string, version: string): ServedModel {
+    const model = this.models.get(name);
+    if (model === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' is not found`);
+    if (version !== '') {
+      if (!/^-?\d+$/.test(version)) throw new RequestError('INVALID_ARG', `failed to get model version from specified version string '${version}' (details: stoll)`);
+      if (Number(version) !== -1) {
+        if (version !== model.version && String(Number(version)) !== model.version) {
+          throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' version ${Number(version)} is not found`);
+        }
+        if (!model.ready) throw new RequestError('UNAVAILABLE', `Request for unknown model: '${name}' version ${Number(version)} is not at ready state`);
+        return model;
+      }
+    }
+    if (!model.ready) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' has no available versions`);
+    return model;
+  }
+
+  /** Whether the model (and version) is ready, without an error. */
+  isReady(name: string, version: string): boolean {
+    try {
+      return this.get(name, version).ready;
+    } catch {
+      return false;
+    }
+  }
+
+  async idle(): Promise<void> {
+    await Promise.all(this.list().map((m) => m.idle()));
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.list().map((m) => m.close()));
+  }
+}

@@ -1,0 +1,212 @@
+import type { OpenedModel, Tensor } from '../run/plugin-api.js';
+import type { ModelConfig } from '../triton/model-config.js';
+import type { ProtocolDataType } from './datatypes.js';
+import type { RequestContract } from './infer-request.js';
+import { RequestError } from './status.js';
+
+/**
+ * One model of a served repository: its state as Triton reports it
+ * (READY, UNAVAILABLE with a reason), the client-facing tensors joined to
+ * their PopEF anchors, the plugin instances that run it, and Triton's
+ * statistics for it.
+ */
+
+export interface ServedTensor {
+  /** The client name (config.pbtxt, after name_map.json). */
+  readonly name: string;
+  /** The PopEF anchor it maps to. */
+  readonly anchor: string;
+  readonly datatype: ProtocolDataType;
+  /** Dims as the config states them (without the batch dimension when max_batch_size > 0). */
+  readonly dims: readonly number[];
+  /** The anchor's shape in the PopEF (batch dimension included). */
+  readonly anchorShape: readonly number[];
+  /** Classification labels (the output's label_filename), one per class index. */
+  readonly labels?: readonly string[];
+}
+
+export type ModelState = 'READY' | 'UNAVAILABLE' | 'LOADING';
+
+export interface Duration {
+  count: number;
+  ns: bigint;
+}
+
+/** The counters of Triton's ModelStatistics that a server without dynamic batching fills. */
+export interface ModelStats {
+  lastInference: number;
+  inferenceCount: number;
+  executionCount: number;
+  success: Duration;
+  fail: Duration;
+  queue: Duration;
+  computeInput: Duration;
+  computeInfer: Duration;
+  computeOutput: Duration;
+  /** Per batch size: executions and their compute time. */
+  readonly batches: Map<number, { count: number; input: bigint; infer: bigint; output: bigint }>;
+}
+
+function zero(): Duration {
+  return { count: 0, ns: 0n };
+}
+
+export function emptyStats(): ModelStats {
+  return {
+    lastInference: 0,
+    inferenceCount: 0,
+    executionCount: 0,
+    success: zero(),
+    fail: zero(),
+    queue: zero(),
+    computeInput: zero(),
+    computeInfer: zero(),
+    computeOutput: zero(),
+    batches: new Map(),
+  };
+}
+
+function add(d: Duration, ns: bigint): void {
+  d.count += 1;
+  d.ns += ns;
+}
+
+/**
+ * A queue over a fixed set of instances: a request waits until an instance
+ * is free, as requests wait for a model instance in Triton's default
+ * scheduler. Instances are plugin models, each with one request at a time.
+ */
+class InstancePool {
+  private readonly free: OpenedModel[];
+  private readonly waiting: ((instance: OpenedModel) => void)[] = [];
+
+  constructor(instances: readonly OpenedModel[]) {
+    this.free = [...instances];
+  }
+
+  acquire(): Promise<OpenedModel> {
+    const instance = this.free.pop();
+    if (instance !== undefined) return Promise.resolve(instance);
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release(instance: OpenedModel): void {
+    const next = this.waiting.shift();
+    if (next !== undefined) next(instance);
+    else this.free.push(instance);
+  }
+}
+
+export class ServedModel implements RequestContract {
+  readonly name: string;
+  readonly version: string;
+  readonly config: ModelConfig | undefined;
+  readonly maxBatchSize: number;
+  readonly inputs: readonly ServedTensor[];
+  readonly outputs: readonly ServedTensor[];
+  readonly stats: ModelStats = emptyStats();
+  private stateValue: ModelState;
+  private reasonValue: string;
+  private readonly instances: readonly OpenedModel[];
+  private readonly pool: InstancePool;
+  private inFlight = 0;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(init: {
+    name: string;
+    version: string;
+    config: ModelConfig | undefined;
+    inputs?: readonly ServedTensor[];
+    outputs?: readonly ServedTensor[];
+    instances?: readonly OpenedModel[];
+    state: ModelState;
+    reason?: string;
+  }) {
+    this.name = init.name;
+    this.version = init.version;
+    this.config = init.config;
+    this.maxBatchSize = Number(init.config?.max_batch_size ?? 0);
+    this.inputs = init.inputs ?? [];
+    this.outputs = init.outputs ?? [];
+    this.instances = init.instances ?? [];
+    this.pool = new InstancePool(this.instances);
+    this.stateValue = init.state;
+    this.reasonValue = init.reason ?? '';
+  }
+
+  get state(): ModelState {
+    return this.stateValue;
+  }
+
+  get reason(): string {
+    return this.reasonValue;
+  }
+
+  get ready(): boolean {
+    return this.stateValue === 'READY';
+  }
+
+  /** Marks the model unavailable (its plugin died); requests already queued fail with the reason. */
+  markUnavailable(reason: string): void {
+    this.stateValue = 'UNAVAILABLE';
+    this.reasonValue = reason;
+  }
+
+  /**
+   * Runs the plugin on one normalised request, waiting for a free instance,
+   * and accounts for it in the statistics as Triton does.
+   */
+  async execute(tensors: ReadonlyMap<string, Tensor>, batch: number): Promise<Map<string, Tensor>> {
+    const started = process.hrtime.bigint();
+    this.inFlight += 1;
+    try {
+      const instance = await this.pool.acquire();
+      const dequeued = process.hrtime.bigint();
+      try {
+        if (!this.ready) throw new RequestError('UNAVAILABLE', `Request for unknown model: '${this.name}' version ${this.version} is not at ready state`);
+        const outputs = await instance.run(tensors);
+        const done = process.hrtime.bigint();
+        this.account(started, dequeued, done, Math.max(1, batch), true);
+        return outputs;
+      } catch (error) {
+        this.account(started, dequeued, process.hrtime.bigint(), Math.max(1, batch), false);
+        throw error;
+      } finally {
+        this.pool.release(instance);
+      }
+    } finally {
+      this.inFlight -= 1;
+      if (this.inFlight === 0) for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  private account(started: bigint, dequeued: bigint, done: bigint, batch: number, ok: boolean): void {
+    const s = this.stats;
+    s.lastInference = Date.now();
+    if (!ok) {
+      add(s.fail, done - started);
+      return;
+    }
+    add(s.success, done - started);
+    add(s.queue, dequeued - started);
+    add(s.computeInput, 0n);
+    add(s.computeInfer, done - dequeued);
+    add(s.computeOutput, 0n);
+    s.inferenceCount += batch;
+    s.executionCount += 1;
+    const b = s.batches.get(batch) ?? { count: 0, input: 0n, infer: 0n, output: 0n };
+    b.count += 1;
+    b.infer += done - dequeued;
+    s.batches.set(batch, b);
+  }
+
+  /** Resolves once no request is running or queued. */
+  idle(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.instances.map((i) => i.close()));
+  }
+}

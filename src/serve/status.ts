@@ -1,0 +1,58 @@
+/**
+ * Errors a request can end in, with Triton's error classes (TRITONSERVER_Error
+ * codes), so both transports answer as Triton's frontends do: HTTP status by
+ * HttpCodeFromError (server r24.10, http_server.cc), gRPC status by the
+ * mapping of grpc_utils.cc. The tables are facts; the code is ours.
+ */
+
+export type StatusCode = 'UNKNOWN' | 'INTERNAL' | 'NOT_FOUND' | 'INVALID_ARG' | 'UNAVAILABLE' | 'UNSUPPORTED' | 'ALREADY_EXISTS' | 'CANCELLED';
+
+export class RequestError extends Error {
+  readonly status: StatusCode;
+  constructor(status: StatusCode, message: string) {
+    super(message);
+    this.name = 'RequestError';
+    this.status = status;
+  }
+}
+
+export function invalidArg(message: string): RequestError {
+  return new RequestError('INVALID_ARG', message);
+}
+
+const HTTP: Readonly<Record<StatusCode, number>> = {
+  INTERNAL: 500,
+  NOT_FOUND: 404,
+  UNAVAILABLE: 503,
+  UNSUPPORTED: 501,
+  UNKNOWN: 400,
+  INVALID_ARG: 400,
+  ALREADY_EXISTS: 400,
+  CANCELLED: 400,
+};
+
+/** gRPC status numbers (grpc/status.h). */
+const GRPC: Readonly<Record<StatusCode, number>> = {
+  UNKNOWN: 2,
+  INVALID_ARG: 3,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  UNSUPPORTED: 12,
+  CANCELLED: 1,
+};
+
+export function httpStatusOf(code: StatusCode): number {
+  return HTTP[code];
+}
+
+export function grpcStatusOf(code: StatusCode): number {
+  return GRPC[code];
+}
+
+/** Any thrown value as a RequestError: our own pass through, anything else is INTERNAL with its message. */
+export function asRequestError(error: unknown): RequestError {
+  if (error instanceof RequestError) return error;
+  return new RequestError('INTERNAL', error instanceof Error ? error.message : String(error));
+}
