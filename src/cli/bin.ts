@@ -16,7 +16,7 @@ export async function runProcess(): Promise<void> {
   }
   const controller = new AbortController();
   let interrupted = false;
-  let normalStop = false;
+  const stop = { normal: false };
   let signalExit = 130;
   const onSignal = (code: number) => (): void => {
     if (interrupted) process.exit(code);
@@ -26,6 +26,6 @@ export async function runProcess(): Promise<void> {
   };
   process.on('SIGINT', onSignal(130));
   process.on('SIGTERM', onSignal(143));
-  process.exitCode = await main(process.argv.slice(2), processIo(controller.signal, () => (normalStop = true)));
-  if (controller.signal.aborted && !normalStop) process.exitCode = signalExit;
+  process.exitCode = await main(process.argv.slice(2), processIo(controller.signal, () => (stop.normal = true)));
+  if (controller.signal.aborted && !stop.normal) process.exitCode = signalExit;
 }

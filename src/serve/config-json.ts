@@ -88,12 +88,12 @@ function messageJson(message: string, value: Readonly<Record<string, unknown>>):
 
 /** GET /v2/models/{m}/config. */
 export function configToJson(config: ModelConfig): { [key: string]: Json } {
-  return messageJson('inference.ModelConfig', config as Record<string, unknown>);
+  return messageJson('inference.ModelConfig', config);
 }
 
 /** The config as protobufjs's fromObject takes it: maps as objects, 64-bit values as strings. */
 export function configToProtoObject(config: ModelConfig): Record<string, unknown> {
-  return protoObject('inference.ModelConfig', config as Record<string, unknown>);
+  return protoObject('inference.ModelConfig', config);
 }
 
 function protoValue(spec: FieldSpec, value: unknown): unknown {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Server, ServerCredentials, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData } from '@grpc/grpc-js';
+import { Server, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { packageRoot } from '../package-root.js';
 import { configToProtoObject } from './config-json.js';
@@ -8,7 +8,7 @@ import { isProtocolDataType, protocolElementBytes } from './datatypes.js';
 import { type InferRequest, type RequestInput, type RequestedOutput } from './infer-request.js';
 import type { InferenceServer } from './inference-server.js';
 import type { RequestLog, TransportOptions } from './http-transport.js';
-import { asRequestError, grpcStatusOf, invalidArg } from './status.js';
+import { asRequestError, invalidArg, type StatusCode } from './status.js';
 import type { ModelStats } from './served-model.js';
 
 /**
@@ -21,6 +21,18 @@ import type { ModelStats } from './served-model.js';
  */
 
 type Message = Record<string, unknown>;
+
+/** Triton's error classes as gRPC status codes (server r24.10, grpc_utils.cc). */
+const GRPC_STATUS: Readonly<Record<StatusCode, GrpcStatus>> = {
+  UNKNOWN: GrpcStatus.UNKNOWN,
+  INTERNAL: GrpcStatus.INTERNAL,
+  NOT_FOUND: GrpcStatus.NOT_FOUND,
+  INVALID_ARG: GrpcStatus.INVALID_ARGUMENT,
+  UNAVAILABLE: GrpcStatus.UNAVAILABLE,
+  UNSUPPORTED: GrpcStatus.UNIMPLEMENTED,
+  ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
+  CANCELLED: GrpcStatus.CANCELLED,
+};
 
 interface Codec {
   encode(value: Message): Buffer;
@@ -274,8 +286,8 @@ export class GrpcTransport {
       entry = { transport: 'grpc', method, model, status: 0, ms: performance.now() - started };
     } catch (error) {
       const e = asRequestError(error);
-      callback({ code: grpcStatusOf(e.status), details: e.message });
-      entry = { transport: 'grpc', method, model, status: grpcStatusOf(e.status), ms: performance.now() - started, error: e.message };
+      callback({ code: GRPC_STATUS[e.status], details: e.message });
+      entry = { transport: 'grpc', method, model, status: GRPC_STATUS[e.status], ms: performance.now() - started, error: e.message };
     }
     this.options.log?.(entry);
   }

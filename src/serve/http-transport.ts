@@ -4,7 +4,7 @@ import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
 import type { InferRequest, RequestInput, RequestedOutput } from './infer-request.js';
 import type { InferenceServer, InferResult } from './inference-server.js';
-import { readJsonData, writeJsonData } from './json-tensors.js';
+import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
 import type { ModelStats } from './served-model.js';
 import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 
@@ -75,6 +75,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 }
 
 function parseJson(text: string): JsonObject {
+  if (text.trim() === '') throw invalidArg('failed to parse the request JSON buffer: The document is empty. at 0');
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -95,22 +96,28 @@ function asObject(value: unknown): JsonObject | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : undefined;
 }
 
+/** A member Triton reads with MemberAsX, wrapped as RETURN_MSG_IF_ERR does ("Unable to parse 'key': ..."). */
+function missingOr(key: string, what: string, value: unknown): RequestError {
+  const reason = value === undefined ? `attempt to access non-existing object member '${key}'` : `attempt to access JSON non-${what} as ${what}`;
+  return new RequestError('INTERNAL', `Unable to parse '${key}': ${reason}`);
+}
+
 function requireString(obj: JsonObject, key: string): string {
   const v = member(obj, key);
-  if (typeof v !== 'string') throw invalidArg(`Unable to parse '${key}': ${v === undefined ? `attempt to find non-existing object member '${key}'` : 'attempt to access JSON non-string as string'}`);
+  if (typeof v !== 'string') throw missingOr(key, 'string', v);
   return v;
 }
 
 /** The `inputs` and `outputs` of an infer request body, with binary sections taken from `binary` in order. */
 function parseInferBody(model: string, version: string, header: JsonObject, binary: Buffer, hasHeaderLength: boolean): InferRequest {
   const id = member(header, 'id');
-  if (id !== undefined && typeof id !== 'string') throw invalidArg("Unable to parse 'id': attempt to access JSON non-string as string");
+  if (id !== undefined && typeof id !== 'string') throw missingOr('id', 'string', id);
   let binaryOutputs: boolean | undefined;
   const parameters = asObject(member(header, 'parameters'));
   if (parameters !== undefined) {
     for (const [key, value] of Object.entries(parameters)) {
       if (key === 'binary_data_output') {
-        if (typeof value !== 'boolean') throw invalidArg("Unable to parse 'binary_data_output': attempt to access JSON non-boolean as boolean");
+        if (typeof value !== 'boolean') throw missingOr('binary_data_output', 'boolean', value);
         binaryOutputs = value;
       } else if (key.startsWith('triton_')) {
         throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
@@ -118,12 +125,12 @@ function parseInferBody(model: string, version: string, header: JsonObject, bina
     }
   }
   const inputsJson = member(header, 'inputs');
-  if (!Array.isArray(inputsJson)) throw invalidArg(`Unable to parse 'inputs': ${inputsJson === undefined ? "attempt to find non-existing object member 'inputs'" : 'attempt to access JSON non-array as array'}`);
+  if (!Array.isArray(inputsJson)) throw missingOr('inputs', 'array', inputsJson);
   let offset = 0;
   const inputs: RequestInput[] = [];
   for (const raw of inputsJson) {
     const input = asObject(raw);
-    if (input === undefined) throw invalidArg("Unable to parse 'inputs': attempt to access JSON non-object as object");
+    if (input === undefined) throw jsonAccess('attempt to access JSON non-object as object');
     const params = asObject(member(input, 'parameters'));
     const hasData = member(input, 'data') !== undefined;
     const hasBinary = params !== undefined && member(params, 'binary_data_size') !== undefined;
@@ -138,16 +145,16 @@ function parseInferBody(model: string, version: string, header: JsonObject, bina
     const name = requireString(input, 'name');
     const datatype = requireString(input, 'datatype');
     const shapeJson = member(input, 'shape');
-    if (!Array.isArray(shapeJson)) throw invalidArg(`Unable to parse 'shape': attempt to access JSON non-array as array`);
+    if (!Array.isArray(shapeJson)) throw missingOr('shape', 'array', shapeJson);
     const shape = shapeJson.map((d: unknown) => {
-      if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) throw invalidArg("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) throw jsonAccess("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
       return d;
     });
     if (hasShm) throw new RequestError('UNSUPPORTED', `input '${name}': shared memory is not supported by popef serve`);
     let data: Uint8Array;
     if (hasBinary) {
-      const size = member(params ?? {}, 'binary_data_size');
-      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) throw invalidArg("Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      const size = member(params, 'binary_data_size');
+      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) throw jsonAccess("Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer");
       if (size > 0 && !hasHeaderLength) {
         throw invalidArg("must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format");
       }
@@ -166,16 +173,16 @@ function parseInferBody(model: string, version: string, header: JsonObject, bina
   const outputs: RequestedOutput[] = [];
   const outputsJson = member(header, 'outputs');
   if (outputsJson !== undefined) {
-    if (!Array.isArray(outputsJson)) throw invalidArg("Unable to parse 'outputs': attempt to access JSON non-array as array");
+    if (!Array.isArray(outputsJson)) throw missingOr('outputs', 'array', outputsJson);
     for (const raw of outputsJson) {
       const output = asObject(raw);
-      if (output === undefined) throw invalidArg("Unable to parse 'outputs': attempt to access JSON non-object as object");
+      if (output === undefined) throw jsonAccess('attempt to access JSON non-object as object');
       const name = requireString(output, 'name');
       const params = asObject(member(output, 'parameters')) ?? {};
       const cls = member(params, 'classification');
       const bin = member(params, 'binary_data');
-      if (cls !== undefined && (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0)) throw invalidArg("Unable to parse 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
-      if (bin !== undefined && typeof bin !== 'boolean') throw invalidArg("Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
+      if (cls !== undefined && (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0)) throw jsonAccess("Unable to parse 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      if (bin !== undefined && typeof bin !== 'boolean') throw jsonAccess("Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
       if (member(params, 'shared_memory_region') !== undefined) throw new RequestError('UNSUPPORTED', `output '${name}': shared memory is not supported by popef serve`);
       outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs });
     }
@@ -348,7 +355,8 @@ export class HttpTransport {
         const body = await readBody(req, this.options.maxRequestSize);
         const request = body.byteLength === 0 ? {} : parseJson(body.toString('utf8'));
         const readyOnly = member(request, 'ready') === true;
-        this.sendJson(res, 200, this.core.index().filter((e) => !readyOnly || e.state === 'READY'));
+        // Triton leaves out an empty reason.
+        this.sendJson(res, 200, this.core.index().filter((e) => !readyOnly || e.state === 'READY').map(({ reason, ...e }) => (reason === '' ? e : { ...e, reason })));
       } else {
         status = 404;
         error = 'Not Found';
@@ -375,10 +383,17 @@ export class HttpTransport {
     let headerLength = body.byteLength;
     const hasHeaderLength = typeof headerValue === 'string';
     if (hasHeaderLength) {
-      const parsed = Number.parseInt(headerValue, 10);
-      if (!Number.isFinite(parsed)) throw invalidArg(`Unable to parse Inference-Header-Content-Length, got: ${headerValue}`);
+      // As C's atoi, which Triton uses: the leading integer, 0 when there is none.
+      const parsed = Number(/^\s*[+-]?\d+/.exec(headerValue)?.[0] ?? 0);
       if (parsed < 0 || parsed > body.byteLength) throw invalidArg(`inference header size should be in range (0, ${body.byteLength}), got: ${headerValue}`);
       headerLength = parsed;
+    }
+    // A header length of 0 makes the whole body the data of the model's one input (Triton's raw binary request).
+    if (headerLength === 0) {
+      const result = await this.core.infer({ modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body });
+      const { json, binary } = inferResponse(result, true);
+      this.sendParts(res, 200, [json, ...binary], { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(json.byteLength) });
+      return;
     }
     const header = parseJson(body.subarray(0, headerLength).toString('utf8'));
     const request = parseInferBody(model, version, header, body.subarray(headerLength), hasHeaderLength) as InferRequest & { binaryOutputs?: boolean };

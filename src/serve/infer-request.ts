@@ -15,6 +15,8 @@ import { RequestError, invalidArg } from './status.js';
 
 export interface RequestInput {
   readonly name: string;
+  /** The name Triton's messages use, when not the name (the raw input of a raw binary request). */
+  readonly label?: string;
   /** As the client sent it: an unknown spelling is kept, to be refused with Triton's message. */
   readonly datatype: string;
   readonly shape: readonly number[];
@@ -37,6 +39,8 @@ export interface InferRequest {
   readonly inputs: readonly RequestInput[];
   /** Empty: every output of the model, as Triton does. */
   readonly outputs: readonly RequestedOutput[];
+  /** A raw binary request (HTTP, header length 0): these bytes are the data of the model's one input. */
+  readonly raw?: Uint8Array;
 }
 
 export interface ResponseOutput {
@@ -64,6 +68,33 @@ function logRequest(request: InferRequest): string {
   return `[request id: ${request.id === '' ? '<id_unknown>' : request.id}] `;
 }
 
+/** The name Triton gives the one input of a raw binary request. */
+const RAW_INPUT = 'raw_input';
+
+/**
+ * A raw binary request as Triton core deduces it (the raw-input part of
+ * Normalize): the model has one input, whose config dims (behind a batch
+ * of 1) give the shape; one variable dimension is sized from the bytes.
+ */
+function rawRequest(model: RequestContract, request: InferRequest, raw: Uint8Array, prefix: string): InferRequest {
+  const config = model.inputs[0];
+  if (model.inputs.length !== 1 || config === undefined) {
+    throw invalidArg(`${prefix}Raw request must only have 1 input (found 1) to be deduced but got ${model.inputs.length} inputs in '${model.name}' model configuration`);
+  }
+  const shape: number[] = model.maxBatchSize !== 0 ? [1] : [];
+  let dynamic = -1;
+  let elements = 1;
+  for (const d of config.dims) {
+    if (d === -1) {
+      if (dynamic !== -1) throw invalidArg(`${prefix}The shape of the raw input '${config.name}' can not be deduced because there are more than one variable-sized dimension`);
+      dynamic = shape.length;
+    } else elements *= d;
+    shape.push(d);
+  }
+  if (dynamic !== -1) shape[dynamic] = Math.floor(raw.byteLength / elements / Math.max(1, protocolElementBytes(config.datatype)));
+  return { ...request, inputs: [{ name: config.name, label: RAW_INPUT, datatype: config.datatype, shape, data: raw }], raw: undefined };
+}
+
 /** A tensor ready for the plugin: by anchor name, with the anchor's own shape. */
 export interface NormalizedRequest {
   readonly batch: number;
@@ -83,8 +114,9 @@ function protocolName(datatype: string): string {
  * are padded with zeros (and the outputs cut back in `respond`): a PopEF
  * executable has fixed shapes.
  */
-export function normalizeRequest(model: RequestContract, request: InferRequest): NormalizedRequest {
-  const prefix = logRequest(request);
+export function normalizeRequest(model: RequestContract, given: InferRequest): NormalizedRequest {
+  const prefix = logRequest(given);
+  const request = given.raw === undefined ? given : rawRequest(model, given, given.raw, prefix);
   const inputByName = new Map(model.inputs.map((t) => [t.name, t]));
   const outputNames = new Set(model.outputs.map((t) => t.name));
   const seen = new Set<string>();
@@ -97,11 +129,15 @@ export function normalizeRequest(model: RequestContract, request: InferRequest):
   }
   // ValidateRequestInputs: the count first (no input of a Poplar model is optional).
   if (request.inputs.length !== model.inputs.length) {
+    // Triton builds both lists by appending "'name'," after "[" and dropping the last character: with
+    // nothing missing, the "[" itself goes ("missing required input(s) ]"). It lists the given inputs in
+    // the order of its unordered_map, which for a few names is the reverse of their arrival.
     const missing = model.inputs.filter((t) => !seen.has(t.name)).map((t) => `'${t.name}'`);
-    const given = request.inputs.map((t) => `'${t.name}'`);
+    const given = [...new Set(request.inputs.map((t) => `'${t.name}'`))].reverse();
+    const missingText = missing.length === 0 ? ']' : `[${missing.join(',')}]`;
     throw invalidArg(
       `${prefix}expected ${model.inputs.length} inputs but got ${request.inputs.length} inputs for model '${model.name}'. ` +
-        `Got input(s) [${given.join(',')}], but missing required input(s) [${missing.join(',')}]. Please provide all required input(s).`,
+        `Got input(s) [${given.join(',')}], but missing required input(s) ${missingText}. Please provide all required input(s).`,
     );
   }
   let batch = 0;
@@ -151,7 +187,7 @@ export function normalizeRequest(model: RequestContract, request: InferRequest):
     const withBatch = model.maxBatchSize > 0 ? [batch, ...shape] : shape;
     const expectedBytes = elementCount(withBatch) * protocolElementBytes(config.datatype);
     if (input.data.byteLength !== expectedBytes) {
-      throw invalidArg(`${prefix}input byte size mismatch for input '${input.name}' for model '${model.name}'. Expected ${expectedBytes}, got ${input.data.byteLength}`);
+      throw invalidArg(`${prefix}input byte size mismatch for input '${input.label ?? input.name}' for model '${model.name}'. Expected ${expectedBytes}, got ${input.data.byteLength}`);
     }
     tensors.set(config.anchor, toAnchorTensor(config, input.data, batch, model.maxBatchSize));
   }

@@ -40,7 +40,7 @@ export interface InferResult {
 }
 
 /** The protocol extensions served (Triton's names, as ServerMetadata lists them). */
-export const EXTENSIONS = ['classification', 'model_repository', 'statistics', 'binary_tensor_data'];
+export const EXTENSIONS = ['classification', 'model_repository', 'model_configuration', 'statistics', 'binary_tensor_data'];
 
 export class InferenceServer {
   readonly repository: ModelRepository;
@@ -77,7 +77,8 @@ export class InferenceServer {
     return {
       name: model.name,
       versions: [model.version],
-      platform: model.config?.platform ?? '',
+      // Triton reports the backend's name for a model that names no platform.
+      platform: (model.config?.platform ?? '') !== '' ? (model.config?.platform ?? '') : (model.config?.backend ?? ''),
       inputs: model.inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: withBatch(t.dims) })),
       outputs: model.outputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: withBatch(t.dims) })),
     };

@@ -40,6 +40,17 @@ const INTEGER_RANGES: Partial<Record<ProtocolDataType, readonly [number, number]
   INT64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
 };
 
+/** An error of Triton's JSON accessors (TritonJson): INTERNAL, as Triton's frontends define them. */
+export function jsonAccess(message: string): RequestError {
+  return new RequestError('INTERNAL', message);
+}
+
+/** ReadDataFromJson: too many elements stop the walk; too few are found at its end, with the field named. */
+function checkCount(found: number, expected: number): void {
+  if (found > expected) throw new RequestError('INTERNAL', "Shape does not match true shape of 'data' field");
+  if (found < expected) throw new RequestError('INTERNAL', "Unable to parse 'data': Shape does not match true shape of 'data' field");
+}
+
 /** The bytes of an input given as JSON `data`, for `elements` elements of `datatype`. */
 export function readJsonData(name: string, datatype: string, shape: readonly number[], data: unknown): Uint8Array {
   const values = flatten(data);
@@ -48,26 +59,26 @@ export function readJsonData(name: string, datatype: string, shape: readonly num
     throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${name}`);
   }
   if (datatype === 'BYTES') {
-    if (values.length !== count) throw invalidArg("Unable to parse 'data': Shape does not match true shape of 'data' field");
-    if (values.some((v) => typeof v !== 'string')) throw invalidArg(`Unable to parse 'data': attempt to access JSON non-string as string`);
+    checkCount(values.length, count);
+    if (values.some((v) => typeof v !== 'string')) throw jsonAccess('attempt to access JSON non-string as string');
     return serializeBytes(values as string[]);
   }
   const dtype = popefFromProtocol(datatype as ProtocolDataType);
   if (dtype === undefined) throw invalidArg(`invalid datatype for input ${name}`);
-  if (values.length !== count) throw invalidArg("Unable to parse 'data': Shape does not match true shape of 'data' field");
+  checkCount(values.length, count);
   const numbers = new Float64Array(values.length);
   const range = INTEGER_RANGES[datatype as ProtocolDataType];
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
     if (datatype === 'BOOL') {
-      if (typeof v !== 'boolean') throw invalidArg(`Unable to parse 'data': attempt to access JSON non-boolean as boolean`);
+      if (typeof v !== 'boolean') throw jsonAccess('attempt to access JSON non-boolean as boolean');
       numbers[i] = v ? 1 : 0;
       continue;
     }
-    if (typeof v !== 'number') throw invalidArg(`Unable to parse 'data': attempt to access JSON non-number as number`);
-    if (range !== undefined && (!Number.isInteger(v) || v < range[0] || v > range[1])) {
-      throw invalidArg(`Unable to parse 'data': attempt to access JSON non-${datatype.startsWith('U') ? 'unsigned ' : ''}integer as ${datatype.toLowerCase()}`);
+    if (range !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < range[0] || v > range[1])) {
+      throw jsonAccess(datatype.startsWith('U') ? 'attempt to access JSON non-unsigned-integer as unsigned-integer' : 'attempt to access JSON non-signed-integer as signed-integer');
     }
+    if (typeof v !== 'number') throw jsonAccess('attempt to access JSON non-number as double');
     numbers[i] = v;
   }
   return fromNumbers({ name, dtype, shape: [values.length] }, numbers).data;

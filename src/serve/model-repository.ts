@@ -20,7 +20,12 @@ import { RequestError } from './status.js';
  */
 
 export interface LoadOptions {
-  readonly plugin: ExecutionPlugin;
+  /**
+   * Makes the plugin for one model instance. Each instance gets its own, so
+   * that a plugin process that dies takes down only its model (and an IPU
+   * bridge holds one device per instance, as Triton's instances do).
+   */
+  readonly createPlugin: () => Promise<ExecutionPlugin>;
   /** Only these model names (Triton's --load-model). */
   readonly models?: readonly string[];
   /** Plugin options, as `popef run --plugin-option`. */
@@ -68,6 +73,11 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
   const modelDir = join(root, report.name);
   let version = '';
   const opened: OpenedModel[] = [];
+  const plugins: ExecutionPlugin[] = [];
+  const release = async (): Promise<void> => {
+    await Promise.allSettled(opened.map((m) => m.close()));
+    await Promise.allSettled(plugins.map((p) => p.dispose()));
+  };
   try {
     const target = await resolveTarget([modelDir], root);
     version = /[\\/](\d+)$/.exec(target.files[0]?.replace(/[\\/][^\\/]+$/, '') ?? '')?.[1] ?? '';
@@ -86,20 +96,24 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
       const text = await readFile(join(modelDir, o.label_filename ?? ''), 'utf8');
       labels.set(o.name ?? '', text.split('\n').filter((line, i, all) => line !== '' || i < all.length - 1));
     }
-    const count = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + Number(g.count ?? 1), 0));
-    for (let i = 0; i < count; i++) opened.push(await options.plugin.open({ files: target.files, executable, options: options.pluginOptions ?? {} }));
+    const count = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0));
+    for (let i = 0; i < count; i++) {
+      const plugin = await options.createPlugin();
+      plugins.push(plugin);
+      opened.push(await plugin.open({ files: target.files, executable, options: options.pluginOptions ?? {} }));
+    }
     const first = opened[0];
     if (first === undefined) throw new Error('no instance opened');
     const lookup = (client: string): string => anchorOf.get(client) ?? client;
     const inputs = joinTensors(config.input ?? [], first.inputs, lookup, labels);
     const outputs = joinTensors(config.output ?? [], first.outputs, lookup, labels);
     if (typeof inputs === 'string' || typeof outputs === 'string') {
-      await Promise.allSettled(opened.map((m) => m.close()));
+      await release();
       return unavailable(report.name, config, typeof inputs === 'string' ? inputs : (outputs as string), version);
     }
-    return new ServedModel({ name: report.name, version, config, inputs, outputs, instances: opened, state: 'READY' });
+    return new ServedModel({ name: report.name, version, config, inputs, outputs, instances: opened, plugins, state: 'READY' });
   } catch (e) {
-    await Promise.allSettled(opened.map((m) => m.close()));
+    await release();
     const message = isPopefError(e) ? e.message : e instanceof Error ? e.message : String(e);
     return unavailable(report.name, config, `failed to load '${report.name}': ${message}`, version);
   }

@@ -1,4 +1,4 @@
-import type { OpenedModel, Tensor } from '../run/plugin-api.js';
+import type { ExecutionPlugin, OpenedModel, Tensor } from '../run/plugin-api.js';
 import type { ModelConfig } from '../triton/model-config.js';
 import type { ProtocolDataType } from './datatypes.js';
 import type { RequestContract } from './infer-request.js';
@@ -45,6 +45,11 @@ export interface ModelStats {
   computeOutput: Duration;
   /** Per batch size: executions and their compute time. */
   readonly batches: Map<number, { count: number; input: bigint; infer: bigint; output: bigint }>;
+}
+
+/** Monotonic nanoseconds, for Triton's statistics. */
+function nowNs(): bigint {
+  return BigInt(Math.round(performance.now() * 1e6));
 }
 
 function zero(): Duration {
@@ -108,6 +113,7 @@ export class ServedModel implements RequestContract {
   private stateValue: ModelState;
   private reasonValue: string;
   private readonly instances: readonly OpenedModel[];
+  private readonly plugins: readonly ExecutionPlugin[];
   private readonly pool: InstancePool;
   private inFlight = 0;
   private idleWaiters: (() => void)[] = [];
@@ -119,16 +125,19 @@ export class ServedModel implements RequestContract {
     inputs?: readonly ServedTensor[];
     outputs?: readonly ServedTensor[];
     instances?: readonly OpenedModel[];
+    /** The plugins the instances run in, disposed on close. */
+    plugins?: readonly ExecutionPlugin[];
     state: ModelState;
     reason?: string;
   }) {
     this.name = init.name;
     this.version = init.version;
     this.config = init.config;
-    this.maxBatchSize = Number(init.config?.max_batch_size ?? 0);
+    this.maxBatchSize = init.config?.max_batch_size ?? 0;
     this.inputs = init.inputs ?? [];
     this.outputs = init.outputs ?? [];
     this.instances = init.instances ?? [];
+    this.plugins = init.plugins ?? [];
     this.pool = new InstancePool(this.instances);
     this.stateValue = init.state;
     this.reasonValue = init.reason ?? '';
@@ -157,19 +166,19 @@ export class ServedModel implements RequestContract {
    * and accounts for it in the statistics as Triton does.
    */
   async execute(tensors: ReadonlyMap<string, Tensor>, batch: number): Promise<Map<string, Tensor>> {
-    const started = process.hrtime.bigint();
+    const started = nowNs();
     this.inFlight += 1;
     try {
       const instance = await this.pool.acquire();
-      const dequeued = process.hrtime.bigint();
+      const dequeued = nowNs();
       try {
         if (!this.ready) throw new RequestError('UNAVAILABLE', `Request for unknown model: '${this.name}' version ${this.version} is not at ready state`);
         const outputs = await instance.run(tensors);
-        const done = process.hrtime.bigint();
+        const done = nowNs();
         this.account(started, dequeued, done, Math.max(1, batch), true);
         return outputs;
       } catch (error) {
-        this.account(started, dequeued, process.hrtime.bigint(), Math.max(1, batch), false);
+        this.account(started, dequeued, nowNs(), Math.max(1, batch), false);
         throw error;
       } finally {
         this.pool.release(instance);
@@ -208,5 +217,6 @@ export class ServedModel implements RequestContract {
 
   async close(): Promise<void> {
     await Promise.allSettled(this.instances.map((i) => i.close()));
+    await Promise.allSettled(this.plugins.map((p) => p.dispose()));
   }
 }

@@ -14,7 +14,8 @@ import type { ServedModel } from './served-model.js';
 
 export interface ServeOptions {
   readonly repositories: readonly string[];
-  readonly plugin: ExecutionPlugin;
+  /** Makes one plugin per model instance. */
+  readonly createPlugin: () => Promise<ExecutionPlugin>;
   readonly pluginOptions?: Readonly<Record<string, string>>;
   readonly models?: readonly string[];
   readonly host: string;
@@ -36,7 +37,7 @@ export interface RunningServer {
 function portError(error: unknown, what: string, host: string, port: number): PopefError {
   const code = (error as NodeJS.ErrnoException).code;
   const flag = what === 'HTTP' ? '--http-port' : '--grpc-port';
-  if (code === 'EADDRINUSE' || /address already in use|No address added/i.test(String((error as Error).message))) {
+  if (code === 'EADDRINUSE' || /address already in use|No address added/i.test((error as Error).message)) {
     return new PopefError(ErrorCode.Io, `cannot serve ${what} on ${host}:${port}: the port is in use`, { suggestion: `stop what listens there, or choose another port with ${flag} (0 picks a free one)` });
   }
   return new PopefError(ErrorCode.Io, `cannot serve ${what} on ${host}:${port}: ${(error as Error).message}`, { suggestion: `check --host and ${flag}` });
@@ -54,7 +55,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   try {
     if (http !== undefined) httpPort = await http.listen(options.httpPort ?? 0, options.host).catch((e: unknown) => Promise.reject(portError(e, 'HTTP', options.host, options.httpPort ?? 0)));
     if (grpc !== undefined) grpcPort = await grpc.listen(options.grpcPort ?? 0, options.host).catch((e: unknown) => Promise.reject(portError(e, 'gRPC', options.host, options.grpcPort ?? 0)));
-    await repository.load(options.repositories, { plugin: options.plugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel });
+    await repository.load(options.repositories, { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel });
   } catch (error) {
     await Promise.allSettled([http?.close(), grpc?.close(), repository.close()]);
     throw error;

@@ -1,8 +1,8 @@
 /**
  * Errors a request can end in, with Triton's error classes (TRITONSERVER_Error
  * codes), so both transports answer as Triton's frontends do: HTTP status by
- * HttpCodeFromError (server r24.10, http_server.cc), gRPC status by the
- * mapping of grpc_utils.cc. The tables are facts; the code is ours.
+ * HttpCodeFromError (server r24.10, http_server.cc); the gRPC transport
+ * maps them as grpc_utils.cc does. The tables are facts; the code is ours.
  */
 
 export type StatusCode = 'UNKNOWN' | 'INTERNAL' | 'NOT_FOUND' | 'INVALID_ARG' | 'UNAVAILABLE' | 'UNSUPPORTED' | 'ALREADY_EXISTS' | 'CANCELLED';
@@ -31,24 +31,8 @@ const HTTP: Readonly<Record<StatusCode, number>> = {
   CANCELLED: 400,
 };
 
-/** gRPC status numbers (grpc/status.h). */
-const GRPC: Readonly<Record<StatusCode, number>> = {
-  UNKNOWN: 2,
-  INVALID_ARG: 3,
-  NOT_FOUND: 5,
-  ALREADY_EXISTS: 6,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-  UNSUPPORTED: 12,
-  CANCELLED: 1,
-};
-
 export function httpStatusOf(code: StatusCode): number {
   return HTTP[code];
-}
-
-export function grpcStatusOf(code: StatusCode): number {
-  return GRPC[code];
 }
 
 /** Any thrown value as a RequestError: our own pass through, anything else is INTERNAL with its message. */

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { loadPlugin } from '../../run/load-plugin.js';
+import type { ExecutionPlugin } from '../../run/plugin-api.js';
 import type { RequestLog } from '../../serve/http-transport.js';
 import { startServer } from '../../serve/server.js';
 import { VERSION } from '../../version.js';
@@ -23,44 +24,46 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     if (at <= 0) throw usage(`--plugin-option "${o}" is not KEY=VALUE`);
     pluginOptions[o.slice(0, at)] = o.slice(at + 1);
   }
-  const plugin = await loadPlugin(flags.plugin, { cwd: io.cwd, env: io.env, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}` });
+  const createPlugin = (): Promise<ExecutionPlugin> => loadPlugin(flags.plugin, { cwd: io.cwd, env: io.env, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}` });
+  // A plugin that cannot run here fails the start, before any port is taken.
+  const probe = await createPlugin();
   try {
-    const availability = await plugin.probe();
+    const availability = await probe.probe();
     if (!availability.available) {
-      throw new PopefError(ErrorCode.PluginUnavailable, `plugin "${plugin.name}" cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
+      throw new PopefError(ErrorCode.PluginUnavailable, `plugin "${probe.name}" cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
     }
-    const log = (entry: RequestLog): void => {
-      if (flags.jsonLogs === true) io.stderr(`${JSON.stringify({ time: new Date().toISOString(), ...entry, ms: Math.round(entry.ms * 1000) / 1000 })}\n`);
-    };
-    const server = await startServer({
-      repositories: repositories.map((r) => resolve(io.cwd, r)),
-      plugin,
-      pluginOptions,
-      models: flags.model,
-      host: flags.host,
-      httpPort: flags.http ? flags.httpPort : undefined,
-      grpcPort: flags.grpc ? flags.grpcPort : undefined,
-      maxRequestSize: flags.maxRequestSize,
-      log,
-      onModel: (m) => {
-        const line = m.ready ? `model '${m.name}' version ${m.version}: READY` : `model '${m.name}': UNAVAILABLE: ${m.reason}`;
-        io.stderr(flags.jsonLogs === true ? `${JSON.stringify({ time: new Date().toISOString(), model: m.name, version: m.version, state: m.state, reason: m.reason })}\n` : `popef serve: ${line}\n`);
-      },
-    });
-    const where = [server.httpPort === undefined ? '' : `HTTP on ${flags.host}:${server.httpPort}`, server.grpcPort === undefined ? '' : `gRPC on ${flags.host}:${server.grpcPort}`].filter((s) => s !== '').join(', ');
-    const models = server.core.index();
-    const ready = models.filter((m) => m.state === 'READY').length;
-    io.stderr(`popef serve: ready: ${ready} of ${models.length} models, ${where}; Ctrl-C stops\n`);
-    await new Promise<void>((done) => {
-      if (io.signal.aborted) done();
-      else io.signal.addEventListener('abort', () => done(), { once: true });
-    });
-    io.stderr('popef serve: stopping: finishing the running requests\n');
-    await server.stop();
-    io.stderr('popef serve: stopped\n');
-    io.signalIsNormalStop?.();
-    return ExitCode.Ok;
   } finally {
-    await plugin.dispose();
+    await probe.dispose();
   }
+  const log = (entry: RequestLog): void => {
+    if (flags.jsonLogs === true) io.stderr(`${JSON.stringify({ time: new Date().toISOString(), ...entry, ms: Math.round(entry.ms * 1000) / 1000 })}\n`);
+  };
+  const server = await startServer({
+    repositories: repositories.map((r) => resolve(io.cwd, r)),
+    createPlugin,
+    pluginOptions,
+    models: flags.model,
+    host: flags.host,
+    httpPort: flags.http ? flags.httpPort : undefined,
+    grpcPort: flags.grpc ? flags.grpcPort : undefined,
+    maxRequestSize: flags.maxRequestSize,
+    log,
+    onModel: (m) => {
+      const line = m.ready ? `model '${m.name}' version ${m.version}: READY` : `model '${m.name}': UNAVAILABLE: ${m.reason}`;
+      io.stderr(flags.jsonLogs === true ? `${JSON.stringify({ time: new Date().toISOString(), model: m.name, version: m.version, state: m.state, reason: m.reason })}\n` : `popef serve: ${line}\n`);
+    },
+  });
+  const where = [server.httpPort === undefined ? '' : `HTTP on ${flags.host}:${server.httpPort}`, server.grpcPort === undefined ? '' : `gRPC on ${flags.host}:${server.grpcPort}`].filter((s) => s !== '').join(', ');
+  const models = server.core.index();
+  const ready = models.filter((m) => m.state === 'READY').length;
+  io.stderr(`popef serve: ready: ${ready} of ${models.length} models, ${where}; Ctrl-C stops\n`);
+  await new Promise<void>((done) => {
+    if (io.signal.aborted) done();
+    else io.signal.addEventListener('abort', () => done(), { once: true });
+  });
+  io.stderr('popef serve: stopping: finishing the running requests\n');
+  await server.stop();
+  io.stderr('popef serve: stopped\n');
+  io.signalIsNormalStop?.();
+  return ExitCode.Ok;
 }

@@ -134,9 +134,21 @@ export function normalizeModelConfig(input: ModelConfig): ModelConfig {
   if (config.dynamic_batching !== undefined && (config.dynamic_batching.preferred_batch_size ?? []).length === 0 && mbs > 0) {
     config.dynamic_batching = { ...config.dynamic_batching, preferred_batch_size: [mbs] };
   }
-  const sb = config.sequence_batching;
+  let sb = config.sequence_batching;
+  if (sb !== undefined && Number(sb.max_sequence_idle_microseconds ?? 0) === 0) {
+    // SEQUENCE_IDLE_DEFAULT_MICROSECONDS (core constants.h): one second.
+    sb = { ...sb, max_sequence_idle_microseconds: 1_000_000 };
+    config.sequence_batching = sb;
+  }
   if (sb?.oldest !== undefined && (sb.oldest.preferred_batch_size ?? []).length === 0 && mbs > 0) {
     config.sequence_batching = { ...sb, oldest: { ...sb.oldest, preferred_batch_size: [mbs] } };
+  }
+  // Pinned memory is on unless the config says otherwise (not for ensembles, which have no instances).
+  if (config.ensemble_scheduling === undefined) {
+    const optimization = { ...(config.optimization ?? {}) };
+    optimization.input_pinned_memory ??= { enable: true };
+    optimization.output_pinned_memory ??= { enable: true };
+    config.optimization = optimization;
   }
   return config;
 }

@@ -64,11 +64,21 @@ function unquote(s: string): string {
   return s.replace(/\\(.)/g, '$1');
 }
 
+export interface RunningTriton {
+  readonly httpPort: number;
+  readonly grpcPort: number;
+  /** Everything the server printed so far. */
+  log(): string;
+  /** GET or POST on the server's HTTP port, retried while the port is not yet open. */
+  ask(path: string, init?: RequestInit): Promise<Response>;
+  stop(): Promise<void>;
+}
+
 /**
  * Starts tritonserver on the repository (every model loaded at start-up,
- * failures kept), reads the repository index and the log, stops it.
+ * failures kept) and resolves once its HTTP service listens.
  */
-export async function loadInTriton(binary: string, repository: string, backendDirectory: string, timeoutMs = 300_000): Promise<TritonRun> {
+export async function startTriton(binary: string, repository: string, backendDirectory: string, timeoutMs = 300_000, extraArgs: readonly string[] = []): Promise<RunningTriton> {
   const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
   const child = spawn(
     binary,
@@ -85,6 +95,7 @@ export async function loadInTriton(binary: string, repository: string, backendDi
       '--grpc-address=127.0.0.1',
       '--allow-metrics=false',
       '--log-verbose=0',
+      ...extraArgs,
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -92,27 +103,46 @@ export async function loadInTriton(binary: string, repository: string, backendDi
   child.stdout.on('data', (b: Buffer) => (log += b.toString()));
   child.stderr.on('data', (b: Buffer) => (log += b.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    child.kill('SIGKILL');
+    await exited;
+  };
+  const deadline = Date.now() + timeoutMs;
   try {
-    const deadline = Date.now() + timeoutMs;
     // The HTTP service starts once the initial load of every model has ended.
     while (!log.includes('Started HTTPService')) {
       if (child.exitCode !== null) throw new Error(`tritonserver exited with ${child.exitCode}:\n${log.slice(-4000)}`);
       if (Date.now() > deadline) throw new Error(`tritonserver did not start within ${timeoutMs} ms:\n${log.slice(-4000)}`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    const ask = async (path: string, init?: RequestInit): Promise<Response> => {
-      for (;;) {
-        try {
-          return await fetch(`http://127.0.0.1:${http}${path}`, init);
-        } catch (error) {
-          if (child.exitCode !== null || child.signalCode !== null) throw new Error(`tritonserver ended (${child.exitCode ?? child.signalCode ?? ''}) after starting:\n${log.slice(-4000)}`);
-          if (Date.now() > deadline) throw error;
-          await new Promise((r) => setTimeout(r, 100));
-        }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const ask = async (path: string, init?: RequestInit): Promise<Response> => {
+    for (;;) {
+      try {
+        return await fetch(`http://127.0.0.1:${http}${path}`, init);
+      } catch (error) {
+        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`tritonserver ended (${child.exitCode ?? child.signalCode ?? ''}) after starting:\n${log.slice(-4000)}`);
+        if (Date.now() > deadline) throw error;
+        await new Promise((r) => setTimeout(r, 100));
       }
-    };
-    const index = (await (await ask('/v2/repository/index', { method: 'POST', body: '{}' })).json()) as { name: string; state?: string; reason?: string }[];
-    const version = ((await (await ask('/v2')).json()) as { version: string }).version;
+    }
+  };
+  return { httpPort: http, grpcPort: grpc, log: () => log, ask, stop };
+}
+
+/**
+ * Starts tritonserver on the repository, reads the repository index and
+ * the log, stops it.
+ */
+export async function loadInTriton(binary: string, repository: string, backendDirectory: string, timeoutMs = 300_000): Promise<TritonRun> {
+  const triton = await startTriton(binary, repository, backendDirectory, timeoutMs);
+  try {
+    const index = (await (await triton.ask('/v2/repository/index', { method: 'POST', body: '{}' })).json()) as { name: string; state?: string; reason?: string }[];
+    const version = ((await (await triton.ask('/v2')).json()) as { version: string }).version;
+    const log = triton.log();
     const verdicts = new Map<string, TritonVerdict>();
     for (const m of index) {
       if (m.state === 'READY') verdicts.set(m.name, { loaded: true });
@@ -128,8 +158,7 @@ export async function loadInTriton(binary: string, repository: string, backendDi
     for (const match of log.matchAll(/model_repository_manager\.cc:\d+\] "((?:[A-Za-z ]+: )?(?:in )?ensemble '?([^\s',]+)'?[ ,].*)"$/gm)) refuse(match[2], match[1]);
     return { verdicts, version };
   } finally {
-    child.kill('SIGKILL');
-    await exited;
+    await triton.stop();
   }
 }
 

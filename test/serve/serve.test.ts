@@ -1,0 +1,272 @@
+// popef serve in-process: the HTTP endpoints on the scaffolded MNIST
+// repository, served by the cpu plugin (the model's ONNX graph on
+// onnxruntime-node) and by a child-process plugin that dies. The real
+// tritonclient and the real Triton server are the subject of
+// tritonclient.test.ts; this file covers what needs no Python.
+import assert from 'node:assert/strict';
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { after, before, describe, it } from 'node:test';
+import { ChildProcessPlugin } from '../../src/run/child-plugin.js';
+import { loadPlugin } from '../../src/run/load-plugin.js';
+import { loadInput } from '../../src/run/tensor-io/inputs.js';
+import { startServer, type RunningServer } from '../../src/serve/server.js';
+import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
+
+const IMAGE_BYTES = 28 * 28 * 4;
+
+/** The seed's repository (scaffolded MNIST), plus a copy whose config breaks a Triton rule. */
+async function mnistRepository(dir: string): Promise<string> {
+  const repo = join(dir, 'models');
+  const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels']);
+  assert.equal(r.code, 0, r.stderr);
+  await cp(join(repo, 'mnist'), join(repo, 'broken'), { recursive: true });
+  const config = await readFile(join(repo, 'broken', 'config.pbtxt'), 'utf8');
+  await writeFile(join(repo, 'broken', 'config.pbtxt'), config.replace('name: "mnist"', 'name: "broken"').replace('max_batch_size: 1', 'max_batch_size: -1'));
+  return repo;
+}
+
+async function digit(n: number): Promise<Uint8Array> {
+  const t = await loadInput({ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }, fixture(`mnist/img/${n}.png`), 'digit_image', {});
+  return t.data;
+}
+
+/** FP32 values of bytes at any offset (Buffer's slice() shares memory, so copy first). */
+function floats(bytes: Uint8Array): Float32Array {
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return new Float32Array(copy.buffer);
+}
+
+function argmax(values: ArrayLike<number>): number {
+  let best = 0;
+  for (let i = 1; i < values.length; i++) if ((values[i] ?? 0) > (values[best] ?? 0)) best = i;
+  return best;
+}
+
+interface InferBody {
+  model_name: string;
+  model_version: string;
+  id?: string;
+  outputs: { name: string; datatype: string; shape: number[]; data?: unknown[]; parameters?: { binary_data_size: number } }[];
+}
+
+describe('popef serve over HTTP, cpu plugin', () => {
+  let server: RunningServer;
+  let base: string;
+  let cleanup: () => Promise<void>;
+
+  before(async () => {
+    const temp = await tempDir();
+    cleanup = temp.cleanup;
+    const repo = await mnistRepository(temp.dir);
+    server = await startServer({
+      repositories: [repo],
+      createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }),
+      host: '127.0.0.1',
+      httpPort: 0,
+      maxRequestSize: 1024 * 1024,
+    });
+    base = `http://127.0.0.1:${server.httpPort ?? 0}`;
+  });
+
+  after(async () => {
+    await server.stop();
+    await cleanup();
+  });
+
+  it('answers health, metadata, config and the repository index as Triton does', async () => {
+    assert.equal((await fetch(`${base}/v2/health/live`)).status, 200);
+    assert.equal((await fetch(`${base}/v2/health/ready`)).status, 200);
+    const meta = (await (await fetch(`${base}/v2/models/mnist`)).json()) as Record<string, unknown>;
+    assert.deepEqual(meta, {
+      name: 'mnist',
+      versions: ['1'],
+      platform: 'poplar',
+      inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [-1, 1, 28, 28] }],
+      outputs: [{ name: 'output_labels', datatype: 'FP32', shape: [-1, 10] }],
+    });
+    const config = (await (await fetch(`${base}/v2/models/mnist/versions/1/config`)).json()) as Record<string, unknown>;
+    assert.equal(config.backend, 'poplar');
+    assert.equal(config.max_batch_size, 1);
+    assert.deepEqual((config.input as { dims: number[] }[])[0]?.dims, [1, 28, 28]);
+    assert.deepEqual(config.optimization, { priority: 'PRIORITY_DEFAULT', input_pinned_memory: { enable: true }, output_pinned_memory: { enable: true }, gather_kernel_buffer_threshold: 0, eager_batching: false });
+    const index = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as { name: string; state: string; reason?: string }[];
+    assert.deepEqual(
+      index.map((m) => [m.name, m.state]),
+      [
+        ['broken', 'UNAVAILABLE'],
+        ['mnist', 'READY'],
+      ],
+    );
+    assert.match(index[0]?.reason ?? '', /'max_batch_size' must be non-negative value for broken/);
+    assert.equal(index[1]?.reason, undefined);
+    const broken = await fetch(`${base}/v2/models/broken/ready`);
+    assert.equal(broken.status, 400);
+    assert.deepEqual(await broken.json(), { error: 'Model version not ready' });
+    const infer = await fetch(`${base}/v2/models/broken/infer`, { method: 'POST', body: '{}' });
+    assert.equal(infer.status, 404);
+    assert.deepEqual(await infer.json(), { error: "Request for unknown model: 'broken' has no available versions" });
+  });
+
+  it('infers with JSON tensors: every digit of the walkthrough is predicted right', async () => {
+    for (let n = 0; n < 10; n++) {
+      const data = Array.from(floats(await digit(n)));
+      const res = await fetch(`${base}/v2/models/mnist/infer`, {
+        method: 'POST',
+        body: JSON.stringify({ id: `req-${n}`, inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data }] }),
+      });
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'application/json');
+      const body = (await res.json()) as InferBody;
+      assert.equal(body.id, `req-${n}`);
+      assert.equal(body.model_version, '1');
+      const out = body.outputs[0];
+      assert.deepEqual([out?.name, out?.datatype, out?.shape], ['output_labels', 'FP32', [1, 10]]);
+      assert.equal(argmax(out?.data as number[]), n);
+    }
+  });
+
+  it('infers with binary tensors (Inference-Header-Content-Length), the bytes the plugin gives', async () => {
+    const image = await digit(7);
+    const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }], outputs: [{ name: 'output_labels', parameters: { binary_data: true } }] }));
+    const res = await fetch(`${base}/v2/models/mnist/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': String(header.byteLength) }, body: Buffer.concat([header, image]) });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/octet-stream');
+    const body = Buffer.from(await res.arrayBuffer());
+    const jsonLength = Number(res.headers.get('inference-header-content-length'));
+    const json = JSON.parse(body.subarray(0, jsonLength).toString()) as InferBody;
+    assert.deepEqual(json.outputs[0]?.parameters, { binary_data_size: 40 });
+    const scores = floats(body.subarray(jsonLength));
+    assert.equal(scores.length, 10);
+    assert.equal(argmax(scores), 7);
+    // The same request through gzip gives the same answer.
+    const zipped = await fetch(`${base}/v2/models/mnist/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': String(header.byteLength), 'Content-Encoding': 'gzip' }, body: gzipSync(Buffer.concat([header, image])) });
+    assert.equal(zipped.status, 200);
+    assert.deepEqual(Buffer.from(await zipped.arrayBuffer()), body);
+  });
+
+  it("takes Triton's raw binary request: header length 0, the body is the one input", async () => {
+    const res = await fetch(`${base}/v2/models/mnist/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': '0' }, body: await digit(4) });
+    assert.equal(res.status, 200);
+    const body = Buffer.from(await res.arrayBuffer());
+    const jsonLength = Number(res.headers.get('inference-header-content-length'));
+    assert.equal(argmax(floats(body.subarray(jsonLength))), 4);
+  });
+
+  it('classifies as Triton does: "value:index" strings, top k, shape [batch, k]', async () => {
+    const data = Array.from(floats(await digit(3)));
+    const res = await fetch(`${base}/v2/models/mnist/infer`, {
+      method: 'POST',
+      body: JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data }], outputs: [{ name: 'output_labels', parameters: { classification: 3 } }] }),
+    });
+    const body = (await res.json()) as InferBody;
+    const out = body.outputs[0];
+    assert.deepEqual([out?.datatype, out?.shape], ['BYTES', [1, 3]]);
+    const classes = (out?.data as string[]).map((s) => s.split(':'));
+    assert.equal(classes[0]?.[1], '3');
+    for (const [value] of classes) assert.match(value ?? '', /^\d+\.\d{6}$/);
+    const values = classes.map(([v]) => Number(v));
+    assert.deepEqual([...values].sort((a, b) => b - a), values);
+  });
+
+  it("refuses bad requests with Triton's status and message, and stays up", async () => {
+    const post = async (body: string | Buffer, headers: Record<string, string> = {}, path = '/v2/models/mnist/infer'): Promise<[number, string]> => {
+      const res = await fetch(`${base}${path}`, { method: 'POST', headers, body });
+      const text = await res.text();
+      return [res.status, text === '' ? '' : ((JSON.parse(text) as { error?: string }).error ?? text)];
+    };
+    const [s1, m1] = await post('{"inputs": [');
+    assert.equal(s1, 400);
+    assert.match(m1, /^failed to parse the request JSON buffer: /);
+    // An empty body is a raw binary request (header length 0) with no data.
+    assert.deepEqual(await post(''), [400, "[request id: <id_unknown>] input byte size mismatch for input 'raw_input' for model 'mnist'. Expected 3136, got 0"]);
+    const header = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }] });
+    assert.deepEqual(await post(Buffer.concat([Buffer.from(header), Buffer.alloc(100)]), { 'Inference-Header-Content-Length': String(header.length) }), [
+      400,
+      "unexpected size for input 'digit_image', expecting 3036 additional bytes for model 'mnist'",
+    ]);
+    assert.deepEqual(await post(Buffer.concat([Buffer.from(header), Buffer.alloc(IMAGE_BYTES + 4)]), { 'Inference-Header-Content-Length': String(header.length) }), [
+      400,
+      "unexpected additional input data for model 'mnist'",
+    ]);
+    assert.deepEqual(await post(header, { 'Inference-Header-Content-Length': '99999' }), [400, `inference header size should be in range (0, ${header.length}), got: 99999`]);
+    const json = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data: [1, 2, 3] }] });
+    assert.deepEqual(await post(json), [500, "Unable to parse 'data': Shape does not match true shape of 'data' field"]);
+    const both = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1], data: [1], parameters: { binary_data_size: 4 } }] });
+    assert.deepEqual(await post(both), [400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set 'data' 'binary_data_size'"]);
+    // Bigger than --max-request-size (1 MiB here): refused without reading it all; a gzip bomb too.
+    const [s2] = await post(Buffer.alloc(2 * 1024 * 1024));
+    assert.equal(s2, 413);
+    const [s3, m3] = await post(gzipSync(Buffer.alloc(64 * 1024 * 1024)), { 'Content-Encoding': 'gzip' });
+    assert.equal(s3, 413);
+    assert.match(m3, /--max-request-size/);
+    const [s4, m4] = await post('{}', { 'Content-Encoding': 'br' });
+    assert.deepEqual([s4, m4], [501, "Unsupported content-encoding, only 'identity' is supported."]);
+    // Deeply nested data is flattened without recursion.
+    let nested = '1';
+    for (let i = 0; i < 10_000; i++) nested = `[${nested}]`;
+    const [s5] = await post(`{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1],"data":${nested}}]}`);
+    assert.equal(s5, 400);
+    assert.deepEqual(await (async () => [(await fetch(`${base}/v2/nosuch`)).status])(), [404]);
+    assert.equal((await fetch(`${base}/v2/health/live`, { method: 'POST' })).status, 405);
+    assert.equal((await fetch(`${base}/v2/health/live`)).status, 200);
+  });
+
+  it('queues concurrent requests on the model instance; every answer is right and counted', async () => {
+    const before = (await (await fetch(`${base}/v2/models/mnist/stats`)).json()) as { model_stats: { inference_count: number }[] };
+    const images = await Promise.all(Array.from({ length: 10 }, (_, n) => digit(n)));
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, async (_, i) => {
+        const n = i % 10;
+        const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }], parameters: { binary_data_output: true } }));
+        const res = await fetch(`${base}/v2/models/mnist/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': String(header.byteLength) }, body: Buffer.concat([header, images[n] ?? new Uint8Array()]) });
+        const body = Buffer.from(await res.arrayBuffer());
+        const jsonLength = Number(res.headers.get('inference-header-content-length'));
+        return [n, argmax(floats(body.subarray(jsonLength)))];
+      }),
+    );
+    for (const [n, predicted] of answers) assert.equal(predicted, n);
+    const stats = (await (await fetch(`${base}/v2/models/mnist/stats`)).json()) as { model_stats: { inference_count: number; execution_count: number; inference_stats: { success: { count: number } } }[] };
+    assert.equal((stats.model_stats[0]?.inference_count ?? 0) - (before.model_stats[0]?.inference_count ?? 0), 40);
+  });
+});
+
+describe('popef serve: a model whose plugin dies', () => {
+  it('is marked not ready; the other models keep serving', { timeout: 60_000 }, async () => {
+    const temp = await tempDir();
+    let server: RunningServer | undefined;
+    try {
+      const repo = await mnistRepository(temp.dir);
+      await cp(join(repo, 'mnist'), join(repo, 'mnist2'), { recursive: true });
+      const config = await readFile(join(repo, 'mnist2', 'config.pbtxt'), 'utf8');
+      await writeFile(join(repo, 'mnist2', 'config.pbtxt'), config.replace('name: "mnist"', 'name: "mnist2"'));
+      // Each plugin process dies on its second run.
+      const env = { ...process.env, ECHO_PLUGIN_MODE: 'zeros', ECHO_PLUGIN_EXIT_ON_RUN: '2' };
+      server = await startServer({
+        repositories: [repo],
+        createPlugin: () => Promise.resolve(new ChildProcessPlugin({ name: 'echo', command: join(ROOT, 'test/run/echo-plugin'), env })),
+        host: '127.0.0.1',
+        httpPort: 0,
+        maxRequestSize: 1024 * 1024,
+      });
+      const base = `http://127.0.0.1:${server.httpPort ?? 0}`;
+      const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }] }));
+      const infer = (model: string): Promise<Response> =>
+        fetch(`${base}/v2/models/${model}/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': String(header.byteLength) }, body: Buffer.concat([header, Buffer.alloc(IMAGE_BYTES)]) });
+      assert.equal((await infer('mnist')).status, 200);
+      const died = await infer('mnist');
+      assert.equal(died.status, 500);
+      assert.match(((await died.json()) as { error: string }).error, /execution plugin failed for model 'mnist'/);
+      assert.equal((await fetch(`${base}/v2/models/mnist/ready`)).status, 400);
+      const index = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST' })).json()) as { name: string; state: string }[];
+      assert.deepEqual(index.find((m) => m.name === 'mnist')?.state, 'UNAVAILABLE');
+      assert.equal((await infer('mnist2')).status, 200);
+      assert.equal((await fetch(`${base}/v2/models/mnist2/ready`)).status, 200);
+    } finally {
+      await server?.stop();
+      await temp.cleanup();
+    }
+  });
+});

@@ -1,0 +1,205 @@
+// popef serve against real peers: the real tritonclient (PyPI, in .venv)
+// runs the walkthrough's client unchanged against `popef serve` on the
+// scaffolded MNIST repository, over gRPC and HTTP; and the same requests,
+// good and bad, go to popef serve and to the real Triton server (the
+// tritonserver that nvidia-pytriton bundles) serving the same repository
+// with a stand-in poplar backend. Request checks happen in Triton's core
+// and frontends before any backend runs, so the stand-in is an equivalent
+// model for every error case; both must answer with the same status and
+// message.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
+import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
+
+const PYTHON = join(ROOT, '.venv', 'bin', 'python');
+const hasClient = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import tritonclient.grpc, tritonclient.http, PIL']).status === 0;
+const missing = hasClient ? undefined : 'tritonclient is not installed (.ci/run installs it into .venv)';
+const CLIENTS = join(ROOT, 'test/serve/clients');
+
+const WALKTHROUGH = Array.from({ length: 10 }, (_, n) => `Predicted digit for file "${n}.png": ${n}`).join('\n');
+
+interface Serving {
+  readonly child: ChildProcess;
+  readonly http: number;
+  readonly grpc: number;
+  stderr(): string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `popef serve` as a user would (the built CLI), on free ports; resolves once it says it is ready. */
+async function serve(repo: string, extra: readonly string[] = []): Promise<Serving> {
+  const child = spawn(process.execPath, [join(ROOT, 'bin/popef.js'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const m = /HTTP on [^:]+:(\d+), gRPC on [^:]+:(\d+)/.exec(stderr);
+    if (m !== null) return { child, http: Number(m[1]), grpc: Number(m[2]), stderr: () => stderr, exited };
+    if (child.exitCode !== null) throw new Error(`popef serve exited with ${child.exitCode}: ${stderr}`);
+    if (Date.now() > deadline) throw new Error(`popef serve did not get ready: ${stderr}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function python(args: readonly string[]): string {
+  const r = spawnSync(PYTHON, args, { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+async function scaffoldMnist(dir: string): Promise<string> {
+  const repo = join(dir, 'models');
+  const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels']);
+  assert.equal(r.code, 0, r.stderr);
+  return repo;
+}
+
+describe("the walkthrough's tritonclient program against popef serve", { skip: process.env.CI === 'true' ? false : missing }, () => {
+  let server: Serving;
+  let repo: string;
+  let cleanup: () => Promise<void>;
+
+  before(async () => {
+    const temp = await tempDir();
+    cleanup = temp.cleanup;
+    repo = await scaffoldMnist(temp.dir);
+    server = await serve(repo);
+  });
+
+  after(async () => {
+    server.child.kill('SIGKILL');
+    await server.exited;
+    await cleanup();
+  });
+
+  it('prints the ten lines of the walkthrough over gRPC, HTTP binary and HTTP JSON', () => {
+    const img = fixture('mnist/img');
+    assert.equal(python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.grpc}`, img]).trim(), WALKTHROUGH);
+    assert.equal(python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.http}`, img, '--protocol', 'http']).trim(), WALKTHROUGH);
+    assert.equal(python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.http}`, img, '--protocol', 'http', '--no-binary']).trim(), WALKTHROUGH);
+  });
+
+  it('refuses a port in use with exit 2 and a message naming it', () => {
+    const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.js'), 'serve', repo, '--http-port', String(server.http), '--grpc-port', '0', '--plugin', 'cpu'], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, new RegExp(`cannot serve HTTP on 127\\.0\\.0\\.1:${server.http}: the port is in use`));
+    assert.doesNotMatch(r.stderr, /\n\s+at /);
+  });
+
+  it('stops on SIGTERM: drains, closes the plugins, exits 0', async () => {
+    const other = await serve(repo);
+    other.child.kill('SIGTERM');
+    assert.equal(await other.exited, 0, other.stderr());
+    assert.match(other.stderr(), /popef serve: stopped/);
+  });
+});
+
+const triton = findTritonServer();
+const hasCc = spawnSync('cc', ['--version']).status === 0;
+const noTriton = missing ?? (triton === undefined ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)' : !hasCc ? 'no C compiler for the stand-in backend' : undefined);
+
+/**
+ * Raw HTTP requests tritonclient cannot send (malformed bodies and
+ * headers): [name, path, init]. Compared by status and message.
+ */
+function rawCases(): [string, string, RequestInit][] {
+  const image = Buffer.alloc(28 * 28 * 4);
+  const header = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: image.byteLength } }] });
+  const post = (body: string | Buffer, headers: Record<string, string> = {}): RequestInit => ({ method: 'POST', body, headers });
+  return [
+    ['empty body', '/v2/models/mnist/infer', post('')],
+    ['no inputs', '/v2/models/mnist/infer', post('{"outputs": []}')],
+    ['short binary', '/v2/models/mnist/infer', post(Buffer.concat([Buffer.from(header), image.subarray(0, 100)]), { 'Inference-Header-Content-Length': String(header.length) })],
+    ['extra binary', '/v2/models/mnist/infer', post(Buffer.concat([Buffer.from(header), image, Buffer.alloc(8)]), { 'Inference-Header-Content-Length': String(header.length) })],
+    ['header length too big', '/v2/models/mnist/infer', post(header, { 'Inference-Header-Content-Length': '100000' })],
+    ['data and binary', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1],"data":[1],"parameters":{"binary_data_size":4}}]}')],
+    ['no data', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28]}]}')],
+    ['json count', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"data":[1,2,3]}]}')],
+    ['fp16 json', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP16","shape":[1],"data":[1]}]}')],
+    ['triton_ parameter', '/v2/models/mnist/infer', post(`{"parameters":{"triton_x":1},"inputs":[]}`)],
+    ['byte size', '/v2/models/mnist/infer', post(Buffer.concat([Buffer.from(header.replace(String(image.byteLength), '400')), image.subarray(0, 400)]), { 'Inference-Header-Content-Length': String(header.length - String(image.byteLength).length + 3) })],
+    ['unknown model', '/v2/models/nosuch/infer', post('{}')],
+    ['unknown model metadata', '/v2/models/nosuch', { method: 'GET' }],
+    ['unknown version config', '/v2/models/mnist/versions/3/config', { method: 'GET' }],
+    ['unknown route', '/v2/nosuch', { method: 'GET' }],
+    ['wrong method', '/v2/health/live', { method: 'POST' }],
+    ['infer by GET', '/v2/models/mnist/infer', { method: 'GET' }],
+  ];
+}
+
+/** Where only the start of the message can agree: Triton prints its JSON parser's own wording (RapidJSON) after it. */
+const MESSAGE_PREFIX_ONLY = new Set<string>([]);
+
+describe('popef serve answers as the real Triton server does', { skip: process.env.CI === 'true' ? false : noTriton }, () => {
+  let ours: Serving;
+  let theirs: RunningTriton;
+  let cleanup: () => Promise<void>;
+
+  before(async () => {
+    const temp = await tempDir();
+    cleanup = temp.cleanup;
+    const repo = await scaffoldMnist(temp.dir);
+    const backends = join(temp.dir, 'backends');
+    await buildStandInBackends(backends, ['poplar']);
+    theirs = await startTriton(triton ?? '', repo, backends, 120_000);
+    ours = await serve(repo);
+  });
+
+  after(async () => {
+    ours.child.kill('SIGKILL');
+    await ours.exited;
+    await theirs.stop();
+    await cleanup();
+  });
+
+  it('the same status and message for every tritonclient request, good or bad; the same metadata and config fields', () => {
+    const run = (grpc: number, http: number): Record<string, unknown> => JSON.parse(python([join(CLIENTS, 'request_cases.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<string, unknown>;
+    const a = run(ours.grpc, ours.http);
+    const b = run(theirs.grpcPort, theirs.httpPort);
+    assert.deepEqual(Object.keys(a).sort(), Object.keys(b).sort());
+    const differences: string[] = [];
+    for (const key of Object.keys(b).sort()) {
+      let mine = a[key];
+      let real = b[key];
+      // The stand-in backend answers a good request with no outputs: only success is compared there.
+      if (typeof real === 'object' && real !== null && (real as { ok?: boolean }).ok === true) {
+        mine = { ok: (mine as { ok?: boolean }).ok };
+        real = { ok: true };
+      }
+      try {
+        assert.deepEqual(mine, real);
+      } catch {
+        differences.push(`${key}:\n  popef serve: ${JSON.stringify(mine)}\n  Triton:      ${JSON.stringify(real)}`);
+      }
+    }
+    assert.deepEqual(differences, []);
+    // Our good answer carries the output itself.
+    assert.deepEqual((a['grpc/ok'] as { outputs: unknown }).outputs, [['output_labels', 'FP32', [1, 10]]]);
+  });
+
+  it('the same status and message for malformed HTTP requests', async () => {
+    const differences: string[] = [];
+    for (const [name, path, init] of rawCases()) {
+      const answer = async (port: number): Promise<[number, string]> => {
+        const res = await fetch(`http://127.0.0.1:${port}${path}`, init);
+        const text = await res.text();
+        let message = text;
+        try {
+          message = (JSON.parse(text) as { error?: string }).error ?? text;
+        } catch {
+          // not JSON: compared as text
+        }
+        return [res.status, message];
+      };
+      const [mine, real] = [await answer(ours.http), await answer(theirs.httpPort)];
+      const same = MESSAGE_PREFIX_ONLY.has(name) ? mine[0] === real[0] && mine[1].split(':')[0] === real[1].split(':')[0] : mine[0] === real[0] && mine[1] === real[1];
+      if (!same) differences.push(`${name}: popef serve ${JSON.stringify(mine)}, Triton ${JSON.stringify(real)}`);
+    }
+    assert.deepEqual(differences, []);
+  });
+});
