@@ -6,6 +6,7 @@ import { packageRoot } from '../package-root.js';
 import { ChildProcessPlugin } from './child-plugin.js';
 import { CpuPlugin } from './cpu-plugin.js';
 import type { ExecutionPlugin } from './plugin-api.js';
+import { TritonPlugin } from './triton-plugin.js';
 
 export interface PluginContext {
   readonly cwd: string;
@@ -13,6 +14,8 @@ export interface PluginContext {
   readonly signal?: AbortSignal;
   readonly requestTimeoutMs?: number;
   readonly host?: string;
+  /** The server of the `triton` plugin (grpc://HOST:PORT or http://HOST:PORT). */
+  readonly url?: string;
 }
 
 /** The IPU bridge script, shipped with the package. */
@@ -43,7 +46,7 @@ function isPluginObject(value: unknown): value is ExecutionPlugin {
 }
 
 /**
- * Resolves --plugin: `ipu`; a path to an ES module (.js/.mjs) exporting a
+ * Resolves --plugin: `ipu`, `cpu`, `triton` (a running server, ctx.url); a path to an ES module (.js/.mjs) exporting a
  * plugin (default export, or createPlugin()); a path to an executable,
  * run as an out-of-process plugin; or a package name exporting a plugin.
  */
@@ -51,6 +54,7 @@ export async function loadPlugin(spec: string, ctx: PluginContext): Promise<Exec
   if (spec === 'ipu') return ipuPlugin(ctx);
   // POPEF_ONNXRUNTIME_MODULE names another module to import (tests use it to simulate a missing onnxruntime-node).
   if (spec === 'cpu') return new CpuPlugin({ moduleName: ctx.env.POPEF_ONNXRUNTIME_MODULE });
+  if (spec === 'triton') return new TritonPlugin({ url: ctx.url, timeoutMs: ctx.requestTimeoutMs });
   const looksLikePath = spec.startsWith('.') || spec.startsWith('/') || spec.includes('\\');
   const path = resolve(ctx.cwd, spec);
   if (looksLikePath && !existsSync(path)) {

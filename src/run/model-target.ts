@@ -1,5 +1,5 @@
 import { readFile, readdir, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { parseNameMap } from '../triton/name-map.js';
 
@@ -14,6 +14,9 @@ export interface ModelTarget {
   readonly clientNames: ReadonlyMap<string, string>;
   /** For messages: "model directory models/mnist, version 1" or the file list. */
   readonly description: string;
+  /** For a model directory: its name (the served model's name) and the version run. */
+  readonly modelName?: string;
+  readonly version?: number;
 }
 
 async function isDirectory(path: string): Promise<boolean> {
@@ -56,7 +59,7 @@ export async function resolveTarget(args: readonly string[], cwd: string, versio
       }
       for (const e of parsed.entries) clientNames.set(e.anchor, e.name);
     }
-    return { files, clientNames, description: `model directory ${args[0] ?? ''}, version ${chosen}` };
+    return { files, clientNames, description: `model directory ${args[0] ?? ''}, version ${chosen}`, modelName: basename(first), version: chosen };
   }
   return { files: paths, clientNames: new Map(), description: args.join(' + ') };
 }

@@ -1,8 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Server, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData } from '@grpc/grpc-js';
-import protobuf from 'protobufjs';
-import { packageRoot } from '../package-root.js';
+import { protocolCodec as codec, toInt, type ProtocolMessage } from '../triton/inference-protocol.js';
 import { configToProtoObject } from './config-json.js';
 import { isProtocolDataType, protocolElementBytes } from './datatypes.js';
 import { type InferRequest, type RequestInput, type RequestedOutput } from './infer-request.js';
@@ -20,7 +17,7 @@ import type { ModelStats } from './served-model.js';
  * outputs always go back as raw_output_contents, as Triton sends them.
  */
 
-type Message = Record<string, unknown>;
+type Message = ProtocolMessage;
 
 /** Triton's error classes as gRPC status codes (server r24.10, grpc_utils.cc). */
 const GRPC_STATUS: Readonly<Record<StatusCode, GrpcStatus>> = {
@@ -33,40 +30,6 @@ const GRPC_STATUS: Readonly<Record<StatusCode, GrpcStatus>> = {
   ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
   CANCELLED: GrpcStatus.CANCELLED,
 };
-
-interface Codec {
-  encode(value: Message): Buffer;
-  decode(bytes: Buffer): Message;
-}
-
-let rootCache: protobuf.Root | undefined;
-
-/** The protocol's messages, parsed once from the shipped .proto files (field names kept as written). */
-function root(): protobuf.Root {
-  if (rootCache !== undefined) return rootCache;
-  const r = new protobuf.Root();
-  for (const file of ['model_config.proto', 'grpc_service.proto']) {
-    protobuf.parse(readFileSync(join(packageRoot(), 'schemas', file), 'utf8'), r, { keepCase: true });
-  }
-  r.resolveAll();
-  rootCache = r;
-  return r;
-}
-
-function codec(name: string, viaFromObject = false): Codec {
-  const type = root().lookupType(`inference.${name}`);
-  return {
-    encode: (value) => Buffer.from(type.encode(viaFromObject ? type.fromObject(value) : value).finish()),
-    decode: (bytes) => type.decode(bytes) as unknown as Message,
-  };
-}
-
-/** A protobufjs 64-bit value (a Long, or a number when small) as a number. */
-function toInt(value: unknown): number {
-  if (typeof value === 'number') return value;
-  if (typeof value === 'object' && value !== null && typeof (value as { toNumber?: unknown }).toNumber === 'function') return (value as { toNumber(): number }).toNumber();
-  return Number(value);
-}
 
 function str(value: unknown): string {
   return typeof value === 'string' ? value : '';

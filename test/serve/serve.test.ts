@@ -270,3 +270,23 @@ describe('popef serve: a model whose plugin dies', () => {
     }
   });
 });
+
+describe('popef run --plugin triton, without a server', () => {
+  it('needs --url, and says plainly when nothing answers there', async () => {
+    const noUrl = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'triton', '--random']);
+    assert.equal(noUrl.code, 2);
+    assert.match(noUrl.stderr, /--plugin triton needs --url grpc:\/\/HOST:PORT or http:\/\/HOST:PORT/);
+    const badUrl = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'triton', '--url', 'ftp://x', '--random']);
+    assert.equal(badUrl.code, 2);
+    assert.match(badUrl.stderr, /--url "ftp:\/\/x" is not grpc:\/\/HOST:PORT or http:\/\/HOST:PORT/);
+    // A port nothing listens on: one that was free a moment ago.
+    const probe = await startServer({ repositories: [], createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }), host: '127.0.0.1', httpPort: 0, maxRequestSize: 1024 });
+    const port = probe.httpPort ?? 0;
+    await probe.stop();
+    for (const url of [`http://127.0.0.1:${port}`, `grpc://127.0.0.1:${port}`]) {
+      const r = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'triton', '--url', url, '--random']);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, new RegExp(`plugin "triton" cannot run here: no inference server answers at ${url.replace(/[/.]/g, '\\$&')}`));
+    }
+  });
+});

@@ -84,6 +84,20 @@ describe("the walkthrough's tritonclient program against popef serve", { skip: p
     assert.equal(python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.http}`, img, '--protocol', 'http', '--no-binary']).trim(), WALKTHROUGH);
   });
 
+  it('popef run --plugin triton sends the inputs to it and compares with the cpu plugin, over gRPC and HTTP', async () => {
+    for (const url of [`grpc://127.0.0.1:${server.grpc}`, `http://127.0.0.1:${server.http}`]) {
+      const r = await runCli(['run', join(repo, 'mnist'), '--plugin', 'triton', '--url', url, '--input', `digit_image=${fixture('mnist/img/6.png')}`, '--top-k', '1', '--compare-with', 'cpu', '--json']);
+      assert.equal(r.code, 0, r.stderr);
+      const report = JSON.parse(r.stdout) as { plugin: string; outputs: { name: string; topK: [{ index: number }][] }[]; comparison: { passed: boolean }[] };
+      assert.equal(report.plugin, 'triton');
+      assert.equal(report.outputs[0]?.topK[0]?.[0].index, 6);
+      assert.deepEqual(report.comparison.map((c) => c.passed), [true]);
+    }
+    const wrong = await runCli(['run', join(repo, 'mnist'), '--plugin', 'triton', '--url', `grpc://127.0.0.1:${server.grpc}`, '--plugin-option', 'model=nosuch', '--random']);
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /answered: Request for unknown model: 'nosuch' is not found/);
+  });
+
   it('refuses a port in use with exit 2 and a message naming it', () => {
     const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.js'), 'serve', repo, '--http-port', String(server.http), '--grpc-port', '0', '--plugin', 'cpu'], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 2, r.stderr);
@@ -138,12 +152,13 @@ const MESSAGE_PREFIX_ONLY = new Set<string>([]);
 describe('popef serve answers as the real Triton server does', { skip: process.env.CI === 'true' ? false : noTriton }, () => {
   let ours: Serving;
   let theirs: RunningTriton;
+  let repo: string;
   let cleanup: () => Promise<void>;
 
   before(async () => {
     const temp = await tempDir();
     cleanup = temp.cleanup;
-    const repo = await scaffoldMnist(temp.dir);
+    repo = await scaffoldMnist(temp.dir);
     const backends = join(temp.dir, 'backends');
     await buildStandInBackends(backends, ['poplar']);
     theirs = await startTriton(triton ?? '', repo, backends, 120_000);
@@ -180,6 +195,18 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     assert.deepEqual(differences, []);
     // Our good answer carries the output itself.
     assert.deepEqual((a['grpc/ok'] as { outputs: unknown }).outputs, [['output_labels', 'FP32', [1, 10]]]);
+  });
+
+  it('popef run --plugin triton speaks to the real server: requests accepted, its errors passed on', async () => {
+    for (const url of [`grpc://127.0.0.1:${theirs.grpcPort}`, `http://127.0.0.1:${theirs.httpPort}`]) {
+      const r = await runCli(['run', join(repo, 'mnist'), '--plugin', 'triton', '--url', url, '--random']);
+      // The stand-in backend answers with no tensors: the request itself was taken, and the missing output is named.
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /answered: no output 'output_labels' in the answer/);
+      const wrong = await runCli(['run', join(repo, 'mnist'), '--plugin', 'triton', '--url', url, '--random', '--plugin-option', 'version=9']);
+      assert.equal(wrong.code, 2);
+      assert.match(wrong.stderr, /Request for unknown model: 'mnist' version 9 is not found/);
+    }
   });
 
   it('the same status and message for malformed HTTP requests', async () => {

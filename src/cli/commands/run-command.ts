@@ -81,8 +81,13 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
     await set.close();
   }
   const client = (anchor: string): string => target.clientNames.get(anchor) ?? anchor;
+  // The triton plugin asks a server for the model by its name and client tensor names.
+  if (flags.url !== undefined) pluginOptions.url = flags.url;
+  if (target.modelName !== undefined && !Object.hasOwn(pluginOptions, 'model')) pluginOptions.model = target.modelName;
+  for (const [anchor, name] of target.clientNames) if (!Object.hasOwn(pluginOptions, `name.${anchor}`)) pluginOptions[`name.${anchor}`] = name;
+  if ((flags.plugin === 'triton' || flags.compareWith === 'triton') && flags.url === undefined) throw usage('--plugin triton needs --url grpc://HOST:PORT or http://HOST:PORT');
 
-  const context = { cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}` };
+  const context = { cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}`, url: flags.url };
   const plugin: ExecutionPlugin = await loadPlugin(flags.plugin, context);
   const reference: ExecutionPlugin | undefined = flags.compareWith === undefined ? undefined : await loadPlugin(flags.compareWith, context);
   try {

@@ -30,6 +30,7 @@ export interface RunFlags {
   readonly referenceMap?: string[];
   readonly compareWith?: string;
   readonly color?: boolean;
+  readonly url?: string;
 }
 
 const collect = (value: string, previous?: string[]): string[] => [...(previous ?? []), value];
@@ -54,11 +55,15 @@ gives the error statistics and the smallest atol and rtol that would pass.
 --compare-with PLUGIN runs the same inputs through a second plugin (the cpu
 reference, typically) and compares its outputs with the first plugin's,
 with the same tolerances: the check that IPU results match the source model.
+With --plugin triton --url grpc://HOST:8001 the model runs on a live Triton
+server (or popef serve): a deployed model checked against its source graph.
 
 Plugins: ipu (Graphcore's Model Runtime through the Poplar SDK's Python
 modules; set POPEF_PYTHON to the SDK's interpreter), cpu (the model's source
 ONNX graph on onnxruntime-node, an optional dependency: the graph comes from
---reference or from the model's opaque blob named "onnx"), a path to an ES module
+--reference or from the model's opaque blob named "onnx"), triton (a running
+inference server speaking Triton's protocol, --url; the model directory's
+name is the model name, name_map.json gives the tensor names), a path to an ES module
 (.js, .mjs) or to an executable speaking the protocol of
 src/run/PROTOCOL.md, or a package name.
 
@@ -70,7 +75,8 @@ export function registerRun(program: Command, io: CliIo, run: (handler: Handler)
     .command('run')
     .description('run a model once (or many times, timed) through an execution plugin, with inputs from files')
     .argument('<model...>', 'PopEF files, or a Triton model directory')
-    .option('--plugin <plugin>', 'execution plugin: ipu, ./plugin.js, ./plugin-program, or a package', 'ipu')
+    .option('--plugin <plugin>', 'execution plugin: ipu, cpu, triton, ./plugin.js, ./plugin-program, or a package', 'ipu')
+    .option('--url <url>', 'triton plugin: the inference server, grpc://HOST:PORT or http://HOST:PORT (Triton, or popef serve)')
     .option('--plugin-option <key=value>', 'an option passed to the plugin (repeatable)', collect)
     .option('--executable <name>', 'the model to run when the files hold several')
     .addOption(new Option('--version <n>', 'version directory of a Triton model directory (default: the highest)').argParser(parseIntOption(0, Number.MAX_SAFE_INTEGER)))
