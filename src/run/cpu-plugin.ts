@@ -31,7 +31,7 @@ interface OrtSession {
   release(): Promise<void>;
 }
 interface Ort {
-  readonly InferenceSession: { create(model: Uint8Array): Promise<OrtSession> };
+  readonly InferenceSession: { create(model: Uint8Array, options?: { intraOpNumThreads?: number; interOpNumThreads?: number }): Promise<OrtSession> };
   readonly Tensor: new (type: string, data: ArrayBufferView, dims: readonly number[]) => OrtTensor;
 }
 
@@ -77,6 +77,20 @@ function fromOrt(o: OrtTensor, spec: TensorSpec): Tensor {
   }
   const view = o.data;
   return { ...spec, data: new Uint8Array(view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength)) };
+}
+
+/**
+ * onnxruntime's thread options from the `threads` plugin option: N intra-op
+ * threads, or onnxruntime's own default (one per core) when not given.
+ * `threads=1` runs each graph on the calling thread: for small graphs under
+ * concurrent load (popef serve) that avoids the spinning of idle pool
+ * threads, which takes the cores the server and its clients need.
+ */
+function sessionOptions(threads: string | undefined): { intraOpNumThreads?: number; interOpNumThreads?: number } {
+  if (threads === undefined) return {};
+  const n = Number(threads);
+  if (!Number.isInteger(n) || n < 1 || n > 1024) throw new PopefError(ErrorCode.InvalidInput, `plugin option threads="${threads}" is not a whole number from 1 to 1024`, {});
+  return { intraOpNumThreads: n, interOpNumThreads: 1 };
 }
 
 export class CpuPlugin implements ExecutionPlugin {
@@ -139,7 +153,7 @@ export class CpuPlugin implements ExecutionPlugin {
     }
     let session: OrtSession;
     try {
-      session = await ort.InferenceSession.create(graph);
+      session = await ort.InferenceSession.create(graph, sessionOptions(request.options.threads));
     } catch (error) {
       throw new PopefError(ErrorCode.Plugin, `onnxruntime cannot load the ONNX graph: ${(error as Error).message}`, { suggestion: 'check the --reference file, or the "onnx" opaque blob' });
     }
@@ -166,6 +180,9 @@ export class CpuPlugin implements ExecutionPlugin {
     return {
       inputs,
       outputs,
+      // onnxruntime-node runs each graph synchronously on the event loop's thread (after a setImmediate):
+      // outstanding runs still execute one at a time, and taking several lets one loop turn finish them all.
+      maxOutstandingRuns: 64,
       run: async (values) => {
         const feeds: Record<string, OrtTensor> = {};
         for (const spec of inputs) {

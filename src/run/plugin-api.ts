@@ -44,6 +44,13 @@ export interface OpenedModel {
   readonly outputs: readonly TensorSpec[];
   /** Runs once; inputs and outputs are keyed by anchor name. */
   run(inputs: ReadonlyMap<string, Tensor>): Promise<Map<string, Tensor>>;
+  /**
+   * How many run() calls may be outstanding at once (default 1: a caller
+   * such as popef serve queues the rest). A plugin that executes its runs
+   * one after another itself may take more, so that no time is lost
+   * between one run's end and the next one's start.
+   */
+  readonly maxOutstandingRuns?: number;
   close(): Promise<void>;
 }
 

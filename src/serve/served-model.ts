@@ -78,27 +78,36 @@ function add(d: Duration, ns: bigint): void {
 
 /**
  * A queue over a fixed set of instances: a request waits until an instance
- * is free, as requests wait for a model instance in Triton's default
- * scheduler. Instances are plugin models, each with one request at a time.
+ * has room, as requests wait for a model instance in Triton's default
+ * scheduler. An instance takes one run at a time unless its plugin says it
+ * takes more (maxOutstandingRuns).
  */
 class InstancePool {
-  private readonly free: OpenedModel[];
+  private readonly slots: { readonly instance: OpenedModel; readonly capacity: number; busy: number }[];
   private readonly waiting: ((instance: OpenedModel) => void)[] = [];
 
   constructor(instances: readonly OpenedModel[]) {
-    this.free = [...instances];
+    this.slots = instances.map((instance) => ({ instance, capacity: Math.max(1, Math.floor(instance.maxOutstandingRuns ?? 1)), busy: 0 }));
   }
 
   acquire(): Promise<OpenedModel> {
-    const instance = this.free.pop();
-    if (instance !== undefined) return Promise.resolve(instance);
+    let best: (typeof this.slots)[number] | undefined;
+    for (const s of this.slots) if (s.busy < s.capacity && (best === undefined || s.busy < best.busy)) best = s;
+    if (best !== undefined) {
+      best.busy += 1;
+      return Promise.resolve(best.instance);
+    }
     return new Promise((resolve) => this.waiting.push(resolve));
   }
 
   release(instance: OpenedModel): void {
     const next = this.waiting.shift();
-    if (next !== undefined) next(instance);
-    else this.free.push(instance);
+    if (next !== undefined) {
+      next(instance);
+      return;
+    }
+    const slot = this.slots.find((s) => s.instance === instance);
+    if (slot !== undefined) slot.busy -= 1;
   }
 }
 

@@ -47,6 +47,14 @@ describe('the cpu plugin', () => {
     assert.match(r.stderr, /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded \(.*onnxruntime-node-is-not-here.*\) \[E_PLUGIN_UNAVAILABLE\]\n {2}hint: install it beside popef-toolkit: npm install onnxruntime-node/);
   });
 
+  it('takes threads=N for onnxruntime, and refuses what is not a thread count', async () => {
+    const one = await runCli(['run', MNIST, '--plugin', 'cpu', '--random', '--plugin-option', 'threads=1', '--json']);
+    assert.equal(one.code, 0, one.stderr);
+    const bad = await runCli(['run', MNIST, '--plugin', 'cpu', '--random', '--plugin-option', 'threads=0']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /plugin option threads="0" is not a whole number from 1 to 1024/);
+  });
+
   it('refuses a graph that does not match the anchors, naming the missing tensor', async () => {
     const r = await runCli(['run', MNIST, '--plugin', 'cpu', '--random', '--reference-map', 'input=pixels']);
     assert.equal(r.code, 2);

@@ -10,6 +10,7 @@ import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { ChildProcessPlugin } from '../../src/run/child-plugin.js';
 import { loadPlugin } from '../../src/run/load-plugin.js';
+import type { ExecutionPlugin } from '../../src/run/plugin-api.js';
 import { loadInput } from '../../src/run/tensor-io/inputs.js';
 import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
@@ -287,6 +288,60 @@ describe('popef run --plugin triton, without a server', () => {
       const r = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'triton', '--url', url, '--random']);
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, new RegExp(`plugin "triton" cannot run here: no inference server answers at ${url.replace(/[/.]/g, '\\$&')}`));
+    }
+  });
+});
+
+describe('popef serve: requests queue per model instance', () => {
+  it('one run at a time per instance unless the plugin takes more; every request answered', async () => {
+    for (const [outstanding, instances, expected] of [
+      [undefined, 1, 1],
+      [undefined, 2, 2],
+      [4, 1, 4],
+    ] as const) {
+      const temp = await tempDir();
+      let server: RunningServer | undefined;
+      try {
+        const repo = await mnistRepository(temp.dir);
+        const config = await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8');
+        await writeFile(join(repo, 'mnist', 'config.pbtxt'), config.replace('kind: KIND_CPU', `kind: KIND_CPU\n    count: ${instances}`));
+        let running = 0;
+        let most = 0;
+        // A plugin double that only records how many runs overlap; each run takes 5 ms.
+        const plugin: ExecutionPlugin = {
+          name: 'recorder',
+          probe: () => Promise.resolve({ available: true }),
+          dispose: () => Promise.resolve(),
+          open: () =>
+            Promise.resolve({
+              inputs: [{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }],
+              outputs: [{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10] }],
+              maxOutstandingRuns: outstanding,
+              run: async () => {
+                running += 1;
+                most = Math.max(most, running);
+                await new Promise((r) => setTimeout(r, 5));
+                running -= 1;
+                return new Map([['softmax/Softmax:0', { name: 'softmax/Softmax:0', dtype: 'F32' as const, shape: [1, 10], data: new Uint8Array(40) }]]);
+              },
+              close: () => Promise.resolve(),
+            }),
+        };
+        server = await startServer({ repositories: [repo], models: ['mnist'], createPlugin: () => Promise.resolve(plugin), host: '127.0.0.1', httpPort: 0, maxRequestSize: 1024 * 1024 });
+        const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }] }));
+        const statuses = await Promise.all(
+          Array.from({ length: 16 }, async () => {
+            const res = await fetch(`http://127.0.0.1:${server?.httpPort ?? 0}/v2/models/mnist/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': String(header.byteLength) }, body: Buffer.concat([header, Buffer.alloc(IMAGE_BYTES)]) });
+            await res.arrayBuffer();
+            return res.status;
+          }),
+        );
+        assert.deepEqual(new Set(statuses), new Set([200]));
+        assert.equal(most, expected, `maxOutstandingRuns ${String(outstanding)}, ${instances} instance(s)`);
+      } finally {
+        await server?.stop();
+        await temp.cleanup();
+      }
     }
   });
 });

@@ -35,9 +35,8 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
   } finally {
     await probe.dispose();
   }
-  const log = (entry: RequestLog): void => {
-    if (flags.jsonLogs === true) io.stderr(`${JSON.stringify({ time: new Date().toISOString(), ...entry, ms: Math.round(entry.ms * 1000) / 1000 })}\n`);
-  };
+  const log =
+    flags.jsonLogs === true ? (entry: RequestLog): void => io.stderr(`${JSON.stringify({ time: new Date().toISOString(), ...entry, ms: Math.round(entry.ms * 1000) / 1000 })}\n`) : undefined;
   const server = await startServer({
     repositories: repositories.map((r) => resolve(io.cwd, r)),
     createPlugin,
