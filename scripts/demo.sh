@@ -32,3 +32,26 @@ for f in img/*.png; do
       console.log(`Predicted digit for file "${process.argv[1]}": ${out.topK[0][0].index}`);
     });' "$name"
 done
+
+# The walkthrough's last step as written: its tritonclient program against a
+# server. popef serve puts the repository behind Triton's protocol on the cpu
+# plugin; the client is unchanged (gRPC, port from the server's start line).
+python="${POPEF_CLIENT_PYTHON:-$root/.venv/bin/python}"
+echo
+if [ -x "$python" ] && "$python" -c 'import tritonclient.grpc, PIL' >/dev/null 2>&1; then
+  echo '$ popef serve models &   # then the walkthrough client, over gRPC'
+  node "$root/bin/popef.js" serve models --plugin cpu --http-port 0 --grpc-port 0 2>serve.log &
+  server=$!
+  for _ in $(seq 1 200); do grep -q 'popef serve: ready' serve.log && break; sleep 0.1; done
+  port="$(sed -n 's/.*gRPC on [^:]*:\([0-9]*\).*/\1/p' serve.log)"
+  if [ -z "$port" ]; then
+    cat serve.log >&2
+    kill "$server" 2>/dev/null || true
+    exit 1
+  fi
+  "$python" "$root/test/serve/clients/mnist_client.py" "127.0.0.1:$port" img
+  kill -TERM "$server"
+  wait "$server"
+else
+  echo "(skipped: popef serve with the walkthrough's tritonclient program needs Python with tritonclient and pillow; bash .ci/run installs them into .venv)"
+fi
