@@ -6,7 +6,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
  * one "JSON-pointer: message" line each, the form the CLI prints.
  */
 
-export type SchemaName = 'manifest' | 'dump' | 'name-map' | 'validate' | 'sarif-2.1.0-subset' | 'diff';
+export type SchemaName = 'manifest' | 'dump' | 'name-map' | 'validate' | 'sarif-2.1.0-subset' | 'diff' | 'doctor';
 
 const compiled = new Map<SchemaName, ValidateFunction>();
 

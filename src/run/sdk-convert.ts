@@ -130,7 +130,7 @@ export async function importSdkFiles(bridge: ChildProcessPlugin, files: readonly
 }
 
 /** Writes an open-layout model set as one SDK-written file, through the bridge. */
-export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly string[], out: string, options: ConvertOptions = {}): Promise<{ blobs: number; bytes: number; skipped: string[] }> {
+export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly string[], out: string, options: ConvertOptions = {}): Promise<{ blobs: number; bytes: number; skipped: string[]; warnings: string[] }> {
   await mustExist(dirname(out), 'find the destination directory');
   await available(bridge);
   if (options.force !== true) {
@@ -180,6 +180,9 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
     const reply = await bridge.exchange({ type: 'export', path: temp, compress: options.compress === true, model: { metadata, blobs } }, sources, options.timeoutMs ?? 300_000);
     reply.finish();
     if (reply.message.type !== 'exported') throw new PopefError(ErrorCode.Plugin, `the SDK bridge answered "${reply.message.type}" to export`, {});
+    // What this SDK release could not store (deviceIterations before SDK 3.3).
+    const warnings = Array.isArray(reply.message.warnings) ? reply.message.warnings.filter((w): w is string => typeof w === 'string') : [];
+
     try {
       if (options.force === true) await rename(temp, out);
       else {
@@ -189,7 +192,7 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
     } catch (error) {
       throw ioError(error, out, 'move the exported file into place');
     }
-    return { blobs: blobs.length + metadata.length, bytes: progress.bytes, skipped };
+    return { blobs: blobs.length + metadata.length, bytes: progress.bytes, skipped, warnings };
   } catch (error) {
     // The bridge is stopped first (unless it reported the error itself and
     // is idle), so that it cannot write the temporary file after its removal.

@@ -1,6 +1,7 @@
 /**
  * The out-of-process plugin protocol with an echo plugin (test/run/echo-plugin):
- * round trips of a 64 MiB tensor (target: 1 GiB/s or more) and of a tiny
+ * a 64 MiB tensor each way, timed one direction at a time (target: 1 GiB/s
+ * or more each way), the same echoed, and round trips of a tiny
  * request (target: a median host overhead of 100 us or less over 10,000
  * runs). Prints figures only. Run: npx tsx test/bench/protocol.ts
  */
@@ -26,10 +27,12 @@ async function model(path: string, shape: number[]): Promise<void> {
   await w.close();
 }
 
-async function measure(shape: number[], runs: number): Promise<number[]> {
+/** Median-sorted microseconds per run; `outputBytes` makes the child answer with that many bytes instead of the echo. */
+async function measure(shape: number[], runs: number, outputBytes?: number): Promise<number[]> {
   const path = join(dir, `m-${shape.join('x')}.popef`);
   await model(path, shape);
-  const plugin = new ChildProcessPlugin({ name: 'echo', command: join(ROOT, 'test/run/echo-plugin'), env: process.env });
+  const env = outputBytes === undefined ? process.env : { ...process.env, ECHO_PLUGIN_OUTPUT_BYTES: String(outputBytes) };
+  const plugin = new ChildProcessPlugin({ name: 'echo', command: join(ROOT, 'test/run/echo-plugin'), env });
   try {
     const opened = await plugin.open({ files: [path], executable: 'e', options: {} });
     const bytes = shape.reduce((p, d) => p * d, 4);
@@ -41,7 +44,9 @@ async function measure(shape: number[], runs: number): Promise<number[]> {
       const start = process.hrtime.bigint();
       const out = await opened.run(inputs);
       times.push(Number(process.hrtime.bigint() - start) / 1e3);
-      if (out.get('x:echo')?.data.byteLength !== bytes) throw new Error('echo lost bytes');
+      const expected = outputBytes ?? bytes;
+      const got = outputBytes === undefined ? out.get('x:echo')?.data.byteLength : outputBytes === 0 ? 0 : out.get('out')?.data.byteLength;
+      if (got !== expected) throw new Error('echo lost bytes');
     }
     await opened.close();
     return times.sort((a, b) => a - b);
@@ -51,12 +56,18 @@ async function measure(shape: number[], runs: number): Promise<number[]> {
 }
 
 try {
-  const big = await measure([16, 1024, 1024], 20);
-  const medianBig = big[Math.floor(big.length / 2)] ?? NaN;
-  const gib = (64 * 2 ** 20) / 2 ** 30;
-  console.log(`64 MiB tensor round trip: median ${(medianBig / 1000).toFixed(1)} ms = ${(gib / (medianBig / 1e6)).toFixed(2)} GiB/s each way (target >= 1 GiB/s)`);
+  const MiB64 = 64 * 2 ** 20;
+  const gib = MiB64 / 2 ** 30;
+  const median = (t: number[]): number => t[Math.floor(t.length / 2)] ?? NaN;
+  // Each direction on its own: 64 MiB in with nothing back, then 4 bytes in with 64 MiB back.
+  const toChild = median(await measure([16, 1024, 1024], 20, 0));
+  const toHost = median(await measure([1], 20, MiB64));
+  const both = median(await measure([16, 1024, 1024], 20));
+  console.log(`64 MiB host -> plugin: median ${(toChild / 1000).toFixed(1)} ms = ${(gib / (toChild / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`);
+  console.log(`64 MiB plugin -> host: median ${(toHost / 1000).toFixed(1)} ms = ${(gib / (toHost / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`);
+  console.log(`64 MiB echoed (both ways in one run): median ${(both / 1000).toFixed(1)} ms = ${((2 * gib) / (both / 1e6)).toFixed(2)} GiB/s moved`);
   const tiny = await measure([1], 10_000);
-  const medianTiny = tiny[Math.floor(tiny.length / 2)] ?? NaN;
+  const medianTiny = median(tiny);
   console.log(`tiny request round trip (host + echo child): median ${medianTiny.toFixed(1)} us, p90 ${(tiny[Math.floor(tiny.length * 0.9)] ?? NaN).toFixed(1)} us over 10,000 runs (target <= 100 us of host overhead)`);
 } finally {
   await rm(dir, { recursive: true, force: true });

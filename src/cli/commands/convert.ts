@@ -42,6 +42,7 @@ async function convert(kind: 'import' | 'export', files: string[], flags: Flags,
       const r = await exportToSdk(bridge, paths, out, options);
       bar.finish();
       for (const s of r.skipped) io.stderr(`popef: warning: the SDK has no place for the ${s}; it was left out\n`);
+      for (const w of r.warnings) io.stderr(`popef: warning: ${w}\n`);
       io.stdout(`wrote ${flags.output}: ${r.blobs} blob(s), ${r.bytes} payload bytes, with the SDK's popef.Writer\n`);
     }
     return ExitCode.Ok;

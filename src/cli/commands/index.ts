@@ -4,6 +4,7 @@ import type { Handler } from '../main.js';
 import { registerConfig } from './config.js';
 import { registerConvert } from './convert.js';
 import { registerDiff } from './diff.js';
+import { registerDoctor } from './doctor.js';
 import { registerDump } from './dump.js';
 import { registerPack } from './pack.js';
 import { registerRun } from './run.js';
@@ -24,4 +25,5 @@ export function register(program: Command, io: CliIo, run: (handler: Handler) =>
   registerPack(program, io, run);
   registerUnpack(program, io, run);
   registerConvert(program, io, run);
+  registerDoctor(program, io, run);
 }

@@ -10,13 +10,18 @@ tensor frame, so this script never reads the open layout), loads it with
 The SDK's Python modules are imported when the host says hello; when they
 are missing the bridge answers that it is not available, and why.
 
-NOT verified on IPU hardware or against a real Poplar SDK: the API names
-follow public usage (see popef-facts.md sections 7-8) and are exercised in
-the tests against a simulated SDK (fixtures/sim-sdk/).
+NOT verified on IPU hardware or against a real Poplar SDK. Every SDK call
+it makes is listed in SDK-API.md beside this file, with the public code or
+documentation that shows it and what happens when it is missing; the
+table SDK_CALLS below is the same list, checked by `popef doctor`. The
+tests run it against the strict simulated SDK in fixtures/sim-sdk/, in
+each SDK release variant.
 """
 
+import datetime
 import json
 import os
+import platform
 import struct
 import sys
 import tempfile
@@ -174,10 +179,118 @@ def import_sdk():
     return missing
 
 
-NUMPY_DTYPES = {
-    "BOOL": "bool", "F16": "<f2", "F32": "<f4", "F64": "<f8", "S8": "i1", "U8": "u1", "S16": "<i2",
-    "U16": "<u2", "S32": "<i4", "U32": "<u4", "S64": "<i8", "U64": "<u8",
-}
+# Every SDK attribute the bridge uses: (module, dotted path, what needs it).
+# "required" calls must be present for the bridge to work; "guarded" ones are
+# feature-detected, with a fallback. SDK-API.md has one row per entry, with
+# the evidence (a test keeps the two lists equal).
+SDK_CALLS = [
+    ("popef", "Reader", "required"),
+    ("popef", "Reader.parseFile", "required"),
+    ("popef", "Reader.metadata", "required"),
+    ("popef", "Reader.executables", "required"),
+    ("popef", "Reader.tensors", "required"),
+    ("popef", "Reader.feeds", "required"),
+    ("popef", "Reader.opaqueBlobs", "required"),
+    ("popef", "Writer", "required"),
+    ("popef", "Writer.createExecutable", "required"),
+    ("popef", "Writer.createTensorData", "required"),
+    ("popef", "Writer.createFeedData", "required"),
+    ("popef", "Writer.createOpaqueBlob", "required"),
+    ("popef", "Writer.writeMetadata", "required"),
+    ("popef", "Writer.close", "required"),
+    ("popef", "popefTypeToNumpyDType", "required"),
+    ("popef", "DataType", "required"),
+    ("popef", "TensorType", "required"),
+    ("popef", "TensorInfo", "required"),
+    ("popef", "TensorInfo.setDataType", "required"),
+    ("popef", "TensorInfo.setShape", "required"),
+    ("popef", "TensorInfo.dataType", "required"),
+    ("popef", "TensorInfo.shape", "required"),
+    ("popef", "TensorDataInfo", "required"),
+    ("popef", "FeedDataInfo", "required"),
+    ("popef", "Anchor", "required"),
+    ("popef", "ProgramFlow", "required"),
+    ("popef", "Option", "required"),
+    ("popef", "Option.name", "required"),
+    ("popef", "Option.value", "required"),
+    ("popef", "Metadata", "required"),
+    ("popef", "Metadata.anchors", "required"),
+    ("popef", "Metadata.programsMap", "required"),
+    ("popef", "Metadata.engineOptions", "required"),
+    ("popef", "Metadata.deviceOptions", "required"),
+    ("popef", "Metadata.programFlow", "required"),
+    ("popef", "Metadata.setProgramFlow", "required"),
+    ("popef", "Metadata.setReplicationFactor", "required"),
+    ("popef", "Metadata.deviceIterations", "guarded"),
+    ("popef", "Metadata.setDeviceIterations", "guarded"),
+    ("popef", "__version__", "guarded"),
+    ("model_runtime", "ModelRunner", "required"),
+    ("model_runtime", "ModelRunner.getExecuteInputs", "required"),
+    ("model_runtime", "ModelRunner.getExecuteOutputs", "required"),
+    ("model_runtime", "ModelRunner.execute", "required"),
+    ("model_runtime", "ModelRunnerConfig", "required"),
+    ("model_runtime", "DeviceWaitConfig", "required"),
+    ("model_runtime", "DeviceWaitStrategy", "required"),
+    ("model_runtime", "DeviceWaitStrategy.WAIT_WITH_TIMEOUT", "required"),
+    ("model_runtime", "InputMemoryView", "required"),
+    ("model_runtime", "__version__", "guarded"),
+]
+# The rest of the C++-style accessors the bridge calls, set and get alike.
+SDK_CALLS += [("popef", "Metadata." + name, "required") for field in (
+    "Executable", "NumIpus", "IpuVersion", "IsPOD", "NumProcesses", "IsInference", "SeedHandle")
+    for name in ("set" + field, field[0].lower() + field[1:])]
+SDK_CALLS += [("popef", "Metadata.replicationFactor", "required")]
+SDK_CALLS += [("popef", "Anchor." + name, "required") for field in (
+    "Name", "Handle", "TensorInfo", "IsPerReplica", "Type", "Programs")
+    for name in ("set" + field, field[0].lower() + field[1:])]
+SDK_CALLS += [("popef", "ProgramFlow." + name, "required") for field in ("Load", "Main", "Save")
+              for name in ("set" + field, field.lower())]
+SDK_CALLS += [("popef", "TensorDataInfo." + name, "required") for name in ("setName", "setTensorInfo")]
+
+
+def lookup(module, path):
+    """The attribute at a dotted path of a module, or None when any step is missing."""
+    value = module
+    for part in path.split("."):
+        if value is None or not hasattr(value, part):
+            return None
+        value = getattr(value, part)
+    return value
+
+
+def sdk_version():
+    """The SDK release, from the modules' __version__ when they carry one."""
+    for m in (popef, model_runtime):
+        v = getattr(m, "__version__", None) if m is not None else None
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def missing_calls():
+    """The required calls this SDK lacks, as 'module.path'."""
+    modules = {"popef": popef, "model_runtime": model_runtime}
+    return ["%s.%s" % (m, path) for (m, path, need) in SDK_CALLS if need == "required" and lookup(modules[m], path) is None]
+
+
+def sdk_error(what):
+    """An error naming the missing SDK attribute and the release found."""
+    return UserError("E_SDK", "this Poplar SDK (%s) has no %s, which the bridge needs; see src/run/bridge/SDK-API.md"
+                     % ("release " + sdk_version() if sdk_version() else "release unknown", what))
+
+
+def text_of(value):
+    """An Option's name or value: a method in the SDK's API (C++ name()/value()); an attribute tolerated."""
+    return value() if callable(value) else value
+
+
+def append_all(container, items, what):
+    """Adds to a mutable list the SDK hands out; checks that it was not a copy."""
+    before = len(container)
+    for item in items:
+        container.append(item)
+    if len(container) != before + len(items):
+        raise sdk_error("mutable %s (the list it returns is a copy)" % what)
 
 
 def dtype_name(data_type):
@@ -196,7 +309,9 @@ def tensor_info(info):
 
 
 def build_metadata(md):
-    """A popef.Metadata from the JSON form of the open layout's metadata."""
+    """A popef.Metadata from the JSON form of the open layout's metadata.
+    Anchors and options are appended to the mutable lists the getters return
+    (the SDK's API has no setAnchors); deviceIterations exists from SDK 3.3."""
     m = popef.Metadata()
     m.setExecutable(md["executable"])
     anchors = []
@@ -209,24 +324,42 @@ def build_metadata(md):
         anchor.setType(getattr(popef.TensorType, a["type"]))
         anchor.setPrograms(list(a["programs"]))
         anchors.append(anchor)
-    m.setAnchors(anchors)
+    append_all(m.anchors(), anchors, "Metadata.anchors()")
     flow = popef.ProgramFlow()
     flow.setLoad(list(md["programFlow"]["load"]))
     flow.setMain(list(md["programFlow"]["main"]))
     flow.setSave(list(md["programFlow"]["save"]))
     m.setProgramFlow(flow)
-    m.setProgramsMap({p["index"]: p["name"] for p in md["programsMap"]})
+    programs = m.programsMap()
+    for p in md["programsMap"]:
+        programs[p["index"]] = p["name"]
+    if len(m.programsMap()) != len({p["index"] for p in md["programsMap"]}):
+        raise sdk_error("mutable Metadata.programsMap() (the map it returns is a copy)")
     m.setReplicationFactor(md["replicationFactor"])
     m.setNumIpus(md["numIpus"])
     m.setIpuVersion(md["ipuVersion"])
     m.setIsPOD(md["isPOD"])
     m.setNumProcesses(md["numProcesses"])
     m.setIsInference(md["isInference"])
-    m.setDeviceIterations(md["deviceIterations"])
+    if hasattr(m, "setDeviceIterations"):
+        m.setDeviceIterations(md["deviceIterations"])
+    elif md["deviceIterations"] not in (0, 1):
+        WARNINGS.append("this SDK (%s) has no Metadata.setDeviceIterations (SDK 3.3 and later): deviceIterations %d is not stored"
+                        % ("release " + sdk_version() if sdk_version() else "release unknown", md["deviceIterations"]))
     m.setSeedHandle(md["seedHandle"])
-    m.setEngineOptions([popef.Option(o["name"], o["value"]) for o in md["engineOptions"]])
-    m.setDeviceOptions([popef.Option(o["name"], o["value"]) for o in md["deviceOptions"]])
+    append_all(m.engineOptions(), [popef.Option(o["name"], o["value"]) for o in md["engineOptions"]], "Metadata.engineOptions()")
+    append_all(m.deviceOptions(), [popef.Option(o["name"], o["value"]) for o in md["deviceOptions"]], "Metadata.deviceOptions()")
     return m
+
+
+# Things the SDK could not store, reported to the host with the reply that caused them.
+WARNINGS = []
+
+
+def create_file(path):
+    """popef.Writer(path) opens an existing file: Graphcore's own rewriting script creates it first."""
+    with open(path, "wb"):
+        pass
 
 
 class Session:
@@ -235,6 +368,7 @@ class Session:
         self.path = os.path.join(self.dir, "executable.popef")
         model = message["model"]
         payloads = [data for (_, data) in tensors]
+        create_file(self.path)
         writer = popef.Writer(self.path)
         for blob in model["blobs"]:
             if blob["kind"] == "feed":
@@ -249,8 +383,11 @@ class Session:
 
         config = model_runtime.ModelRunnerConfig()
         wait_seconds = float(message.get("options", {}).get("device_wait_seconds", "60"))
+        # Durations as datetime.timedelta keywords, as public callers pass them.
         config.device_wait_config = model_runtime.DeviceWaitConfig(
-            model_runtime.DeviceWaitStrategy.WAIT_WITH_TIMEOUT, wait_seconds, 1.0
+            model_runtime.DeviceWaitStrategy.WAIT_WITH_TIMEOUT,
+            timeout=datetime.timedelta(seconds=wait_seconds),
+            sleepTime=datetime.timedelta(seconds=1),
         )
         self.runner = model_runtime.ModelRunner(self.path, config=config)
         self.inputs = [self.spec(d) for d in self.runner.getExecuteInputs()]
@@ -258,11 +395,17 @@ class Session:
 
     @staticmethod
     def spec(descriptor):
-        return {"name": descriptor.name, "dtype": dtype_name(descriptor.data_type), "shape": [int(d) for d in descriptor.shape]}
+        return {"name": descriptor.name, "dtype": dtype_name(descriptor.data_type), "shape": [int(d) for d in descriptor.shape],
+                "numpy": popef.popefTypeToNumpyDType(descriptor.data_type)}
+
+    @staticmethod
+    def public(spec):
+        return {k: v for (k, v) in spec.items() if k != "numpy"}
 
     def run(self, tensors):
         expected = {s["name"]: s for s in self.inputs}
-        feed = {}
+        view = model_runtime.InputMemoryView()
+        fed = set()
         for (t, data) in tensors:
             spec = expected.get(t["name"])
             if spec is None:
@@ -272,14 +415,23 @@ class Session:
                     "E_INPUT",
                     "input %r is %s %s, the model expects %s %s" % (t["name"], t["dtype"], t["shape"], spec["dtype"], spec["shape"]),
                 )
-            feed[t["name"]] = np.frombuffer(data, dtype=NUMPY_DTYPES[t["dtype"]]).reshape(spec["shape"])
-        missing = sorted(set(expected) - set(feed))
+            view[t["name"]] = np.frombuffer(data, dtype=spec["numpy"]).reshape(spec["shape"])
+            fed.add(t["name"])
+        missing = sorted(set(expected) - fed)
         if missing:
             raise UserError("E_INPUT", "missing inputs: %s" % missing)
-        results = self.runner.execute(feed)
+        results = self.runner.execute(view)
         out = []
         for spec in self.outputs:
-            array = np.ascontiguousarray(np.asarray(results[spec["name"]]), dtype=NUMPY_DTYPES[spec["dtype"]])
+            # Each output is a buffer of raw bytes: read it as such, never cast its values.
+            raw = memoryview(results[spec["name"]]).cast("B")
+            size = spec["numpy"].itemsize
+            for d in spec["shape"]:
+                size *= d
+            if len(raw) != size:
+                raise UserError("E_SDK", "the runtime returned %d bytes for output %r, which is %s %s (%d bytes)"
+                                % (len(raw), spec["name"], spec["dtype"], spec["shape"], size))
+            array = np.frombuffer(raw, dtype=spec["numpy"]).reshape(spec["shape"])
             out.append(({"name": spec["name"], "dtype": spec["dtype"], "shape": list(array.shape)}, array.tobytes()))
         return out
 
@@ -314,9 +466,11 @@ def metadata_json(md):
         "programsMap": [{"index": int(k), "name": v} for (k, v) in dict(md.programsMap() or {}).items()],
         "replicationFactor": int(md.replicationFactor() or 0), "numIpus": int(md.numIpus() or 0), "ipuVersion": int(md.ipuVersion() or 0),
         "isPOD": bool(md.isPOD()), "numProcesses": int(md.numProcesses() or 0), "isInference": bool(md.isInference()),
-        "deviceIterations": int(md.deviceIterations() or 0), "seedHandle": md.seedHandle() or "",
-        "engineOptions": [{"name": o.name, "value": o.value} for o in (md.engineOptions() or [])],
-        "deviceOptions": [{"name": o.name, "value": o.value} for o in (md.deviceOptions() or [])],
+        # Before SDK 3.3 the metadata has no deviceIterations: one iteration per run.
+        "deviceIterations": int(md.deviceIterations() or 0) if hasattr(md, "deviceIterations") else 1,
+        "seedHandle": md.seedHandle() or "",
+        "engineOptions": [{"name": text_of(o.name), "value": text_of(o.value)} for o in (md.engineOptions() or [])],
+        "deviceOptions": [{"name": text_of(o.name), "value": text_of(o.value)} for o in (md.deviceOptions() or [])],
     }
 
 
@@ -372,6 +526,7 @@ def do_export(id_, message):
     # One lazy chunk stream per announced payload, read in announcement order.
     streams = [read_chunks(a) for a in message.get("tensors", [])]
     try:
+        create_file(message["path"])
         writer = popef.Writer(message["path"])
         compress = bool(message.get("compress", False))
         for blob in message["model"]["blobs"]:
@@ -389,13 +544,41 @@ def do_export(id_, message):
             for _ in stream:
                 pass
         raise
-    write_message({"type": "exported", "id": id_})
+    reply = {"type": "exported", "id": id_}
+    if WARNINGS:
+        reply["warnings"] = list(WARNINGS)
+        del WARNINGS[:]
+    write_message(reply)
 
 
 class UserError(Exception):
     def __init__(self, code, message):
         Exception.__init__(self, message)
         self.code = code
+
+
+def doctor_report():
+    """What this interpreter and SDK offer the bridge, call by call (popef doctor)."""
+    if popef is None and model_runtime is None and np is None:
+        import_sdk()
+    modules = {"popef": popef, "model_runtime": model_runtime}
+    imports = {}
+    for name in ("numpy", "popef", "model_runtime"):
+        try:
+            module = __import__(name)
+            imports[name] = {"ok": True, "file": getattr(module, "__file__", None) or ""}
+        except ImportError as e:
+            imports[name] = {"ok": False, "error": str(e)}
+    calls = []
+    for (m, path, need) in SDK_CALLS:
+        present = modules[m] is not None and lookup(modules[m], path) is not None
+        calls.append({"module": m, "call": path, "need": need, "present": present})
+    return {
+        "python": {"executable": sys.executable, "version": platform.python_version()},
+        "imports": imports,
+        "sdkVersion": sdk_version(),
+        "calls": calls,
+    }
 
 
 def main():
@@ -418,14 +601,20 @@ def main():
                     reply["reason"] = "the Poplar SDK's Python modules cannot be imported: " + "; ".join(missing)
                     reply["hint"] = SDK_HINT
                 write_message(reply)
+            elif kind == "doctor":
+                write_message(dict(doctor_report(), type="doctor", id=id_))
             elif kind == "open":
                 if not available:
                     error(id_, "E_SDK", "the Poplar SDK is not available", SDK_HINT)
                     continue
+                gaps = missing_calls()
+                if gaps:
+                    raise sdk_error(", ".join(gaps))
                 if session is not None:
                     session.close()
                 session = Session(message, tensors)
-                write_message({"type": "opened", "id": id_, "inputs": session.inputs, "outputs": session.outputs})
+                write_message({"type": "opened", "id": id_, "inputs": [Session.public(x) for x in session.inputs],
+                               "outputs": [Session.public(x) for x in session.outputs]})
             elif kind == "run":
                 if session is None:
                     error(id_, "E_STATE", "run before open")
