@@ -84,6 +84,9 @@ export function announce(tensors: readonly Tensor[]): Announcement[] {
  * the tensors it announces; a malformed stream rejects with ProtocolError;
  * the end of the stream rejects with `ended`.
  */
+/** From this size on, a whole frame is copied into place as it arrives (FrameReader.takeLarge). */
+const LARGE_FRAME = 1 << 20;
+
 export class FrameReader {
   private buffers: Buffer[] = [];
   private buffered = 0;
@@ -152,17 +155,45 @@ export class FrameReader {
       return out;
     }
     const out = Buffer.allocUnsafe(n);
+    this.drainInto(out, 0, n);
+    this.buffered -= n;
+    return out;
+  }
+
+  /** Moves `n` buffered bytes into `out` at `at`; the caller adjusts `buffered`. */
+  private drainInto(out: Buffer, at: number, n: number): void {
     let done = 0;
     while (done < n) {
       const c = this.buffers[0];
       if (c === undefined) throw new ProtocolError('internal: buffer accounting');
       const take = Math.min(c.length, n - done);
-      c.copy(out, done, 0, take);
+      c.copy(out, at + done, 0, take);
       done += take;
       if (take === c.length) this.buffers.shift();
       else this.buffers[0] = c.subarray(take);
     }
-    this.buffered -= n;
+  }
+
+  /**
+   * Exactly n bytes of a large frame, copied into place as they arrive:
+   * the copy overlaps the transfer instead of following it, and nothing
+   * but the destination grows.
+   */
+  private async takeLarge(n: number): Promise<Buffer> {
+    const out = Buffer.allocUnsafe(n);
+    let done = 0;
+    while (done < n) {
+      this.resumeUnder(n - done);
+      while (this.buffered === 0) {
+        if (this.failure !== undefined) throw this.failure;
+        if (this.ended) throw new ProtocolError('ended');
+        await new Promise<void>((resolve) => (this.waiting = resolve));
+      }
+      const step = Math.min(this.buffered, n - done);
+      this.drainInto(out, done, step);
+      this.buffered -= step;
+      done += step;
+    }
     return out;
   }
 
@@ -189,7 +220,8 @@ export class FrameReader {
   }
 
   private async frame(expect: 'JSON' | 'TENS'): Promise<Buffer> {
-    return this.take(await this.frameLength(expect));
+    const n = await this.frameLength(expect);
+    return n >= LARGE_FRAME ? this.takeLarge(n) : this.take(n);
   }
 
   /**

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PopefWriter, emptyMetadata } from '../../src/index.js';
 import { ChildProcessPlugin } from '../../src/run/child-plugin.js';
+import { ipuPlugin } from '../../src/run/load-plugin.js';
 import type { Tensor } from '../../src/run/plugin-api.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -29,7 +30,7 @@ async function model(path: string, shape: number[]): Promise<void> {
 
 /** Median-sorted microseconds per run; `outputBytes` makes the child answer with that many bytes instead of the echo. */
 async function measure(shape: number[], runs: number, outputBytes?: number): Promise<number[]> {
-  const path = join(dir, `m-${shape.join('x')}.popef`);
+  const path = join(dir, `m-${shape.join('x')}-${outputBytes ?? 'echo'}.popef`);
   await model(path, shape);
   const env = outputBytes === undefined ? process.env : { ...process.env, ECHO_PLUGIN_OUTPUT_BYTES: String(outputBytes) };
   const plugin = new ChildProcessPlugin({ name: 'echo', command: join(ROOT, 'test/run/echo-plugin'), env });
@@ -55,6 +56,41 @@ async function measure(shape: number[], runs: number, outputBytes?: number): Pro
   }
 }
 
+/** Runs of a model with input x (F32 `inShape`) and output y (F32 `outShape`) through ipu_bridge.py and the null runtime. */
+async function measureBridge(inShape: number[], outShape: number[], runs: number): Promise<number[]> {
+  const path = join(dir, `b-${inShape.join('x')}-${outShape.join('x')}.popef`);
+  const w = await PopefWriter.create(path);
+  await w.writeExecutable('e', new Uint8Array(16));
+  await w.writeMetadata({
+    ...emptyMetadata('e'),
+    programFlow: { load: [], main: [5], save: [] },
+    anchors: [
+      { name: 'x', handle: 'h2d_x', tensorInfo: { dtype: 'F32', shape: inShape }, isPerReplica: false, type: 'INPUT', programs: [5] },
+      { name: 'y', handle: 'd2h_y', tensorInfo: { dtype: 'F32', shape: outShape }, isPerReplica: false, type: 'OUTPUT', programs: [5] },
+    ],
+  });
+  await w.close();
+  const env = { ...process.env, PYTHONPATH: `${join(ROOT, 'test/bench/null-runtime')}:${join(ROOT, 'fixtures/sim-sdk')}` };
+  const plugin = ipuPlugin({ cwd: ROOT, env });
+  try {
+    const opened = await plugin.open({ files: [path], executable: 'e', options: {} });
+    const bytes = inShape.reduce((p, d) => p * d, 4);
+    const inputs = new Map([['x', { name: 'x', dtype: 'F32' as const, shape: inShape, data: new Uint8Array(bytes).fill(7) }]]);
+    for (let i = 0; i < 3; i++) await opened.run(inputs);
+    const times: number[] = [];
+    for (let i = 0; i < runs; i++) {
+      const start = process.hrtime.bigint();
+      const out = await opened.run(inputs);
+      times.push(Number(process.hrtime.bigint() - start) / 1e3);
+      if (out.get('y')?.data.byteLength !== outShape.reduce((p, d) => p * d, 4)) throw new Error('the bridge lost bytes');
+    }
+    await opened.close();
+    return times.sort((a, b) => a - b);
+  } finally {
+    await plugin.dispose();
+  }
+}
+
 try {
   const MiB64 = 64 * 2 ** 20;
   const gib = MiB64 / 2 ** 30;
@@ -66,6 +102,11 @@ try {
   console.log(`64 MiB host -> plugin: median ${(toChild / 1000).toFixed(1)} ms = ${(gib / (toChild / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`);
   console.log(`64 MiB plugin -> host: median ${(toHost / 1000).toFixed(1)} ms = ${(gib / (toHost / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`);
   console.log(`64 MiB echoed (both ways in one run): median ${(both / 1000).toFixed(1)} ms = ${((2 * gib) / (both / 1e6)).toFixed(2)} GiB/s moved`);
+  // The same through the real IPU bridge (Python), on a runtime that computes nothing (test/bench/null-runtime).
+  const toBridge = median(await measureBridge([16, 1024, 1024], [1], 20));
+  const fromBridge = median(await measureBridge([1], [16, 1024, 1024], 20));
+  console.log(`64 MiB host -> IPU bridge: median ${(toBridge / 1000).toFixed(1)} ms = ${(gib / (toBridge / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`);
+  console.log(`64 MiB IPU bridge -> host: median ${(fromBridge / 1000).toFixed(1)} ms = ${(gib / (fromBridge / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`);
   const tiny = await measure([1], 10_000);
   const medianTiny = median(tiny);
   console.log(`tiny request round trip (host + echo child): median ${medianTiny.toFixed(1)} us, p90 ${(tiny[Math.floor(tiny.length * 0.9)] ?? NaN).toFixed(1)} us over 10,000 runs (target <= 100 us of host overhead)`);
