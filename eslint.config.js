@@ -58,4 +58,9 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { parserOptions: { projectService: false }, globals: { process: 'readonly', AbortController: 'readonly' } },
   },
+  {
+    files: ['**/*.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { sourceType: 'commonjs', parserOptions: { projectService: false } },
+  },
 );

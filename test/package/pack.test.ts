@@ -1,0 +1,44 @@
+// What the published tarball holds: everything the CLI and the library load
+// at run time, and nothing of the repository's own (sources, tests,
+// fixtures, source maps, the unbundled CLI).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { describe, it } from 'node:test';
+import { ROOT } from '../helpers.js';
+
+describe('npm pack', () => {
+  it('ships what runs and nothing else', () => {
+    const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const files = new Set((JSON.parse(r.stdout) as { files: { path: string }[] }[])[0]?.files.map((f) => f.path) ?? []);
+    for (const needed of [
+      'LICENSE',
+      'README.md',
+      'package.json',
+      'bin/popef.js',
+      'bin/esm-only.cjs',
+      'dist/bin.mjs',
+      'dist/index.js',
+      'dist/index.d.ts',
+      'schemas/FORMAT.md',
+      'schemas/popef.fbs',
+      'schemas/model_config.proto',
+      'schemas/grpc_service.proto',
+      'schemas/dump.schema.json',
+      'schemas/doctor.schema.json',
+      'src/run/PROTOCOL.md',
+      'src/run/bridge/ipu_bridge.py',
+      'src/run/bridge/SDK-API.md',
+    ]) {
+      assert.ok(files.has(needed), `${needed} is missing from the tarball`);
+    }
+    const unwanted = [...files].filter((f) => f.endsWith('.map') || f.startsWith('dist/cli/') || f.startsWith('test/') || f.startsWith('fixtures/') || (f.startsWith('src/') && f.endsWith('.ts')) || f.startsWith('.'));
+    assert.deepEqual(unwanted, []);
+  });
+
+  it('says that it is ES modules only when required', () => {
+    const require = createRequire(import.meta.url);
+    assert.throws(() => require('popef-toolkit'), (e: NodeJS.ErrnoException) => e.code === 'ERR_REQUIRE_ESM' && /ES module package .* await import\('popef-toolkit'\)/.test(e.message));
+  });
+});
