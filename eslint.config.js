@@ -19,7 +19,7 @@ function restrictImports(files, ignores, { presentation, upward, generated }) {
 }
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'src/schema/generated/**', 'coverage/**', '.bench/**', '.venv/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'src/schema/generated/**', 'coverage/**', '.bench/**', '.venv/**', '.install-test/**'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

@@ -50,7 +50,7 @@ const ORT_TYPES: Readonly<Partial<Record<DataType, { type: string; array: new (b
   F16: { type: 'float16', array: Uint16Array },
 };
 
-const INSTALL_HINT = 'install it beside popef-toolkit: npm install onnxruntime-node (its CPU binaries come inside the package)';
+const INSTALL_HINT = 'install it beside popef-toolkit: ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node@1.22.0 (its CPU binaries come inside the package; the setting stops its install step from downloading CUDA files)';
 
 export interface CpuPluginOptions {
   /** Module to import (tests point it elsewhere to simulate its absence). */
