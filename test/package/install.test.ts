@@ -20,7 +20,7 @@ function popef(args: readonly string[], cwd: string): { status: number | null; s
 
 describe('the installed package', { skip: process.env.CI === 'true' ? false : missing }, () => {
   it('runs the seed workflow, the cpu plugin included, from its own node_modules', async () => {
-    await inTempDir(async (dir) => {
+    await inTempDir((dir) => {
       const dump = popef(['dump', '--user-anchors', fixture('mnist/executable.popef')], dir);
       assert.equal(dump.status, 0, dump.stderr);
       assert.match(dump.stdout, /Name: "softmax\/Softmax:0"/);
@@ -35,6 +35,7 @@ describe('the installed package', { skip: process.env.CI === 'true' ? false : mi
       // The onnxruntime-node it uses is the installed project's, not this repository's.
       const which = spawnSync(process.execPath, ['-e', "console.log(require.resolve('onnxruntime-node'))"], { cwd: PROJECT, encoding: 'utf8' });
       assert.match(which.stdout, new RegExp(`^${PROJECT.replace(/[/.]/g, '\\$&')}/node_modules/onnxruntime-node/`));
+      return Promise.resolve();
     });
   });
 });
