@@ -2,11 +2,10 @@ import { Server, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, 
 import { protocolCodec as codec, toInt, type ProtocolMessage } from '../triton/inference-protocol.js';
 import { configToProtoObject } from './config-json.js';
 import { isProtocolDataType, protocolElementBytes } from './datatypes.js';
-import { type InferRequest, type RequestInput, type RequestedOutput } from './infer-request.js';
-import type { InferenceServer } from './inference-server.js';
+import { serializeBytes, type InferRequest, type RequestInput, type RequestedOutput } from './infer-request.js';
+import { statisticsReport, type InferenceServer } from './inference-server.js';
 import type { RequestLog, TransportOptions } from './http-transport.js';
 import { asRequestError, invalidArg, type StatusCode } from './status.js';
-import type { ModelStats } from './served-model.js';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
@@ -63,7 +62,7 @@ function contentsToBytes(input: Message, model: string): Uint8Array {
       throw invalidArg(`unexpected explicit tensor data for input tensor '${name}' for model '${model}' of type '${tensorType}', expected datatype '${isProtocolDataType(datatype) ? datatype : '<invalid>'}'`);
     }
     if (tensorType === 'BYTES') {
-      out = serializeRaw(values as Uint8Array[]);
+      out = serializeBytes(values as Uint8Array[]);
       continue;
     }
     const size = protocolElementBytes(tensorType as 'FP32');
@@ -111,18 +110,6 @@ function contentsToBytes(input: Message, model: string): Uint8Array {
   return out;
 }
 
-/** BYTES elements, each behind its 4-byte little-endian length. */
-function serializeRaw(elements: readonly Uint8Array[]): Uint8Array {
-  const out = Buffer.alloc(elements.reduce((n, e) => n + 4 + e.byteLength, 0));
-  let at = 0;
-  for (const e of elements) {
-    out.writeUInt32LE(e.byteLength, at);
-    out.set(e, at + 4);
-    at += 4 + e.byteLength;
-  }
-  return out;
-}
-
 /** ModelInferRequest -> InferRequest, as Triton's gRPC frontend reads it (InferGRPCToInput). */
 export function fromModelInferRequest(message: Message): InferRequest {
   const model = str(message.model_name);
@@ -157,33 +144,6 @@ export function fromModelInferRequest(message: Message): InferRequest {
   return { modelName: model, modelVersion: str(message.model_version), id: str(message.id), inputs, outputs };
 }
 
-function statsMessage(entries: readonly { name: string; version: string; stats: ModelStats }[]): Message {
-  const d = (x: { count: number; ns: bigint }): Message => ({ count: x.count, ns: Number(x.ns) });
-  return {
-    model_stats: entries.map(({ name, version, stats: s }) => ({
-      name,
-      version,
-      last_inference: s.lastInference,
-      inference_count: s.inferenceCount,
-      execution_count: s.executionCount,
-      inference_stats: {
-        success: d(s.success),
-        fail: d(s.fail),
-        queue: d(s.queue),
-        compute_input: d(s.computeInput),
-        compute_infer: d(s.computeInfer),
-        compute_output: d(s.computeOutput),
-        cache_hit: { count: 0, ns: 0 },
-        cache_miss: { count: 0, ns: 0 },
-      },
-      batch_stats: [...s.batches.entries()]
-        .sort((a, b) => a[0] - b[0])
-        .map(([size, b]) => ({ batch_size: size, compute_input: { count: b.count, ns: Number(b.input) }, compute_infer: { count: b.count, ns: Number(b.infer) }, compute_output: { count: b.count, ns: Number(b.output) } })),
-      memory_usage: [],
-    })),
-  };
-}
-
 type Handler = (request: Message) => Message | Promise<Message>;
 
 export class GrpcTransport {
@@ -202,7 +162,7 @@ export class GrpcTransport {
       ServerMetadata: ['ServerMetadataRequest', 'ServerMetadataResponse', () => ({ ...core.metadata() })],
       ModelMetadata: ['ModelMetadataRequest', 'ModelMetadataResponse', (r) => ({ ...core.modelMetadata(str(r.name), str(r.version)) })],
       ModelConfig: ['ModelConfigRequest', 'ModelConfigResponse', (r) => ({ config: configToProtoObject(core.model(str(r.name), str(r.version)).config ?? {}) }), true],
-      ModelStatistics: ['ModelStatisticsRequest', 'ModelStatisticsResponse', (r) => statsMessage(core.statistics(str(r.name), str(r.version)))],
+      ModelStatistics: ['ModelStatisticsRequest', 'ModelStatisticsResponse', (r) => statisticsReport(core.statistics(str(r.name), str(r.version)))],
       RepositoryIndex: ['RepositoryIndexRequest', 'RepositoryIndexResponse', (r) => ({ models: core.index().filter((e) => r.ready !== true || e.state === 'READY') })],
       ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r) => this.infer(r)],
     };

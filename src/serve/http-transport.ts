@@ -3,9 +3,8 @@ import { createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
 import type { InferRequest, RequestInput, RequestedOutput } from './infer-request.js';
-import type { InferenceServer, InferResult } from './inference-server.js';
+import { statisticsReport, type InferenceServer, type InferResult } from './inference-server.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
-import type { ModelStats } from './served-model.js';
 import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 
 /**
@@ -210,40 +209,6 @@ function inferResponse(result: InferResult, defaultBinary: boolean): { json: Buf
   return { json: Buffer.from(JSON.stringify(body)), binary };
 }
 
-function duration(d: { count: number; ns: bigint }): { count: number; ns: number } {
-  return { count: d.count, ns: Number(d.ns) };
-}
-
-export function statsJson(entries: readonly { name: string; version: string; stats: ModelStats }[]): JsonObject {
-  return {
-    model_stats: entries.map(({ name, version, stats: s }) => ({
-      name,
-      version,
-      last_inference: s.lastInference,
-      inference_count: s.inferenceCount,
-      execution_count: s.executionCount,
-      inference_stats: {
-        success: duration(s.success),
-        fail: duration(s.fail),
-        queue: duration(s.queue),
-        compute_input: duration(s.computeInput),
-        compute_infer: duration(s.computeInfer),
-        compute_output: duration(s.computeOutput),
-        cache_hit: { count: 0, ns: 0 },
-        cache_miss: { count: 0, ns: 0 },
-      },
-      response_stats: {},
-      batch_stats: [...s.batches.entries()].sort((a, b) => a[0] - b[0]).map(([size, b]) => ({
-        batch_size: size,
-        compute_input: { count: b.count, ns: Number(b.input) },
-        compute_infer: { count: b.count, ns: Number(b.infer) },
-        compute_output: { count: b.count, ns: Number(b.output) },
-      })),
-      memory_usage: [],
-    })),
-  };
-}
-
 export class HttpTransport {
   private readonly server: Server;
   private readonly core: InferenceServer;
@@ -328,7 +293,7 @@ export class HttpTransport {
           this.sendEmpty(res, status);
         }
       } else if (path === '/v2/models/stats' && method === 'GET') {
-        this.sendJson(res, 200, statsJson(this.core.statistics('', '')));
+        this.sendJson(res, 200, statisticsReport(this.core.statistics('', '')));
       } else if (m !== null) {
         model = decodeURIComponent(m[1] ?? '');
         const version = m[2] ?? '';
@@ -349,7 +314,7 @@ export class HttpTransport {
             const config = this.core.model(model, version).config ?? {};
             this.sendJson(res, 200, configToJson(config));
           } else if (kind === 'stats') {
-            this.sendJson(res, 200, statsJson(this.core.statistics(model, version)));
+            this.sendJson(res, 200, statisticsReport(this.core.statistics(model, version)));
           } else {
             this.sendJson(res, 200, this.core.modelMetadata(model, version));
           }

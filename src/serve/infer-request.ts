@@ -212,9 +212,9 @@ function cppToString(value: number): string {
   return value.toFixed(6);
 }
 
-/** Elements prefixed by their 4-byte little-endian length: Triton's serialisation of BYTES tensors. */
-export function serializeBytes(elements: readonly string[]): Uint8Array {
-  const encoded = elements.map((s) => Buffer.from(s, 'utf8'));
+/** Elements (UTF-8 text or bytes) prefixed by their 4-byte little-endian length: Triton's serialisation of BYTES tensors. */
+export function serializeBytes(elements: readonly (string | Uint8Array)[]): Uint8Array {
+  const encoded = elements.map((s) => (typeof s === 'string' ? Buffer.from(s, 'utf8') : Buffer.from(s.buffer, s.byteOffset, s.byteLength)));
   const out = Buffer.alloc(encoded.reduce((n, b) => n + 4 + b.byteLength, 0));
   let at = 0;
   for (const b of encoded) {

@@ -115,3 +115,44 @@ export class InferenceServer {
     return { modelName: model.name, modelVersion: model.version, id: request.id, outputs: respond(model, normalized, results) };
   }
 }
+
+function duration(d: { count: number; ns: bigint }): { count: number; ns: number } {
+  return { count: d.count, ns: Number(d.ns) };
+}
+
+/**
+ * Triton's ModelStatisticsResponse as a plain object with the protocol's
+ * field names: the JSON of GET /v2/models/{m}/stats, and what the gRPC
+ * transport encodes (the fields its .proto lacks are left out by the codec).
+ */
+export function statisticsReport(entries: readonly { name: string; version: string; stats: ModelStats }[]): Record<string, unknown> {
+  return {
+    model_stats: entries.map(({ name, version, stats: s }) => ({
+      name,
+      version,
+      last_inference: s.lastInference,
+      inference_count: s.inferenceCount,
+      execution_count: s.executionCount,
+      inference_stats: {
+        success: duration(s.success),
+        fail: duration(s.fail),
+        queue: duration(s.queue),
+        compute_input: duration(s.computeInput),
+        compute_infer: duration(s.computeInfer),
+        compute_output: duration(s.computeOutput),
+        cache_hit: { count: 0, ns: 0 },
+        cache_miss: { count: 0, ns: 0 },
+      },
+      response_stats: {},
+      batch_stats: [...s.batches.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([size, b]) => ({
+          batch_size: size,
+          compute_input: { count: b.count, ns: Number(b.input) },
+          compute_infer: { count: b.count, ns: Number(b.infer) },
+          compute_output: { count: b.count, ns: Number(b.output) },
+        })),
+      memory_usage: [],
+    })),
+  };
+}

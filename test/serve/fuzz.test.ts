@@ -7,21 +7,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client, credentials, type ServiceError } from '@grpc/grpc-js';
 import { loadPlugin } from '../../src/run/load-plugin.js';
+import { seededRandom } from '../../src/run/tensor-io/inputs.js';
 import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { protocolCodec } from '../../src/triton/inference-protocol.js';
 import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
-
-/** A small seeded generator (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const IMAGE = 28 * 28 * 4;
 const SEED = Number(process.env.FUZZ_SEED ?? 20261201);
@@ -58,7 +47,7 @@ describe('popef serve survives random and mutated requests', () => {
   });
 
   it('HTTP: every mutated infer request is answered with a status and a JSON error or a result', { timeout: 120_000 }, async () => {
-    const rnd = random(SEED);
+    const rnd = seededRandom(SEED);
     const header = JSON.stringify({ id: 'x', inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE } }], outputs: [{ name: 'output_labels', parameters: { binary_data: true, classification: 2 } }] });
     const good = Buffer.concat([Buffer.from(header), Buffer.alloc(IMAGE, 1)]);
     const rssBefore = process.memoryUsage().rss;
@@ -83,7 +72,7 @@ describe('popef serve survives random and mutated requests', () => {
   });
 
   it('gRPC: random and mutated protobuf bodies get a status, never a crash', { timeout: 120_000 }, async () => {
-    const rnd = random(SEED + 1);
+    const rnd = seededRandom(SEED + 1);
     const client = new Client(`127.0.0.1:${server.grpcPort ?? 0}`, credentials.createInsecure());
     const request = protocolCodec('ModelInferRequest').encode({ model_name: 'mnist', inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28] }], raw_input_contents: [Buffer.alloc(IMAGE, 2)] });
     const call = (bytes: Buffer): Promise<number> =>
