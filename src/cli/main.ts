@@ -14,7 +14,10 @@ export type Handler = () => Promise<number>;
  * Known errors print one line (plus a hint); anything else is a bug and
  * says so, with the stack only when POPEF_DEBUG is set.
  */
-export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+export async function main(argv: readonly string[], given: CliIo): Promise<number> {
+  // The global --no-color (before the command name) holds for every command: it becomes NO_COLOR, which all of them honour.
+  const globals = argv.slice(0, Math.max(0, argv.findIndex((a) => !a.startsWith('-'))));
+  const io: CliIo = globals.includes('--no-color') ? { ...given, env: { ...given.env, NO_COLOR: '1' } } : given;
   let pending: Handler | undefined;
   const run = (handler: Handler): void => {
     pending = handler;
@@ -32,6 +35,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     .addHelpText('after', EXIT_CODES_HELP);
   const commands = await import('./commands/index.js');
   commands.register(program, io, run);
+  const asked = argv[0] === 'help' ? argv[1] : undefined;
+  if (asked !== undefined && !program.commands.some((c) => c.name() === asked || c.aliases().includes(asked))) {
+    io.stderr(`popef: error: unknown command '${asked}'; the commands: ${program.commands.map((c) => c.name()).join(', ')}\n`);
+    return ExitCode.Error;
+  }
   try {
     await program.parseAsync([...argv], { from: 'user' });
     if (pending === undefined) return ExitCode.Ok;

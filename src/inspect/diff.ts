@@ -1,3 +1,5 @@
+import { ErrorCode, PopefError } from '../errors.js';
+import { BlobType } from '../format/constants.js';
 import { hex } from '../format/header.js';
 import type { Blob } from '../format/blob.js';
 import type { ModelSet } from '../format/model-set.js';
@@ -129,6 +131,41 @@ function pairModels(a: ModelSet, b: ModelSet): { pairs: [string, string][]; remo
   return { pairs: an.filter((n) => bn.includes(n)).map((n) => [n, n]), removed: an.filter((n) => !bn.includes(n)), added: bn.filter((n) => !an.includes(n)) };
 }
 
+const BLOB_FIELDS = ['size', 'crc32', 'compression', 'uncompressedSize', 'tensorInfo'] as const;
+
+/** Every --ignore a difference can match: scopes, fields and scope.field pairs. */
+export function ignorableSpecs(): Set<string> {
+  const scoped: [string, readonly string[]][] = [
+    ['anchor', ANCHOR_FIELDS],
+    ['metadata', METADATA_FIELDS],
+    ['model', ['executable']],
+    ...Object.keys(BlobType).map((t): [string, readonly string[]] => [t, BLOB_FIELDS]),
+    // A blob whose type code this reader does not know.
+    ['UNKNOWN', BLOB_FIELDS],
+  ];
+  const out = new Set<string>();
+  for (const [scope, fields] of scoped) {
+    out.add(scope);
+    for (const f of fields) {
+      out.add(f);
+      out.add(`${scope}.${f}`);
+    }
+  }
+  return out;
+}
+
+/** Refuses an --ignore that no difference could ever match (a typo would silently ignore nothing). */
+export function checkIgnore(specs: readonly string[]): void {
+  const known = ignorableSpecs();
+  const bad = specs.filter((s) => !known.has(s));
+  if (bad.length > 0) {
+    const fields = [...new Set([...ANCHOR_FIELDS, ...METADATA_FIELDS, ...BLOB_FIELDS, 'executable'])].join(', ');
+    throw new PopefError(ErrorCode.InvalidInput, `--ignore ${bad.map((b) => `"${b}"`).join(', ')} matches no difference popef diff reports`, {
+      suggestion: `give a scope (anchor, metadata, model, ${Object.keys(BlobType).join(', ')}), a field (${fields}) or scope.field`,
+    });
+  }
+}
+
 /** Does --ignore `spec` cover a change? `field`, `scope.field` or a whole scope. */
 function ignoredBy(change: Change, ignore: readonly string[]): boolean {
   return ignore.some((spec) => spec === change.field || spec === change.scope || spec === `${change.scope}.${change.field ?? ''}`);
@@ -177,6 +214,7 @@ export function diffModelSets(a: ModelSet, b: ModelSet, options: { ignore?: read
   }
   for (const t of blobsB) if (!keysA.has(t.key)) changes.push({ change: 'added', subject: t.label, scope: t.type, after: t.fields.size });
   const ignore = options.ignore ?? [];
+  checkIgnore(ignore);
   const kept = changes.filter((c) => !ignoredBy(c, ignore));
   return {
     tool: 'popef-toolkit',

@@ -42,13 +42,13 @@ describe("popef config: Graphcore's example repositories", () => {
     ['resnet50', 'resnet50', ['--device-iterations', '128']],
   ] as const) {
     it(`${fixtureName} ${extra.join(' ')} has the shape of examples/${example}`, async () => {
-      const r = await runCli(['config', fixture(`${fixtureName}/executable.popef`), '--model-name', example, ...params, ...extra]);
+      const r = await runCli(['config', fixture(`${fixtureName}/executable.popef`), '--model', example, ...params, ...extra]);
       assert.equal(r.code, 0, r.stderr);
       const ours = parsePbtxt(r.stdout).message;
       const theirs = parsePbtxt(await readFile(join(EXAMPLES, example, 'config.pbtxt'), 'utf8')).message;
       assert.deepEqual(ours, theirs);
       await inTempDir(async (dir) => {
-        const out = await runCli(['config', fixture(`${fixtureName}/executable.popef`), '--out', dir, ...params, ...extra]);
+        const out = await runCli(['config', fixture(`${fixtureName}/executable.popef`), '--output', dir, ...params, ...extra]);
         assert.equal(out.code, 0, out.stderr);
         const ourMap = parseNameMap(await readFile(join(dir, 'name_map.json'), 'utf8')).entries.map((e) => [e.anchor, e.name]);
         const theirMap = parseNameMap(await readFile(join(EXAMPLES, example, '1/name_map.json'), 'utf8')).entries.map((e) => [e.anchor, e.name]);
@@ -158,7 +158,7 @@ describe('popef config / scaffold: bad input exits 2 and writes nothing', () => 
       },
     );
     await expectRefusal(
-      (dir) => ['config', fixture('mnist/executable.popef'), '--out', dir],
+      (dir) => ['config', fixture('mnist/executable.popef'), '--output', dir],
       /config\.pbtxt: file already exists/,
       async (dir) => writeFile(join(dir, 'config.pbtxt'), 'mine'),
     );

@@ -1,11 +1,14 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { join, resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { addConfigOptions, type ConfigFlags } from './config-flags.js';
+import { deprecated, exitCodesHelp } from './options.js';
 
 interface Flags extends ConfigFlags {
+  readonly output?: string;
+  readonly model?: string;
   readonly out?: string;
   readonly modelName?: string;
   readonly force?: boolean;
@@ -16,9 +19,12 @@ export function registerConfig(program: Command, io: CliIo, run: (handler: Handl
     .command('config')
     .description('generate config.pbtxt (and name_map.json) for the Triton Poplar backend from PopEF anchors')
     .argument('<file...>', 'PopEF open-layout files of one model set')
-    .option('-o, --out <dir>', 'write DIR/config.pbtxt and DIR/name_map.json instead of printing the config')
-    .option('--model-name <name>', 'the config\'s name: (default: none; Triton takes the directory name)')
-    .option('-f, --force', 'replace existing files in --out');
+    .option('-o, --output <dir>', 'write DIR/config.pbtxt and DIR/name_map.json instead of printing the config')
+    .option('-m, --model <name>', "the config's name (default: none; Triton takes the directory name)")
+    .option('-f, --force', 'replace existing files in --output')
+    // Old spellings, kept working with a notice.
+    .addOption(new Option('--out <dir>').hideHelp())
+    .addOption(new Option('--model-name <name>').hideHelp());
   addConfigOptions(command).addHelpText(
     'after',
     `
@@ -26,19 +32,23 @@ Inputs and outputs are the user-provided anchors (see popef dump --help), in
 anchor order. The first dimension of each anchor is the batch and is left out
 of dims (per-replica anchors of a replicated model: the replica dimension
 too), and max_batch_size = micro-batch x device iterations x replication
-factor x gradient accumulation.`,
+factor x gradient accumulation.
+${exitCodesHelp('0 ok, 2 usage, input or I/O errors (an existing file without --force).')}`,
   );
   command.action((files: string[], flags: Flags) => {
     run(async () => {
+      if (flags.out !== undefined) deprecated(io.stderr, 'config --out', '-o, --output');
+      if (flags.modelName !== undefined) deprecated(io.stderr, 'config --model-name', '-m, --model');
+      const output = flags.output ?? flags.out;
       const { generateFiles } = await import('./config-generate.js');
-      const generated = await generateFiles(files, flags, flags.modelName, io);
-      if (flags.out === undefined) {
+      const generated = await generateFiles(files, flags, flags.model ?? flags.modelName, io);
+      if (output === undefined) {
         io.stdout(generated.pbtxt);
         io.stderr(`popef: ${generated.batchExplanation}\n`);
         return ExitCode.Ok;
       }
       const { writeFilesAtomically } = await import('../../triton/write-files.js');
-      const dir = resolve(io.cwd, flags.out);
+      const dir = resolve(io.cwd, output);
       await writeFilesAtomically(
         [
           { path: join(dir, 'config.pbtxt'), content: generated.pbtxt },
@@ -46,7 +56,7 @@ factor x gradient accumulation.`,
         ],
         { force: flags.force },
       );
-      io.stdout(`wrote ${join(flags.out, 'config.pbtxt')} and ${join(flags.out, 'name_map.json')}\n${generated.batchExplanation}\n`);
+      io.stdout(`wrote ${join(output, 'config.pbtxt')} and ${join(output, 'name_map.json')}\n${generated.batchExplanation}\n`);
       return ExitCode.Ok;
     });
   });

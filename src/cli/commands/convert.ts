@@ -17,7 +17,11 @@ Both need the Poplar SDK: the conversion runs in the IPU bridge
 (src/run/bridge/ipu_bridge.py) with POPEF_PYTHON (default python3), in a
 shell where the SDK is enabled, and uses the SDK's own popef.Reader and
 popef.Writer. Payloads are streamed in chunks. After an import, every other
-command works on the file anywhere, without the SDK.`;
+command works on the file anywhere, without the SDK.
+
+Exit codes: 0 written, 2 usage, input or I/O errors, the SDK missing (see
+popef doctor) or failing; nothing is left behind on error; 128+n when the
+bridge dies by signal n.`;
 
 async function convert(kind: 'import' | 'export', files: string[], flags: Flags, io: CliIo): Promise<number> {
   const { ipuPlugin } = await import('../../run/load-plugin.js');

@@ -1,8 +1,10 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
+import { chosenFormat } from './options.js';
 
 interface Flags {
+  readonly format?: 'text' | 'json' | 'markdown';
   readonly json?: boolean;
   readonly markdown?: boolean;
   readonly ignore?: string[];
@@ -28,8 +30,9 @@ export function registerDiff(program: Command, io: CliIo, run: (handler: Handler
     .command('diff')
     .description('compare two PopEF model sets: popef diff A B, or popef diff A1 A2 -- B1 B2 (exit 1 when they differ)')
     .argument('<files...>', 'the two sides: A B, or the files of A, then --, then the files of B')
-    .option('--json', 'print one JSON document (schema: schemas/diff.schema.json)')
-    .option('--markdown', 'print a Markdown table for a pull-request comment')
+    .addOption(new Option('--format <format>', 'text; json: one document (schemas/diff.schema.json); markdown: a table for a pull-request comment').choices(['text', 'json', 'markdown']))
+    .option('--json', 'the same as --format json')
+    .option('--markdown', 'the same as --format markdown')
     .option('--ignore <field>', 'leave out expected differences (repeatable)', (v: string, prev?: string[]) => [...(prev ?? []), v])
     .option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)')
     .addHelpText('after', HELP)
@@ -41,7 +44,8 @@ export function registerDiff(program: Command, io: CliIo, run: (handler: Handler
         const start = raw.indexOf('diff');
         const separator = raw.indexOf('--', start);
         const { diffCommand } = await import('./diff-run.js');
-        return diffCommand(files, separator === -1 ? undefined : raw.slice(separator + 1).length, flags, io);
+        const format = chosenFormat(flags, 'text');
+        return diffCommand(files, separator === -1 ? undefined : raw.slice(separator + 1).length, { ...flags, json: format === 'json', markdown: format === 'markdown' }, io);
       });
     });
 }

@@ -1,8 +1,10 @@
 import { Option, type Command } from 'commander';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
+import { chosenFormat } from './options.js';
 
 interface Flags {
+  readonly format?: 'text' | 'json';
   readonly json?: boolean;
   readonly color?: boolean;
 }
@@ -23,7 +25,8 @@ export function registerDoctor(program: Command, io: CliIo, run: (handler: Handl
   program
     .command('doctor')
     .description("check that this machine's Poplar SDK has what the IPU bridge needs")
-    .option('--json', 'print one JSON document (schemas/doctor.schema.json)')
+    .addOption(new Option('--format <format>', 'text, or json: one document (schemas/doctor.schema.json)').choices(['text', 'json']))
+    .option('--json', 'the same as --format json')
     .addOption(new Option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)'))
     .addHelpText('after', HELP)
     .action((flags: Flags) => {
@@ -35,7 +38,7 @@ export function registerDoctor(program: Command, io: CliIo, run: (handler: Handl
         const bridge = ipuPlugin({ cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: 30_000, host: `popef-toolkit ${VERSION}` });
         try {
           const report = await diagnose(bridge, python, io.env);
-          if (flags.json === true) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+          if (chosenFormat(flags, 'text') === 'json') io.stdout(`${JSON.stringify(report, null, 2)}\n`);
           else {
             const { renderDoctorText } = await import('../../present/doctor-report.js');
             const { chooseColour } = await import('../../present/colour.js');

@@ -45,10 +45,6 @@ export async function dumpFiles(
   colourFlag: boolean | undefined,
   io: CliIo,
 ): Promise<number> {
-  if (options.json === true && options.markdown === true) {
-    io.stderr('popef: error: --json and --markdown are exclusive: choose one output format\n');
-    return ExitCode.Error;
-  }
   let failed = false;
   const opened: PopefFile[] = [];
   for (const f of files) {

@@ -1,10 +1,11 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { resolve } from 'node:path';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import type { DumpOptions } from './dump-run.js';
+import { chosenFormat, deprecated, exitCodesHelp } from './options.js';
 
-type DumpFlags = DumpOptions;
+type DumpFlags = DumpOptions & { readonly format?: 'text' | 'json' | 'markdown'; readonly m?: boolean };
 
 const HELP = `
 Several files are read as one model set (for example executable.popef and
@@ -17,7 +18,8 @@ anchors whose data is stored in the file as tensor data. The others (stored
 weights, the seed, streams used only by load/save programs, UNKNOWN anchors)
 are listed under their own headings with --all.
 
-Without a view option, shows a metadata summary and the user-provided anchors.`;
+Without a view option, shows a metadata summary and the user-provided anchors.
+${exitCodesHelp('0 ok, 2 unreadable or invalid files (and, with --verify, damaged payloads).')}`;
 
 export function registerDump(program: Command, io: CliIo, run: (handler: Handler) => void): void {
   program
@@ -25,11 +27,14 @@ export function registerDump(program: Command, io: CliIo, run: (handler: Handler
     .description("inspect PopEF open-layout files, like Graphcore's popef_dump, as text, JSON or Markdown")
     .argument('<file...>', 'PopEF open-layout files, read together as one model set')
     .option('--user-anchors', 'show only the user-provided anchors')
-    .option('-m, --metadata', 'show the metadata (target runtime, program flow, engine and device options)')
+    .option('--metadata', 'show the metadata (target runtime, program flow, engine and device options)')
+    // popef_dump's -m; -m is --model everywhere else in popef.
+    .addOption(new Option('-m').hideHelp())
     .option('--all', 'show everything: metadata, all anchors by role, blobs, tensor/feed/opaque data, warnings')
     .option('--blobs', 'show the blob inventory as a table')
-    .option('--json', 'print one JSON document with everything --all shows (schema: schemas/dump.schema.json)')
-    .option('--markdown', 'print a Markdown model card for a pull-request comment')
+    .addOption(new Option('--format <format>', 'text; json: one document with everything --all shows (schemas/dump.schema.json); markdown: a model card').choices(['text', 'json', 'markdown']))
+    .option('--json', 'the same as --format json')
+    .option('--markdown', 'the same as --format markdown')
     .option('--verify', 'read every payload and check checksums and sizes (exit 2 on damage)')
     .option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)')
     .addHelpText('after', HELP)
@@ -37,7 +42,10 @@ export function registerDump(program: Command, io: CliIo, run: (handler: Handler
       run(async () => {
         const { dumpFiles } = await import('./dump-run.js');
         const colour = command.optsWithGlobals<{ color?: boolean }>().color;
-        return dumpFiles(files.map((f) => ({ path: resolve(io.cwd, f), name: f })), flags, colour, io);
+        if (flags.m === true) deprecated(io.stderr, 'dump -m', '--metadata', '-m means --model in every other command');
+        const format = chosenFormat(flags, 'text');
+        const options: DumpOptions = { ...flags, metadata: flags.metadata === true || flags.m === true, json: format === 'json', markdown: format === 'markdown' };
+        return dumpFiles(files.map((f) => ({ path: resolve(io.cwd, f), name: f })), options, colour, io);
       });
     });
 }

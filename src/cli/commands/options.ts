@@ -17,3 +17,28 @@ export function positiveSecondsMs(value: string, option: string): number {
   if (!Number.isFinite(seconds) || seconds <= 0) throw new PopefError(ErrorCode.InvalidInput, `${option} "${value}" is not a positive number of seconds`, {});
   return seconds * 1000;
 }
+
+/**
+ * The output-format option every command with more than one output shares:
+ * --format FORMAT, with --json (and --markdown where there is one) kept as
+ * aliases. Returns the format chosen; two that disagree are a usage error.
+ */
+export function chosenFormat<F extends string>(flags: { readonly format?: F; readonly json?: boolean; readonly markdown?: boolean }, fallback: F): F | 'json' | 'markdown' {
+  const asked = [flags.format, flags.json === true ? 'json' : undefined, flags.markdown === true ? 'markdown' : undefined].filter((f): f is F => f !== undefined);
+  const distinct = [...new Set(asked)];
+  if (distinct.length > 1) throw new PopefError(ErrorCode.InvalidInput, `${distinct.map((f) => `--format ${f}`).join(' and ')} were both asked for`, { suggestion: 'give one --format' });
+  return distinct[0] ?? fallback;
+}
+
+/**
+ * An old spelling of an option, kept working: a one-line notice on standard
+ * error says what to write instead.
+ */
+export function deprecated(stderr: (text: string) => void, old: string, replacement: string, why = 'the spelling every command uses'): void {
+  stderr(`popef: warning: ${old} is deprecated; use ${replacement} (${why})\n`);
+}
+
+/** The exit codes paragraph of a command's --help. */
+export function exitCodesHelp(lines: string): string {
+  return `\nExit codes: ${lines}`;
+}

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
-import { parseIntOption } from './options.js';
+import { chosenFormat, parseIntOption } from './options.js';
 
 export interface RunFlags {
   readonly plugin: string;
@@ -19,6 +19,7 @@ export interface RunFlags {
   readonly saveOutputs?: string;
   readonly force?: boolean;
   readonly json?: boolean;
+  readonly format?: 'text' | 'json';
   readonly warmup: number;
   readonly iterations: number;
   readonly duration?: string;
@@ -90,7 +91,8 @@ export function registerRun(program: Command, io: CliIo, run: (handler: Handler)
     .addOption(new Option('--top-k <k>', 'show the k largest values of each output row (classifiers)').argParser(parseIntOption(1, 1000)))
     .option('--save-outputs <dir>', 'write each output as DIR/NAME.npy')
     .option('-f, --force', 'replace existing files in --save-outputs')
-    .option('--json', 'print one JSON document (outputs, timings, comparison)')
+    .addOption(new Option('--format <format>', 'text, or json: one document (outputs, timings, comparison)').choices(['text', 'json']))
+    .option('--json', 'the same as --format json')
     .addOption(new Option('--warmup <n>', 'untimed runs first').argParser(parseIntOption(0, 1_000_000)).default(0))
     .addOption(new Option('--iterations <n>', 'timed runs').argParser(parseIntOption(1, 100_000_000)).default(1))
     .option('--duration <seconds>', 'run for this long instead of --iterations')
@@ -106,7 +108,7 @@ export function registerRun(program: Command, io: CliIo, run: (handler: Handler)
     .action((model: string[], flags: RunFlags) => {
       run(async () => {
         const { runCommand } = await import('./run-command.js');
-        return runCommand(model, flags, io);
+        return runCommand(model, { ...flags, json: chosenFormat(flags, 'text') === 'json' }, io);
       });
     });
 }

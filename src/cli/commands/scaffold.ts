@@ -4,7 +4,7 @@ import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { addConfigOptions, type ConfigFlags } from './config-flags.js';
-import { parseIntOption } from './options.js';
+import { exitCodesHelp, parseIntOption } from './options.js';
 
 interface Flags extends ConfigFlags {
   readonly repository: string;
@@ -13,6 +13,11 @@ interface Flags extends ConfigFlags {
   readonly link?: boolean;
   readonly dryRun?: boolean;
   readonly force?: boolean;
+}
+
+/** A path as a POSIX shell word: as it is when it has nothing special, else single-quoted. */
+function shellQuote(path: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(path) ? path : `'${path.replace(/'/g, "'\\''")}'`;
 }
 
 export function registerScaffold(program: Command, io: CliIo, run: (handler: Handler) => void): void {
@@ -27,6 +32,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
     .option('--dry-run', 'print what would be created, write nothing')
     .option('-f, --force', 'replace an existing config.pbtxt and version directory (other versions are kept)');
   addConfigOptions(command);
+  command.addHelpText('after', exitCodesHelp('0 created (or --dry-run), 2 usage, input or I/O errors (an existing model without --force); nothing is left half-written.'));
   command.action((files: string[], flags: Flags) => {
     run(async () => {
       const { generateFiles } = await import('./config-generate.js');
@@ -63,7 +69,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
       io.stdout(
         `created model "${flags.model}":\n${lines.join('\n')}\n${generated.batchExplanation}\n\n` +
           'Serve it with the Poplar backend (libtriton_poplar.so, from the Poplar SDK):\n' +
-          `  tritonserver --model-repository ${flags.repository} --backend-directory <backends>\n` +
+          `  tritonserver --model-repository ${shellQuote(flags.repository)} --backend-directory <backends>\n` +
           'where <backends>/poplar/libtriton_poplar.so exists (and the SDK libraries in <backends>/poplar/lib/).\n',
       );
       return ExitCode.Ok;

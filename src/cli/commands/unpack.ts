@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
+import { exitCodesHelp } from './options.js';
 
 interface UnpackFlags {
   readonly output: string;
@@ -16,6 +17,7 @@ export function registerUnpack(program: Command, io: CliIo, run: (handler: Handl
     .argument('<file>', 'a PopEF open-layout file')
     .requiredOption('-o, --output <dir>', 'directory to create')
     .option('-f, --force', 'replace the directory if an earlier unpack wrote it (never one that holds the input)')
+    .addHelpText('after', exitCodesHelp('0 written, 2 unreadable or damaged input (checksums are verified), usage or I/O errors; nothing is left behind on error.'))
     .action((file: string, flags: UnpackFlags) => {
       run(async () => {
         const { unpackFile } = await import('../../manifest/unpack.js');

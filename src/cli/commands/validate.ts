@@ -3,9 +3,11 @@ import { resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
+import { chosenFormat } from './options.js';
 
 interface Flags {
-  readonly format: 'text' | 'json' | 'junit' | 'sarif' | 'github';
+  readonly format?: 'text' | 'json' | 'junit' | 'sarif' | 'github';
+  readonly json?: boolean;
   readonly strict?: boolean;
   readonly tritonVersion: string;
   readonly model?: string[];
@@ -29,7 +31,8 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .command('validate')
     .description('check Triton model repositories offline, with Triton\'s rules and messages (exit 1 on errors)')
     .argument('<repository...>', 'model repositories (the directories given to tritonserver --model-repository)')
-    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github']).default('text'))
+    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github']))
+    .option('--json', 'the same as --format json')
     .option('--strict', 'treat warnings as errors')
     .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', '21.05')
     .option('--model <name>', 'check only this model directory (repeatable)', (v: string, prev?: string[]) => [...(prev ?? []), v])
@@ -57,7 +60,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
           );
         }
         const result = { reports, shownRoots: repositories, tritonVersion: flags.tritonVersion, strict: flags.strict === true, toolVersion: VERSION };
-        switch (flags.format) {
+        switch (chosenFormat(flags, 'text')) {
           case 'json':
             io.stdout(`${JSON.stringify(present.validateJson(result), null, 2)}\n`);
             break;
