@@ -10,11 +10,26 @@ export interface CliIo {
   readonly signal: AbortSignal;
   /** Called by a command that ends normally on the signal (a server draining on Ctrl-C or SIGTERM), so the exit code stays its own. */
   readonly signalIsNormalStop?: () => void;
+  /** Standard input, read whole, up to `limit` bytes (a file argument "-"). */
+  readonly readStdin?: (limit: number) => Promise<Uint8Array>;
 }
 
 export function processIo(signal: AbortSignal, signalIsNormalStop?: () => void): CliIo {
   return {
     signalIsNormalStop,
+    readStdin: async (limit) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of process.stdin as AsyncIterable<Buffer>) {
+        size += chunk.byteLength;
+        if (size > limit) {
+          process.stdin.destroy();
+          throw new Error(`standard input holds more than ${limit} bytes`);
+        }
+        chunks.push(chunk);
+      }
+      return Buffer.concat(chunks, size);
+    },
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     stdoutIsTTY: process.stdout.isTTY,

@@ -2,9 +2,11 @@
 // command"): --format with its aliases, exit codes in every --help, the
 // global --no-color, unknown values refused, old spellings with a notice.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fixture, inTempDir, runCli } from '../helpers.js';
+import { ROOT, fixture, inTempDir, runCli } from '../helpers.js';
 
 const MNIST = fixture('mnist/executable.popef');
 
@@ -67,5 +69,19 @@ describe('the command-line grammar', () => {
     assert.equal(m.code, 0);
     assert.match(m.stdout, /Metadata:/);
     assert.match(m.stderr, /dump -m is deprecated; use --metadata \(-m means --model in every other command\)/);
+  });
+
+  it('reads a model from standard input for "-" (dump, diff)', () => {
+    const cli = (args: string[], input: Buffer): { status: number | null; stdout: string; stderr: string } =>
+      spawnSync(process.execPath, [join(ROOT, 'bin/popef.js'), ...args], { input, encoding: 'utf8' });
+    const dump = cli(['dump', '--user-anchors', '-'], readFileSync(MNIST));
+    assert.equal(dump.status, 0, dump.stderr);
+    assert.match(dump.stdout, /^PopEF file: <stdin>\n/);
+    assert.match(dump.stdout, /Name: "softmax\/Softmax:0"/);
+    const diff = cli(['diff', '-', fixture('diff/identical.popef')], readFileSync(fixture('diff/base.popef')));
+    assert.equal(diff.status, 0, diff.stderr);
+    const empty = cli(['dump', '-'], Buffer.alloc(0));
+    assert.equal(empty.status, 2);
+    assert.match(empty.stderr, /<stdin>: offset 0: not a PopEF open-layout file/);
   });
 });

@@ -3,9 +3,21 @@ import type { ByteSource } from '../../io/byte-source.js';
 import { FileSource } from '../../io/file-source.js';
 import { HttpSource } from '../../io/http-source.js';
 import type { CliIo } from '../io.js';
+import { ErrorCode, PopefError } from '../../errors.js';
+import { MemorySource } from '../../io/memory-source.js';
 
-/** A file argument: a local path, or an http(s):// URL read with Range requests. */
+/** The most of standard input a command holds in memory: a bigger model is better given as a file. */
+const STDIN_LIMIT = 1024 * 1024 * 1024;
+
+/** A file argument: a local path, "-" for standard input (read whole), or an http(s):// URL read with Range requests. */
 export async function openSource(name: string, io: CliIo, options: { readAll?: boolean } = {}): Promise<ByteSource> {
+  if (name === '-') {
+    if (io.readStdin === undefined) throw new PopefError(ErrorCode.InvalidInput, 'standard input is not available here', {});
+    const bytes = await io.readStdin(STDIN_LIMIT).catch((error: unknown) => {
+      throw new PopefError(ErrorCode.InvalidInput, `cannot read standard input: ${(error as Error).message}`, { file: '<stdin>', suggestion: 'give the model as a file path instead of -' });
+    });
+    return new MemorySource(bytes, '<stdin>');
+  }
   if (/^https?:\/\//i.test(name)) {
     const timeout = Number(io.env.POPEF_HTTP_TIMEOUT_MS ?? '');
     return HttpSource.open(name, {
