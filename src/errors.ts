@@ -141,7 +141,10 @@ export function ioError(error: unknown, file: string, action: string): PopefErro
     EFBIG: 'the file is larger than this process may write (ulimit -f) or the file system allows',
     EROFS: 'choose a writable destination',
     EEXIST: 'use --force to overwrite, or choose another destination',
+    ENOTDIR: 'a file stands where a directory is needed: give a directory path',
   };
+  // A directory cannot be created where a file is: --force would not help (it replaces only what a command wrote).
+  if (reason === 'EEXIST' && /\bdirectory\b/.test(action)) hint.EEXIST = 'a file of that name is in the way: give a directory path, or move the file';
   return new PopefError(
     errno.code === 'EEXIST' ? ErrorCode.Exists : ErrorCode.Io,
     `cannot ${action}: ${reason}${errno.message && errno.code === undefined ? ` (${errno.message})` : ''}`,
