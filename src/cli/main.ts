@@ -32,6 +32,17 @@ export async function main(argv: readonly string[], given: CliIo): Promise<numbe
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    // Defaults in one style: "(default: 300)", as the hand-written ones say it, not JSON-quoted.
+    .configureHelp({
+      optionDescription: (option) => {
+        const extra: string[] = [];
+        if (option.argChoices !== undefined) extra.push(`choices: ${option.argChoices.join(', ')}`);
+        if (option.defaultValue !== undefined && !(option.negate && option.defaultValue === true)) {
+          extra.push(`default: ${option.defaultValueDescription ?? String(option.defaultValue as string | number | boolean)}`);
+        }
+        return extra.length === 0 ? option.description : `${option.description} (${extra.join('; ')})`;
+      },
+    })
     .addHelpText('after', EXIT_CODES_HELP);
   const commands = await import('./commands/index.js');
   commands.register(program, io, run);
