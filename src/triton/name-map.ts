@@ -27,17 +27,33 @@ export function renderNameMap(entries: readonly (readonly [string, string])[]): 
   return `${JSON.stringify(Object.fromEntries(entries), null, 2)}\n`;
 }
 
-/** Line and column (1-based) of a character offset. */
-function positionOf(text: string, offset: number): SourcePos {
+/**
+ * Line and column (1-based) of character offsets asked in increasing order:
+ * each call scans only from the previous offset, so finding every key of a
+ * large map stays linear in its size.
+ */
+function positioner(text: string): (offset: number) => SourcePos {
+  let at = 0;
   let line = 1;
   let lineStart = 0;
-  for (let i = 0; i < offset; i++) {
-    if (text.charCodeAt(i) === 10) {
-      line += 1;
-      lineStart = i + 1;
+  return (offset) => {
+    if (offset < at) {
+      at = 0;
+      line = 1;
+      lineStart = 0;
     }
-  }
-  return { line, column: offset - lineStart + 1 };
+    for (; at < offset; at++) {
+      if (text.charCodeAt(at) === 10) {
+        line += 1;
+        lineStart = at + 1;
+      }
+    }
+    return { line, column: offset - lineStart + 1 };
+  };
+}
+
+function positionOf(text: string, offset: number): SourcePos {
+  return positioner(text)(offset);
 }
 
 /**
@@ -59,9 +75,11 @@ export function parseNameMap(text: string, file?: string): ParsedNameMap {
       suggestion: 'write name_map.json as one JSON object of "anchor": "name" pairs',
     });
   }
-  const problems = schemaErrors('name-map', value);
   const entries: NameMapEntry[] = [];
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { entries, schemaErrors: problems };
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { entries, schemaErrors: schemaErrors('name-map', value) };
+  // The schema's rules are checked on the walk below: ajv takes seconds over a million keys, so it
+  // is asked only about a map that breaks them (its messages are the ones reported).
+  let plain = true;
   // Token-level walk of the top-level object: every key in order, with the
   // string value written beside it (JSON.parse would keep only the last).
   const readString = (from: number): { raw: string; end: number } => {
@@ -69,6 +87,9 @@ export function parseNameMap(text: string, file?: string): ParsedNameMap {
     while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
     return { raw: text.slice(from, j + 1), end: j + 1 };
   };
+  // Most keys hold no escape: their text is their value, without a JSON.parse each.
+  const stringValue = (raw: string): string => (raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1));
+  const position = positioner(text);
   let i = 0;
   let depth = 0;
   let expectKey = false;
@@ -78,9 +99,11 @@ export function parseNameMap(text: string, file?: string): ParsedNameMap {
       const key = readString(i);
       if (depth === 1 && expectKey) {
         let j = key.end;
-        while (j < text.length && /[\s:]/.test(text[j] ?? '')) j += 1;
-        const name = text[j] === '"' ? (JSON.parse(readString(j).raw) as string) : '';
-        entries.push({ anchor: JSON.parse(key.raw) as string, name, at: positionOf(text, i) });
+        for (let c = text.charCodeAt(j); c === 32 || c === 9 || c === 10 || c === 13 || c === 58; c = text.charCodeAt(j)) j += 1;
+        const name = text[j] === '"' ? stringValue(readString(j).raw) : '';
+        const anchor = stringValue(key.raw);
+        if (anchor === '' || name === '') plain = false;
+        entries.push({ anchor, name, at: position(i) });
         expectKey = false;
       }
       i = key.end;
@@ -96,5 +119,5 @@ export function parseNameMap(text: string, file?: string): ParsedNameMap {
     }
     i += 1;
   }
-  return { entries, schemaErrors: problems };
+  return { entries, schemaErrors: plain ? [] : schemaErrors('name-map', value) };
 }
