@@ -103,8 +103,9 @@ export function renderDumpText(report: DumpReport, sections: TextSections, c: Ch
         out.push('Metadata: (none: this executable has no metadata blob)');
         continue;
       }
-      if (sections.metadata !== 'none') out.push(...metadataLines(m, model, sections.metadata === 'full', c));
-      if (sections.anchors !== 'none') out.push(...anchorsSection(m, sections.anchors, c));
+      // Appended line by line: a spread of a million-anchor section would exceed the call stack.
+      if (sections.metadata !== 'none') for (const line of metadataLines(m, model, sections.metadata === 'full', c)) out.push(line);
+      if (sections.anchors !== 'none') for (const line of anchorsSection(m, sections.anchors, c)) out.push(line);
       if (sections.data && model.opaques.length > 0) out.push(`Opaque blobs: ${model.opaques.map((o) => JSON.stringify(o)).join(', ')}`);
     }
   }

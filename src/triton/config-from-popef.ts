@@ -187,9 +187,7 @@ export function configFromPopef(metadata: Metadata, storedTensorNames: ReadonlyS
   }
   if (parameters.size > 0) config.parameters = [...parameters].map(([key, value]) => ({ key, value: { string_value: value } }));
 
-  const nameMap = [...input, ...output].map((t, i) => {
-    const anchor = [...inputs, ...outputs][i];
-    return [anchor?.name ?? '', t.name ?? ''] as const;
-  });
+  const anchors = [...inputs, ...outputs];
+  const nameMap = [...input, ...output].map((t, i) => [anchors[i]?.name ?? '', t.name ?? ''] as const);
   return { config, nameMap, batchExplanation };
 }

@@ -487,7 +487,7 @@ export interface ConfigCheck {
 /** Every config rule, in the order Triton meets them while loading the model. */
 export function checkConfig(config: ModelConfig, ctx: ConfigContext): ConfigCheck {
   const out: RawFinding[] = [];
-  out.push(...newerThanTarget(config, ctx.tritonVersion, ctx.configPath));
+  for (const f of newerThanTarget(config, ctx.tritonVersion, ctx.configPath)) out.push(f);
   // Poll: GetNormalizedModelConfig, then ValidateModelConfig, then the name check.
   const filled = autoCompleteBackendFields(config, ctx);
   if (filled.error !== undefined) out.push(filled.error);
@@ -509,7 +509,7 @@ export function checkConfig(config: ModelConfig, ctx: ConfigContext): ConfigChec
   // shows every problem.
   normalized = normalizeInstanceGroup(normalized);
   validateInstanceGroup(normalized, out);
-  out.push(...validateModelIOConfig(normalized));
+  for (const f of validateModelIOConfig(normalized)) out.push(f);
   if (normalized.sequence_batching !== undefined && (normalized.parameters ?? []).some((p) => p.key === 'TRITON_BATCH_STRATEGY_PATH')) {
     out.push({ rule: 'config/batch-strategy', message: 'TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence batcher, using default batching strategy', path: 'parameters', hint: 'remove TRITON_BATCH_STRATEGY_PATH, or use the dynamic batcher' });
   }

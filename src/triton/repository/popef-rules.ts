@@ -33,13 +33,16 @@ export function checkAgainstPopef(
   const served = new Set<Anchor>();
   let batchReported = false;
   const check = (kind: 'input' | 'output', tensors: readonly (ModelInput | ModelOutput)[], anchors: readonly Anchor[]): void => {
+    // By name, looked up once per tensor: a scan per tensor is quadratic in a large model.
+    const byName = new Map<string, Anchor>();
+    for (const a of anchors) if (!byName.has(a.name)) byName.set(a.name, a);
     tensors.forEach((t, i) => {
       const path = `${kind}[${i}]`;
       const name = t.name ?? '';
       if (name === '') return;
       const anchorName = anchorOf.get(name) ?? name;
       const via = anchorName === name ? '' : ` (anchor "${anchorName}" through name_map.json)`;
-      const anchor = anchors.find((a) => a.name === anchorName);
+      const anchor = byName.get(anchorName);
       if (anchor === undefined) {
         const list = anchors.map((a) => `"${a.name}"`).join(', ') || 'none';
         out.push({

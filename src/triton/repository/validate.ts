@@ -471,7 +471,7 @@ export async function validateRepository(root: string, options: ValidateOptions 
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, modelNames.length) }, worker));
   const byName = new Map(reports.map((r) => [r.name, r]));
-  models.push(...reports.map((r) => checkEnsembleSteps(r, modelDirectories, byName)));
+  for (const r of reports) models.push(checkEnsembleSteps(r, modelDirectories, byName));
   if (wanted !== undefined) {
     for (const name of wanted) {
       if (!models.some((m) => m.name === name) && !findings.some((f) => f.file === name)) {
