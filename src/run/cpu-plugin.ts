@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
-import { userAnchors } from '../inspect/anchor-roles.js';
 import type { DataType } from '../schema/model.js';
 import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
+import { userTensorSpecs } from './tensor.js';
 
 /**
  * The `cpu` reference plugin: runs the model's source ONNX graph with
@@ -145,9 +145,7 @@ export class CpuPlugin implements ExecutionPlugin {
         graph = await set.fileOf(blob).readPayload(blob);
       }
       for (const t of set.tensors) stored.set(t.name, { name: t.name, dtype: t.tensorInfo.dtype, shape: t.tensorInfo.shape, data: await set.fileOf(t).readPayload(t) });
-      const user = userAnchors(model.metadata, set.storedTensorNames);
-      inputs = user.inputs.map((a) => ({ name: a.name, dtype: a.tensorInfo.dtype, shape: a.tensorInfo.shape }));
-      outputs = user.outputs.map((a) => ({ name: a.name, dtype: a.tensorInfo.dtype, shape: a.tensorInfo.shape }));
+      ({ inputs, outputs } = userTensorSpecs(model.metadata, set.storedTensorNames));
     } finally {
       await set.close();
     }

@@ -138,13 +138,18 @@ export class FrameReader {
   }
 
   /** Exactly n bytes, waiting as needed; one copy at most. */
-  private async take(n: number): Promise<Buffer> {
-    this.resumeUnder(n);
+  /** Waits until at least `n` bytes are buffered; the stream's failure or end rejects. */
+  private async buffer(n: number): Promise<void> {
     while (this.buffered < n) {
       if (this.failure !== undefined) throw this.failure;
       if (this.ended) throw new ProtocolError('ended');
       await new Promise<void>((resolve) => (this.waiting = resolve));
     }
+  }
+
+  private async take(n: number): Promise<Buffer> {
+    this.resumeUnder(n);
+    await this.buffer(n);
     const first = this.buffers[0];
     if (first !== undefined && first.length >= n) {
       // The common small case: no copy of the rest of the chunk.
@@ -184,11 +189,7 @@ export class FrameReader {
     let done = 0;
     while (done < n) {
       this.resumeUnder(n - done);
-      while (this.buffered === 0) {
-        if (this.failure !== undefined) throw this.failure;
-        if (this.ended) throw new ProtocolError('ended');
-        await new Promise<void>((resolve) => (this.waiting = resolve));
-      }
+      await this.buffer(1);
       const step = Math.min(this.buffered, n - done);
       this.drainInto(out, done, step);
       this.buffered -= step;
@@ -200,11 +201,7 @@ export class FrameReader {
   /** Up to n bytes (at least one), as they arrived: no copy, no waiting for the rest. */
   private async takeSome(n: number): Promise<Buffer> {
     this.resumeUnder(1);
-    while (this.buffered === 0) {
-      if (this.failure !== undefined) throw this.failure;
-      if (this.ended) throw new ProtocolError('ended');
-      await new Promise<void>((resolve) => (this.waiting = resolve));
-    }
+    await this.buffer(1);
     const first = this.buffers[0];
     if (first === undefined) throw new ProtocolError('internal: buffer accounting');
     return this.take(Math.min(n, first.length));

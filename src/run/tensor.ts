@@ -1,5 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
-import { elementBytes, type DataType } from '../schema/model.js';
+import { userAnchors } from '../inspect/anchor-roles.js';
+import { elementBytes, type DataType, type Metadata } from '../schema/model.js';
 import type { Tensor, TensorSpec } from './plugin-api.js';
 
 /**
@@ -163,4 +164,11 @@ export function checkAgainstSpec(t: Tensor, spec: TensorSpec, label: string): vo
   if (t.data.byteLength !== byteLength(spec)) {
     throw new PopefError(ErrorCode.InvalidInput, `input "${label}" has ${t.data.byteLength} bytes, but ${spec.dtype} [${spec.shape.join(', ')}] needs ${byteLength(spec)}`, {});
   }
+}
+
+/** The tensors a plugin exposes for a model: its user-provided anchors, by anchor name, dtype and full shape. */
+export function userTensorSpecs(metadata: Metadata, storedTensorNames: ReadonlySet<string>): { inputs: TensorSpec[]; outputs: TensorSpec[] } {
+  const user = userAnchors(metadata, storedTensorNames);
+  const spec = (a: (typeof user.inputs)[number]): TensorSpec => ({ name: a.name, dtype: a.tensorInfo.dtype, shape: a.tensorInfo.shape });
+  return { inputs: user.inputs.map(spec), outputs: user.outputs.map(spec) };
 }

@@ -1,11 +1,10 @@
 import { Client, credentials, status, type ServiceError } from '@grpc/grpc-js';
 import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
-import { userAnchors } from '../inspect/anchor-roles.js';
-import type { DataType } from '../schema/model.js';
 import { protocolCodec, toInt, type ProtocolMessage } from '../triton/inference-protocol.js';
+import { protocolFromPopef } from '../triton/protocol-datatypes.js';
 import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
-import { byteLength } from './tensor.js';
+import { byteLength, userTensorSpecs } from './tensor.js';
 
 /**
  * The `triton` execution plugin: sends the inputs to a running inference
@@ -18,21 +17,6 @@ import { byteLength } from './tensor.js';
  * Options: url (required), model (the served model's name), version,
  * name.<anchor>=<client name> (name_map.json, filled in by popef run).
  */
-
-const PROTOCOL_OF: Readonly<Partial<Record<DataType, string>>> = {
-  BOOL: 'BOOL',
-  U8: 'UINT8',
-  U16: 'UINT16',
-  U32: 'UINT32',
-  U64: 'UINT64',
-  S8: 'INT8',
-  S16: 'INT16',
-  S32: 'INT32',
-  S64: 'INT64',
-  F16: 'FP16',
-  F32: 'FP32',
-  F64: 'FP64',
-};
 
 interface Endpoint {
   readonly kind: 'grpc' | 'http';
@@ -48,6 +32,15 @@ function parseUrl(url: string | undefined): Endpoint {
     });
   }
   return { kind: m[1] === 'grpc' ? 'grpc' : 'http', address: m[2] ?? '', display: url };
+}
+
+/** The inputs' tensors in the model's input order. */
+function inOrder(inputs: readonly TensorSpec[], values: ReadonlyMap<string, Tensor>): Tensor[] {
+  return inputs.map((spec) => {
+    const t = values.get(spec.name);
+    if (t === undefined) throw new PopefError(ErrorCode.InvalidInput, `input "${spec.name}" is missing`, {});
+    return t;
+  });
 }
 
 function serverError(endpoint: Endpoint, message: string): PopefError {
@@ -122,9 +115,7 @@ export class TritonPlugin implements ExecutionPlugin {
     try {
       const model = set.model(request.executable);
       if (model.metadata === undefined) throw new PopefError(ErrorCode.InvalidInput, `executable "${model.name}" has no metadata`, {});
-      const user = userAnchors(model.metadata, set.storedTensorNames);
-      inputs = user.inputs.map((a) => ({ name: a.name, dtype: a.tensorInfo.dtype, shape: a.tensorInfo.shape }));
-      outputs = user.outputs.map((a) => ({ name: a.name, dtype: a.tensorInfo.dtype, shape: a.tensorInfo.shape }));
+      ({ inputs, outputs } = userTensorSpecs(model.metadata, set.storedTensorNames));
     } finally {
       await set.close();
     }
@@ -135,7 +126,7 @@ export class TritonPlugin implements ExecutionPlugin {
     const version = request.options.version ?? '';
     const client = (anchor: string): string => request.options[`name.${anchor}`] ?? anchor;
     for (const spec of [...inputs, ...outputs]) {
-      if (PROTOCOL_OF[spec.dtype] === undefined) throw new PopefError(ErrorCode.InvalidInput, `tensor "${spec.name}" of dtype ${spec.dtype} has no datatype in Triton's protocol`, {});
+      if (protocolFromPopef(spec.dtype) === undefined) throw new PopefError(ErrorCode.InvalidInput, `tensor "${spec.name}" of dtype ${spec.dtype} has no datatype in Triton's protocol`, {});
     }
     const run = endpoint.kind === 'http' ? this.httpRun(endpoint, modelName, version, inputs, outputs, client) : this.grpcRun(endpoint, modelName, version, inputs, outputs, client);
     return { inputs, outputs, run, close: () => Promise.resolve() };
@@ -143,7 +134,7 @@ export class TritonPlugin implements ExecutionPlugin {
 
   /** Checks a returned tensor against the anchor: datatype, shape and byte count must all be the anchor's. */
   private toTensor(endpoint: Endpoint, spec: TensorSpec, name: string, datatype: string, shape: readonly number[], data: Uint8Array): Tensor {
-    const expected = PROTOCOL_OF[spec.dtype] ?? '';
+    const expected = protocolFromPopef(spec.dtype) ?? '';
     const sameShape = shape.length === spec.shape.length && shape.every((d, i) => d === spec.shape[i]);
     if (datatype !== expected || !sameShape || data.byteLength !== byteLength(spec)) {
       throw serverError(
@@ -156,15 +147,12 @@ export class TritonPlugin implements ExecutionPlugin {
 
   private httpRun(endpoint: Endpoint, model: string, version: string, inputs: readonly TensorSpec[], outputs: readonly TensorSpec[], client: (a: string) => string): OpenedModel['run'] {
     const path = `/v2/models/${encodeURIComponent(model)}${version === '' ? '' : `/versions/${version}`}/infer`;
+    const byName = new Map(outputs.map((spec) => [client(spec.name), spec]));
     return async (values) => {
-      const tensors = inputs.map((spec) => {
-        const t = values.get(spec.name);
-        if (t === undefined) throw new PopefError(ErrorCode.InvalidInput, `input "${spec.name}" is missing`, {});
-        return t;
-      });
+      const tensors = inOrder(inputs, values);
       const header = Buffer.from(
         JSON.stringify({
-          inputs: inputs.map((spec, i) => ({ name: client(spec.name), datatype: PROTOCOL_OF[spec.dtype], shape: spec.shape, parameters: { binary_data_size: tensors[i]?.data.byteLength ?? 0 } })),
+          inputs: inputs.map((spec, i) => ({ name: client(spec.name), datatype: protocolFromPopef(spec.dtype), shape: spec.shape, parameters: { binary_data_size: tensors[i]?.data.byteLength ?? 0 } })),
           outputs: outputs.map((spec) => ({ name: client(spec.name), parameters: { binary_data: true } })),
         }),
       );
@@ -190,7 +178,6 @@ export class TritonPlugin implements ExecutionPlugin {
       if (res.status !== 200) throw serverError(endpoint, `HTTP ${res.status}: ${json.error ?? 'no message'}`);
       const out = new Map<string, Tensor>();
       let at = jsonLength;
-      const byName = new Map(outputs.map((s) => [client(s.name), s]));
       for (const o of json.outputs ?? []) {
         const size = o.parameters?.binary_data_size;
         const spec = byName.get(o.name);
@@ -207,12 +194,9 @@ export class TritonPlugin implements ExecutionPlugin {
   private grpcRun(endpoint: Endpoint, model: string, version: string, inputs: readonly TensorSpec[], outputs: readonly TensorSpec[], client: (a: string) => string): OpenedModel['run'] {
     const channel = new Client(endpoint.address, credentials.createInsecure(), { 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1 });
     this.clients.push(channel);
+    const byName = new Map(outputs.map((spec) => [client(spec.name), spec]));
     return async (values) => {
-      const tensors = inputs.map((spec) => {
-        const t = values.get(spec.name);
-        if (t === undefined) throw new PopefError(ErrorCode.InvalidInput, `input "${spec.name}" is missing`, {});
-        return t;
-      });
+      const tensors = inOrder(inputs, values);
       let response: ProtocolMessage;
       try {
         response = await grpcCall(
@@ -221,7 +205,7 @@ export class TritonPlugin implements ExecutionPlugin {
           {
             model_name: model,
             model_version: version,
-            inputs: inputs.map((spec) => ({ name: client(spec.name), datatype: PROTOCOL_OF[spec.dtype], shape: spec.shape })),
+            inputs: inputs.map((spec) => ({ name: client(spec.name), datatype: protocolFromPopef(spec.dtype), shape: spec.shape })),
             outputs: outputs.map((spec) => ({ name: client(spec.name) })),
             raw_input_contents: tensors.map((t) => t.data),
           },
@@ -235,7 +219,6 @@ export class TritonPlugin implements ExecutionPlugin {
         throw serverError(endpoint, e.details);
       }
       const raw = (response.raw_output_contents ?? []) as Uint8Array[];
-      const byName = new Map(outputs.map((s) => [client(s.name), s]));
       const out = new Map<string, Tensor>();
       ((response.outputs ?? []) as ProtocolMessage[]).forEach((o, i) => {
         const name = String(o.name);

@@ -1,10 +1,9 @@
 import { Server, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData } from '@grpc/grpc-js';
 import { protocolCodec as codec, toInt, type ProtocolMessage } from '../triton/inference-protocol.js';
 import { configToProtoObject } from './config-json.js';
-import { isProtocolDataType, protocolElementBytes } from './datatypes.js';
+import { isProtocolDataType, protocolElementBytes } from '../triton/protocol-datatypes.js';
 import { serializeBytes, type InferRequest, type RequestInput, type RequestedOutput } from './infer-request.js';
-import { statisticsReport, type InferenceServer } from './inference-server.js';
-import type { RequestLog, TransportOptions } from './http-transport.js';
+import { statisticsReport, type InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
 import { asRequestError, invalidArg, type StatusCode } from './status.js';
 
 /**

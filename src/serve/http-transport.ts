@@ -3,7 +3,7 @@ import { createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
 import type { InferRequest, RequestInput, RequestedOutput } from './infer-request.js';
-import { statisticsReport, type InferenceServer, type InferResult } from './inference-server.js';
+import { statisticsReport, type InferenceServer, type InferResult, type TransportOptions } from './inference-server.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
 import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 
@@ -14,20 +14,6 @@ import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status
  * extension (Inference-Header-Content-Length, binary_data_size,
  * binary_data). Bodies are read up to a limit, never beyond it.
  */
-
-export interface RequestLog {
-  readonly transport: 'http' | 'grpc';
-  readonly method: string;
-  readonly model?: string;
-  readonly status: number;
-  readonly ms: number;
-  readonly error?: string;
-}
-
-export interface TransportOptions {
-  readonly maxRequestSize: number;
-  readonly log?: (entry: RequestLog) => void;
-}
 
 const HEADER = 'inference-header-content-length';
 const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|ready|config|stats))?$/;
@@ -107,8 +93,12 @@ function requireString(obj: JsonObject, key: string): string {
   return v;
 }
 
-/** The `inputs` and `outputs` of an infer request body, with binary sections taken from `binary` in order. */
-function parseInferBody(model: string, version: string, header: JsonObject, binary: Buffer, hasHeaderLength: boolean): InferRequest {
+/**
+ * The `inputs` and `outputs` of an infer request body, with binary sections
+ * taken from `binary` in order; and whether outputs not listed go back as
+ * binary data (the request's binary_data_output).
+ */
+function parseInferBody(model: string, version: string, header: JsonObject, binary: Buffer, hasHeaderLength: boolean): { request: InferRequest; binaryOutputs: boolean } {
   const id = member(header, 'id');
   if (id !== undefined && typeof id !== 'string') throw missingOr('id', 'string', id);
   let binaryOutputs: boolean | undefined;
@@ -186,7 +176,7 @@ function parseInferBody(model: string, version: string, header: JsonObject, bina
       outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs });
     }
   }
-  return { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs, binaryOutputs } as InferRequest & { binaryOutputs?: boolean };
+  return { request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs }, binaryOutputs: binaryOutputs ?? false };
 }
 
 /** The response body: JSON, then the binary outputs in order (Triton's layout). */
@@ -359,20 +349,19 @@ export class HttpTransport {
     }
     // A header length of 0 makes the whole body the data of the model's one input (Triton's raw binary request).
     if (headerLength === 0) {
-      const result = await this.core.infer({ modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body });
-      const { json, binary } = inferResponse(result, true);
-      this.sendParts(res, 200, [json, ...binary], { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(json.byteLength) });
+      this.sendResult(res, await this.core.infer({ modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body }), true);
       return;
     }
     const header = parseJson(body.subarray(0, headerLength).toString('utf8'));
-    const request = parseInferBody(model, version, header, body.subarray(headerLength), hasHeaderLength) as InferRequest & { binaryOutputs?: boolean };
-    const result = await this.core.infer(request);
-    const { json, binary } = inferResponse(result, request.binaryOutputs ?? false);
-    if (binary.length > 0) {
-      this.sendParts(res, 200, [json, ...binary], { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(json.byteLength) });
-    } else {
-      this.sendParts(res, 200, [json], { 'Content-Type': 'application/json' });
-    }
+    const { request, binaryOutputs } = parseInferBody(model, version, header, body.subarray(headerLength), hasHeaderLength);
+    this.sendResult(res, await this.core.infer(request), binaryOutputs);
+  }
+
+  /** An infer answer: JSON alone, or the JSON header then the binary outputs. */
+  private sendResult(res: ServerResponse, result: InferResult, defaultBinary: boolean): void {
+    const { json, binary } = inferResponse(result, defaultBinary);
+    if (binary.length === 0) this.sendParts(res, 200, [json], { 'Content-Type': 'application/json' });
+    else this.sendParts(res, 200, [json, ...binary], { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(json.byteLength) });
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Tensor } from '../run/plugin-api.js';
 import { elementCount, toNumbers } from '../run/tensor.js';
-import { isProtocolDataType, popefFromProtocol, protocolElementBytes, type ProtocolDataType } from './datatypes.js';
+import { isProtocolDataType, popefFromProtocol, protocolElementBytes, type ProtocolDataType } from '../triton/protocol-datatypes.js';
 import type { ServedTensor } from './served-model.js';
 import { RequestError, invalidArg } from './status.js';
 

@@ -1,4 +1,4 @@
-import { isPopefError } from '../errors.js';
+import { ErrorCode, isPopefError } from '../errors.js';
 import { VERSION } from '../version.js';
 import { normalizeRequest, respond, type InferRequest, type ResponseOutput } from './infer-request.js';
 import type { ModelRepository } from './model-repository.js';
@@ -37,6 +37,21 @@ export interface InferResult {
   readonly modelVersion: string;
   readonly id: string;
   readonly outputs: readonly ResponseOutput[];
+}
+
+/** One request, as --json-logs writes it (status: HTTP's, or gRPC's code). */
+export interface RequestLog {
+  readonly transport: 'http' | 'grpc';
+  readonly method: string;
+  readonly model?: string;
+  readonly status: number;
+  readonly ms: number;
+  readonly error?: string;
+}
+
+export interface TransportOptions {
+  readonly maxRequestSize: number;
+  readonly log?: (entry: RequestLog) => void;
 }
 
 /** The protocol extensions served (Triton's names, as ServerMetadata lists them). */
@@ -109,7 +124,7 @@ export class InferenceServer {
       if (error instanceof RequestError) throw error;
       const message = error instanceof Error ? error.message : String(error);
       // A plugin process that died or stopped answering cannot serve the next request either.
-      if (isPopefError(error) && (error.code === 'E_PLUGIN' || error.code === 'E_TIMEOUT')) model.markUnavailable(message);
+      if (isPopefError(error) && (error.code === ErrorCode.Plugin || error.code === ErrorCode.Timeout)) model.markUnavailable(message);
       throw new RequestError('INTERNAL', `execution plugin failed for model '${model.name}': ${message}`);
     }
     return { modelName: model.name, modelVersion: model.version, id: request.id, outputs: respond(model, normalized, results) };
@@ -137,9 +152,9 @@ export function statisticsReport(entries: readonly { name: string; version: stri
         success: duration(s.success),
         fail: duration(s.fail),
         queue: duration(s.queue),
-        compute_input: duration(s.computeInput),
+        compute_input: { count: s.success.count, ns: 0 },
         compute_infer: duration(s.computeInfer),
-        compute_output: duration(s.computeOutput),
+        compute_output: { count: s.success.count, ns: 0 },
         cache_hit: { count: 0, ns: 0 },
         cache_miss: { count: 0, ns: 0 },
       },
@@ -148,9 +163,9 @@ export function statisticsReport(entries: readonly { name: string; version: stri
         .sort((a, b) => a[0] - b[0])
         .map(([size, b]) => ({
           batch_size: size,
-          compute_input: { count: b.count, ns: Number(b.input) },
-          compute_infer: { count: b.count, ns: Number(b.infer) },
-          compute_output: { count: b.count, ns: Number(b.output) },
+          compute_input: { count: b.count, ns: 0 },
+          compute_infer: duration(b),
+          compute_output: { count: b.count, ns: 0 },
         })),
       memory_usage: [],
     })),

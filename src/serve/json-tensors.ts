@@ -1,6 +1,6 @@
 import { fromNumbers, toNumbers } from '../run/tensor.js';
 import { elementBytes } from '../schema/model.js';
-import { popefFromProtocol, type ProtocolDataType } from './datatypes.js';
+import { popefFromProtocol, type ProtocolDataType } from '../triton/protocol-datatypes.js';
 import { deserializeBytes, serializeBytes } from './infer-request.js';
 import { RequestError, invalidArg } from './status.js';
 

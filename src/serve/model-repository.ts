@@ -6,7 +6,7 @@ import { resolveTarget } from '../run/model-target.js';
 import type { ExecutionPlugin, OpenedModel, TensorSpec } from '../run/plugin-api.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../triton/model-config.js';
 import { validateRepository, type ModelReport } from '../triton/repository/validate.js';
-import { protocolFromConfig } from './datatypes.js';
+import { protocolFromConfig } from '../triton/protocol-datatypes.js';
 import { ServedModel, type ServedTensor } from './served-model.js';
 import { RequestError } from './status.js';
 
@@ -50,10 +50,11 @@ function joinTensors(
   labels: ReadonlyMap<string, readonly string[]>,
 ): ServedTensor[] | string {
   const out: ServedTensor[] = [];
+  const specOf = new Map(specs.map((s) => [s.name, s]));
   for (const t of configTensors) {
     const name = t.name ?? '';
     const anchor = anchorOf(name);
-    const spec = specs.find((s) => s.name === anchor);
+    const spec = specOf.get(anchor);
     if (spec === undefined) return `tensor '${name}' (anchor '${anchor}') is not a tensor the execution plugin offers for this model`;
     const datatype = protocolFromConfig(t.data_type);
     if (datatype === '') return `tensor '${name}' has no data_type`;
@@ -80,7 +81,7 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
   };
   try {
     const target = await resolveTarget([modelDir], root);
-    version = /[\\/](\d+)$/.exec(target.files[0]?.replace(/[\\/][^\\/]+$/, '') ?? '')?.[1] ?? '';
+    version = String(target.version ?? '');
     const anchorOf = new Map<string, string>();
     for (const [anchor, client] of target.clientNames) anchorOf.set(client, anchor);
     const set = await ModelSet.open(target.files);
@@ -135,7 +136,9 @@ export class ModelRepository {
 
   async load(roots: readonly string[], options: LoadOptions): Promise<void> {
     for (const root of roots) {
-      const report = await validateRepository(root, { models: options.models?.filter(() => roots.length === 1), tritonVersion: 'latest' });
+      // With one repository, only the models asked for are validated; with several, a name asked for may
+      // be in another one (validateRepository refuses a name it does not hold), so all are, and filtered here.
+      const report = await validateRepository(root, { models: roots.length === 1 ? options.models : undefined, tritonVersion: 'latest' });
       for (const m of report.models) {
         if (options.models !== undefined && !options.models.includes(m.name)) continue;
         const served = this.models.has(m.name)

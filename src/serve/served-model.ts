@@ -1,6 +1,6 @@
 import type { ExecutionPlugin, OpenedModel, Tensor } from '../run/plugin-api.js';
 import type { ModelConfig } from '../triton/model-config.js';
-import type { ProtocolDataType } from './datatypes.js';
+import type { ProtocolDataType } from '../triton/protocol-datatypes.js';
 import type { RequestContract } from './infer-request.js';
 import { RequestError } from './status.js';
 
@@ -25,14 +25,19 @@ export interface ServedTensor {
   readonly labels?: readonly string[];
 }
 
-export type ModelState = 'READY' | 'UNAVAILABLE' | 'LOADING';
+export type ModelState = 'READY' | 'UNAVAILABLE';
 
 export interface Duration {
   count: number;
   ns: bigint;
 }
 
-/** The counters of Triton's ModelStatistics that a server without dynamic batching fills. */
+/**
+ * The counters of Triton's ModelStatistics that a server without dynamic
+ * batching fills. Input and output copying is not timed apart from the run
+ * (the plugin does both): those durations are reported as zero, once per
+ * success.
+ */
 export interface ModelStats {
   lastInference: number;
   inferenceCount: number;
@@ -40,11 +45,9 @@ export interface ModelStats {
   success: Duration;
   fail: Duration;
   queue: Duration;
-  computeInput: Duration;
   computeInfer: Duration;
-  computeOutput: Duration;
-  /** Per batch size: executions and their compute time. */
-  readonly batches: Map<number, { count: number; input: bigint; infer: bigint; output: bigint }>;
+  /** Per batch size: executions and their run time. */
+  readonly batches: Map<number, Duration>;
 }
 
 /** Monotonic nanoseconds, for Triton's statistics. */
@@ -64,9 +67,7 @@ export function emptyStats(): ModelStats {
     success: zero(),
     fail: zero(),
     queue: zero(),
-    computeInput: zero(),
     computeInfer: zero(),
-    computeOutput: zero(),
     batches: new Map(),
   };
 }
@@ -164,7 +165,7 @@ export class ServedModel implements RequestContract {
     return this.stateValue === 'READY';
   }
 
-  /** Marks the model unavailable (its plugin died); requests already queued fail with the reason. */
+  /** Marks the model unavailable (its plugin died): requests still queued fail as not ready. */
   markUnavailable(reason: string): void {
     this.stateValue = 'UNAVAILABLE';
     this.reasonValue = reason;
@@ -207,14 +208,11 @@ export class ServedModel implements RequestContract {
     }
     add(s.success, done - started);
     add(s.queue, dequeued - started);
-    add(s.computeInput, 0n);
     add(s.computeInfer, done - dequeued);
-    add(s.computeOutput, 0n);
     s.inferenceCount += batch;
     s.executionCount += 1;
-    const b = s.batches.get(batch) ?? { count: 0, input: 0n, infer: 0n, output: 0n };
-    b.count += 1;
-    b.infer += done - dequeued;
+    const b = s.batches.get(batch) ?? zero();
+    add(b, done - dequeued);
     s.batches.set(batch, b);
   }
 

@@ -1,8 +1,8 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import type { ExecutionPlugin } from '../run/plugin-api.js';
 import { GrpcTransport } from './grpc-transport.js';
-import { HttpTransport, type RequestLog } from './http-transport.js';
-import { InferenceServer } from './inference-server.js';
+import { HttpTransport } from './http-transport.js';
+import { InferenceServer, type RequestLog } from './inference-server.js';
 import { ModelRepository } from './model-repository.js';
 import type { ServedModel } from './served-model.js';
 

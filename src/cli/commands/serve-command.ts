@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { loadPlugin } from '../../run/load-plugin.js';
 import type { ExecutionPlugin } from '../../run/plugin-api.js';
-import type { RequestLog } from '../../serve/http-transport.js';
+import type { RequestLog } from '../../serve/inference-server.js';
 import { startServer } from '../../serve/server.js';
 import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
