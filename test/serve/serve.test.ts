@@ -4,14 +4,16 @@
 // tritonclient and the real Triton server are the subject of
 // tritonclient.test.ts; this file covers what needs no Python.
 import assert from 'node:assert/strict';
-import { cp, readFile, writeFile } from 'node:fs/promises';
+import { cp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { ChildProcessPlugin } from '../../src/run/child-plugin.js';
 import { loadPlugin } from '../../src/run/load-plugin.js';
 import type { ExecutionPlugin } from '../../src/run/plugin-api.js';
 import { loadInput } from '../../src/run/tensor-io/inputs.js';
+import { readJsonData, writeJsonData } from '../../src/serve/json-tensors.js';
 import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
 
@@ -343,5 +345,94 @@ describe('popef serve: requests queue per model instance', () => {
         await temp.cleanup();
       }
     }
+  });
+});
+
+describe('popef serve: what it refuses', () => {
+  it('a start that cannot serve: no transport, one port twice, a malformed plugin option, a plugin that cannot run (exit 2)', async () => {
+    const repo = fixture('repos/clean');
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [['--no-http', '--no-grpc'], {}, /--no-http and --no-grpc leave nothing to serve/],
+      [['--http-port', '9123', '--grpc-port', '9123'], {}, /--http-port and --grpc-port are both 9123/],
+      [['--plugin-option', 'nokey'], {}, /--plugin-option "nokey" is not KEY=VALUE/],
+      [['--http-port', '0', '--grpc-port', '0'], { POPEF_ONNXRUNTIME_MODULE: 'onnxruntime-node-is-not-here' }, /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded/],
+    ];
+    for (const [args, env, message] of cases) {
+      const r = await runCli(['serve', repo, ...args], { env });
+      assert.equal(r.code, 2, args.join(' '));
+      assert.match(r.stderr, message);
+    }
+  });
+
+  it('lists a model of another backend, and a model in two repositories, as UNAVAILABLE with the reason', async () => {
+    const temp = await tempDir();
+    let server: RunningServer | undefined;
+    try {
+      const first = await mnistRepository(join(temp.dir, 'a'));
+      const second = await mnistRepository(join(temp.dir, 'b'));
+      const config = await readFile(join(second, 'broken', 'config.pbtxt'), 'utf8');
+      await cp(join(second, 'broken'), join(second, 'other-backend'), { recursive: true });
+      await writeFile(join(second, 'other-backend', 'config.pbtxt'), config.replace('name: "broken"', 'name: "other-backend"').replace('max_batch_size: -1', 'max_batch_size: 1').replace('backend: "poplar"', 'backend: "python"'));
+      // A Python model: its code, no PopEF.
+      await rm(join(second, 'other-backend', '1', 'executable.popef'));
+      await writeFile(join(second, 'other-backend', '1', 'model.py'), '');
+      server = await startServer({ repositories: [first, second], models: ['mnist', 'other-backend'], createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }), host: '127.0.0.1', httpPort: 0, maxRequestSize: 1024 * 1024 });
+      const base = `http://127.0.0.1:${server.httpPort ?? 0}`;
+      const index = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as { name: string; state: string; reason?: string }[];
+      assert.deepEqual(index, [
+        { name: 'mnist', version: '', state: 'UNAVAILABLE', reason: "model 'mnist' appears in more than one model repository" },
+        { name: 'other-backend', version: '', state: 'UNAVAILABLE', reason: "popef serve runs models of the poplar backend only; this one names backend 'python'" },
+      ]);
+      const readyOnly = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{"ready": true}' })).json()) as unknown[];
+      assert.deepEqual(readyOnly, []);
+    } finally {
+      await server?.stop();
+      await temp.cleanup();
+    }
+  });
+});
+
+describe('popef run --plugin triton checks what the server returns', () => {
+  it('refuses an output whose datatype, shape or size is not the anchor\'s, naming both', async () => {
+    // A server that answers every infer with FP32 [1, 5]: half of what the MNIST anchor holds.
+    const json = Buffer.from(JSON.stringify({ model_name: 'mnist', model_version: '1', outputs: [{ name: 'softmax/Softmax:0', datatype: 'FP32', shape: [1, 5], parameters: { binary_data_size: 20 } }] }));
+    const wrong = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'Inference-Header-Content-Length': String(json.byteLength), 'Content-Type': 'application/octet-stream' });
+        res.end(Buffer.concat([json, Buffer.alloc(20)]));
+      });
+    });
+    await new Promise<void>((resolve) => wrong.listen(0, '127.0.0.1', resolve));
+    try {
+      const address = wrong.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      const r = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'triton', '--url', `http://127.0.0.1:${port}`, '--plugin-option', 'model=mnist', '--random']);
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /output 'softmax\/Softmax:0' is FP32 \[1, 5\] in 20 bytes, but the model's anchor "softmax\/Softmax:0" is FP32 \[1, 10\] in 40 bytes/);
+    } finally {
+      await new Promise((resolve) => wrong.close(resolve));
+    }
+  });
+});
+
+describe('JSON tensor data (Triton HTTP frontend rules)', () => {
+  it('reads nested or flat arrays and refuses values of the wrong kind, count or range', () => {
+    assert.deepEqual([...new Int32Array(readJsonData('x', 'INT32', [2, 2], [[1, 2], [3, 4]]).slice().buffer)], [1, 2, 3, 4]);
+    assert.deepEqual([...readJsonData('b', 'BOOL', [2], [true, false])], [1, 0]);
+    const refused = (datatype: string, shape: number[], data: unknown, message: RegExp): void => {
+      assert.throws(() => readJsonData('x', datatype, shape, data), (e: Error) => message.test(e.message));
+    };
+    refused('BOOL', [1], [1], /attempt to access JSON non-boolean as boolean/);
+    refused('INT8', [1], [300], /non-signed-integer as signed-integer/);
+    refused('UINT8', [1], [-1], /non-unsigned-integer as unsigned-integer/);
+    refused('FP32', [1], ['a'], /non-number as double/);
+    refused('FP32', [2], [1, 2, 3], /^Shape does not match true shape of 'data' field$/);
+    refused('FP32', [4], [1, 2, 3], /^Unable to parse 'data': Shape does not match/);
+    refused('FP16', [1], [1], /receiving FP16 data via JSON is not supported/);
+    refused('BYTES', [1], [1], /non-string as string/);
+    refused('NOPE', [1], [1], /invalid datatype for input x/);
+    assert.deepEqual(writeJsonData('BYTES', readJsonData('s', 'BYTES', [2], ['ab', ''])), ['ab', '']);
+    assert.throws(() => writeJsonData('FP16', new Uint8Array(2)), /sending FP16 data via JSON is not supported/);
   });
 });
