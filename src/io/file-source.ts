@@ -1,6 +1,7 @@
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { MAX_READ_CHUNK, type ByteSource } from './byte-source.js';
+import { openRegularFile } from './local-file.js';
 import { checkRange } from './range-check.js';
 
 /**
@@ -21,26 +22,8 @@ export class FileSource implements ByteSource {
 
   /** Opens `path`; `name` (default: the path) is what messages call the file. */
   static async open(path: string, name = path): Promise<FileSource> {
-    let handle: FileHandle;
-    try {
-      handle = await open(path, 'r');
-    } catch (error) {
-      throw ioError(error, name, 'open the file');
-    }
-    try {
-      const stat = await handle.stat();
-      if (!stat.isFile()) {
-        throw new PopefError(ErrorCode.Io, 'not a regular file', {
-          file: name,
-          suggestion: 'give the path of a .popef file',
-        });
-      }
-      return new FileSource(name, handle, stat.size);
-    } catch (error) {
-      await handle.close();
-      if (error instanceof PopefError) throw error;
-      throw ioError(error, name, 'read the file');
-    }
+    const { handle, size } = await openRegularFile(path, name, 'the file');
+    return new FileSource(name, handle, size);
   }
 
   async read(offset: number, length: number, field: string): Promise<Uint8Array> {

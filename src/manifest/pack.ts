@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { FILE_LIMITS, readRegularFile, readRegularText, resolveInside } from '../io/local-file.js';
 import { checkModelContents } from '../format/model-rules.js';
 import { PopefWriter, type WriterOptions } from '../format/writer.js';
 import { schemaErrors } from '../json-schemas.js';
@@ -9,12 +10,7 @@ import type { Manifest, ManifestBlob } from './manifest.js';
 
 /** Reads manifest.json and checks it against its JSON Schema. */
 export async function readManifest(path: string): Promise<Manifest> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    throw ioError(error, path, 'read the manifest');
-  }
+  const text = await readRegularText(path, { what: 'the manifest', limit: FILE_LIMITS.json });
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -65,19 +61,20 @@ export async function packManifest(manifestPath: string, outPath: string, option
   const manifest = await readManifest(manifestPath);
   checkManifestModel(manifest, manifestPath);
   const base = dirname(manifestPath);
-  const payloadPath = (file: string): string => resolve(base, file);
+  // Every payload is resolved, confined to the manifest's directory and checked to be a regular file before the first byte is written.
+  const resolved = new Map<string, string>();
   for (const [i, blob] of manifest.blobs.entries()) {
     for (const file of 'file' in blob ? [blob.file, ...('descriptorFile' in blob ? [blob.descriptorFile] : [])] : []) {
-      const path = payloadPath(file);
-      let info;
-      try {
-        info = await stat(path);
-      } catch (error) {
-        throw ioError(error, `${manifestPath}#/blobs/${i}`, `read payload file ${JSON.stringify(file)}`);
-      }
-      if (!info.isFile()) throw new PopefError(ErrorCode.Manifest, `payload ${JSON.stringify(file)} is not a regular file`, { file: `${manifestPath}#/blobs/${i}` });
+      const where = `${manifestPath}#/blobs/${i}`;
+      const path = await resolveInside(base, file, where, 'payload file');
+      const info = await stat(path).catch((error: unknown) => {
+        throw ioError(error, where, `read payload file ${JSON.stringify(file)}`);
+      });
+      if (!info.isFile()) throw new PopefError(ErrorCode.Manifest, `payload ${JSON.stringify(file)} is not a regular file`, { file: where });
+      resolved.set(file, path);
     }
   }
+  const payloadPath = (file: string): string => resolved.get(file) ?? resolve(base, file);
   const stream = (file: string): AsyncIterable<Uint8Array> => createReadStream(payloadPath(file), { highWaterMark: READ_CHUNK });
   const writer = await PopefWriter.create(outPath, { force: options.force, compressionLevel: options.compressionLevel, signal: options.signal });
   try {
@@ -117,7 +114,7 @@ async function writeOne(
     case 'OPAQUE':
       return writer.writeOpaque(blob, stream(blob.file));
     case 'RAW': {
-      const descriptor = new Uint8Array(await readFile(payloadPath(blob.descriptorFile)));
+      const descriptor = new Uint8Array(await readRegularFile(payloadPath(blob.descriptorFile), { name: blob.descriptorFile, what: 'the descriptor file', limit: FILE_LIMITS.json }));
       return writer.writeRaw({ typeCode: blob.typeCode, version: blob.version, codec: blob.codec, descriptor }, stream(blob.file));
     }
     case 'END_OF_SEGMENT':

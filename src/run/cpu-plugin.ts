@@ -1,5 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { FILE_LIMITS, readRegularFile } from '../io/local-file.js';
+import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import type { DataType } from '../schema/model.js';
 import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
@@ -132,9 +132,7 @@ export class CpuPlugin implements ExecutionPlugin {
       if (model.metadata === undefined) throw new PopefError(ErrorCode.InvalidInput, `executable "${model.name}" has no metadata`, {});
       const reference = request.options.reference;
       if (reference !== undefined) {
-        graph = await readFile(reference).catch((error: unknown) => {
-          throw ioError(error, reference, 'read the reference ONNX graph');
-        });
+        graph = await readRegularFile(reference, { what: 'the reference ONNX graph', limit: FILE_LIMITS.graph });
       } else {
         const blob = model.opaques.find((o) => o.name === 'onnx' || o.name.startsWith('onnx:'));
         if (blob === undefined) {

@@ -1,4 +1,5 @@
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
+import { FILE_LIMITS, readRegularText } from '../io/local-file.js';
 import { basename, join, resolve } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { parseNameMap } from '../triton/name-map.js';
@@ -51,7 +52,11 @@ export async function resolveTarget(args: readonly string[], cwd: string, versio
     }
     const clientNames = new Map<string, string>();
     const mapPath = join(versionDir, 'name_map.json');
-    const text = await readFile(mapPath, 'utf8').catch(() => undefined);
+    const text = await readRegularText(mapPath, { what: 'name_map.json', limit: FILE_LIMITS.json }).catch((error: unknown) => {
+      // No map: the anchors keep their own names. Any other failure is the user's to fix.
+      if (error instanceof PopefError && (error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') return undefined;
+      throw error;
+    });
     if (text !== undefined) {
       const parsed = parseNameMap(text, mapPath);
       if (parsed.schemaErrors.length > 0) {

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { FILE_LIMITS, readRegularText } from '../io/local-file.js';
 import { join } from 'node:path';
 import { isPopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
@@ -94,7 +94,7 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
     const labels = new Map<string, readonly string[]>();
     for (const o of config.output ?? []) {
       if ((o.label_filename ?? '') === '') continue;
-      const text = await readFile(join(modelDir, o.label_filename ?? ''), 'utf8');
+      const text = await readRegularText(join(modelDir, o.label_filename ?? ''), { what: 'the label file', limit: FILE_LIMITS.json });
       labels.set(o.name ?? '', text.split('\n').filter((line, i, all) => line !== '' || i < all.length - 1));
     }
     const count = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0));

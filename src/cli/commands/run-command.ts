@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { ModelSet } from '../../format/model-set.js';
+import { FILE_LIMITS, readRegularFile } from '../../io/local-file.js';
 import { chooseColour } from '../../present/colour.js';
 import { renderRunText, type RunReport } from '../../present/run-report.js';
 import { compareValues, type Comparison } from '../../run/compare.js';
@@ -46,6 +47,28 @@ function tolerances(values: readonly string[] | undefined, fallback: number, wha
 /** File names for outputs: anchor and client names may hold "/" or ":". */
 export function outputFileName(name: string): string {
   return `${name.replace(/[^A-Za-z0-9._-]/g, '_')}.npy`;
+}
+
+/**
+ * One file name per output, refusing two outputs that would share one
+ * ("a/b" and "a_b"; or names differing only in case, which share a file on
+ * case-insensitive file systems): one of them would be lost without a word.
+ */
+export function outputFileNames(names: readonly string[]): Map<string, string> {
+  const files = new Map<string, string>();
+  const taken = new Map<string, string>();
+  for (const name of names) {
+    const file = outputFileName(name);
+    const other = taken.get(file.toLowerCase());
+    if (other !== undefined) {
+      throw new PopefError(ErrorCode.InvalidInput, `outputs "${other}" and "${name}" would both be saved as ${file}`, {
+        suggestion: 'give one of them another name in name_map.json',
+      });
+    }
+    taken.set(file.toLowerCase(), name);
+    files.set(name, file);
+  }
+  return files;
 }
 
 export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo): Promise<number> {
@@ -167,7 +190,8 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
 
     if (flags.saveOutputs !== undefined) {
       const dir = resolve(io.cwd, flags.saveOutputs);
-      const files = [...outputs.values()].map((t) => ({ path: join(dir, outputFileName(client(t.name))), content: writeNpy(t) }));
+      const names = outputFileNames([...outputs.values()].map((t) => client(t.name)));
+      const files = [...outputs.values()].map((t) => ({ path: join(dir, names.get(client(t.name)) ?? ''), content: writeNpy(t) }));
       await writeFilesAtomically(files, { force: flags.force });
     }
 
@@ -177,12 +201,15 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
       const comparisons: (Comparison & { name: string; atol: number; rtol: number; note?: string })[] = [];
       const single = path.endsWith('.npy');
       if (single && outputs.size !== 1) throw usage(`--expect ${flags.expect} is one .npy file, but the model has ${outputs.size} outputs`, 'give a directory with NAME.npy per output');
-      const { readFile } = await import('node:fs/promises');
+      const names = outputFileNames([...outputs.values()].map((t) => client(t.name)));
       for (const t of outputs.values()) {
         const name = client(t.name);
-        const file = single ? path : join(path, outputFileName(name));
-        const bytes = await readFile(file).catch(() => {
-          throw new PopefError(ErrorCode.Io, `no expected values for output "${name}"`, { file, suggestion: 'save them with popef run --save-outputs' });
+        const file = single ? path : join(path, names.get(name) ?? '');
+        const bytes = await readRegularFile(file, { what: `the expected values of output "${name}"`, limit: FILE_LIMITS.input }).catch((error: unknown) => {
+          if (error instanceof PopefError && (error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
+            throw new PopefError(ErrorCode.Io, `no expected values for output "${name}"`, { file, suggestion: 'save them with popef run --save-outputs' });
+          }
+          throw error;
         });
         const expected = readNpy(bytes, file);
         const a = atol.by.get(name) ?? atol.by.get(t.name) ?? atol.all;

@@ -1,7 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
+import { inflateSync } from 'node:zlib';
 import { PNG } from 'pngjs';
-import { ErrorCode, PopefError, ioError } from '../../errors.js';
+import { ErrorCode, PopefError } from '../../errors.js';
+import { FILE_LIMITS, readRegularFile } from '../../io/local-file.js';
 import type { Tensor, TensorSpec } from '../plugin-api.js';
 import { byteLength, checkAgainstSpec, elementCount, fromNumbers, isFloat } from '../tensor.js';
 import { readNpy } from './npy.js';
@@ -59,10 +60,16 @@ export function randomTensor(spec: TensorSpec, options: RandomOptions): Tensor {
   return fromNumbers(spec, values);
 }
 
-function flattenJson(value: unknown, label: string, file: string): { shape: number[]; data: number[] } {
+/**
+ * Nested lists (or one {shape, data} object around them) to a shape and flat
+ * values. The walk goes no deeper than the input's rank, so a hostile file
+ * nested a million deep is an error, not a stack overflow.
+ */
+function flattenJson(value: unknown, rank: number, label: string, file: string): { shape: number[]; data: number[] } {
   if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'data' in value) {
     const v = value as { shape?: unknown; data: unknown };
-    const inner = flattenJson(v.data, label, file);
+    if (typeof v.data === 'object' && v.data !== null && !Array.isArray(v.data)) throw inputError(label, file, '"data" must be a list of numbers (nested lists, or flat)');
+    const inner = flattenJson(v.data, rank, label, file);
     if (v.shape === undefined) return inner;
     if (!Array.isArray(v.shape) || !v.shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) {
       throw inputError(label, file, '"shape" must be a list of sizes');
@@ -74,6 +81,7 @@ function flattenJson(value: unknown, label: string, file: string): { shape: numb
   const data: number[] = [];
   const shapeOf = (v: unknown, depth: number, shape: number[]): void => {
     if (Array.isArray(v)) {
+      if (depth >= Math.max(rank, 1)) throw inputError(label, file, `the lists are nested deeper than the input's ${rank} dimension(s)`, 'write the values with the input\'s nesting, or as one flat list');
       if (shape.length === depth) shape.push(v.length);
       else if (shape[depth] !== v.length) throw inputError(label, file, `the nested arrays are ragged at depth ${depth}`);
       for (const x of v) shapeOf(x, depth + 1, shape);
@@ -82,15 +90,88 @@ function flattenJson(value: unknown, label: string, file: string): { shape: numb
     if (depth !== shape.length) throw inputError(label, file, `the nested arrays are ragged at depth ${depth}`);
     if (typeof v === 'number') data.push(v);
     else if (typeof v === 'boolean') data.push(v ? 1 : 0);
-    else throw inputError(label, file, `${JSON.stringify(v)} is not a number`);
+    else throw inputError(label, file, `${JSON.stringify(v).slice(0, 60)} is not a number`);
   };
   const shape: number[] = [];
   shapeOf(value, 0, shape);
   return { shape, data };
 }
 
+/**
+ * The most bytes an input file of this kind may hold for `spec`, so that a
+ * huge file is refused before it is read: raw files are exact, .npy adds
+ * its header, JSON allows 64 characters an element, PNG its pixels uncompressed.
+ */
+function inputLimit(ext: string, spec: TensorSpec): number {
+  const bytes = byteLength(spec);
+  const elements = elementCount(spec.shape);
+  const slack = 1024 * 1024;
+  switch (ext) {
+    case '.bin':
+    case '.raw':
+      return bytes;
+    case '.npy':
+      return bytes + slack;
+    case '.json':
+      return Math.min(FILE_LIMITS.input, elements * 64 + slack);
+    case '.png':
+      return Math.min(FILE_LIMITS.input, elements * 4 * 2 + slack);
+    default:
+      return FILE_LIMITS.input;
+  }
+}
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+/**
+ * pngjs decodes an image whose compressed data is cut short (it pads the
+ * missing rows), and allocates whatever size the header claims. So before
+ * it runs: the chunks must lie inside the file and end with IEND, the image
+ * must fit in the input (so its size is bounded by the model, not the file),
+ * and the IDAT stream must inflate completely, to no more than the rows need.
+ */
+function checkPngComplete(bytes: Buffer, capacity: number, label: string, file: string): void {
+  const bad = (message: string): PopefError => inputError(label, file, `not a complete PNG: ${message}`, 'export the image again');
+  if (bytes.length < 8 || !bytes.subarray(0, 8).equals(PNG_SIGNATURE)) throw bad('the PNG signature is missing');
+  const idat: Buffer[] = [];
+  let width = 0;
+  let height = 0;
+  let rowBytes = 0;
+  let ended = false;
+  for (let at = 8; at < bytes.length && !ended; ) {
+    if (at + 12 > bytes.length) throw bad(`the chunk at offset ${at} is cut short`);
+    const length = bytes.readUInt32BE(at);
+    const type = bytes.toString('latin1', at + 4, at + 8);
+    if (at + 12 + length > bytes.length) throw bad(`chunk ${type} at offset ${at} claims ${length} bytes, past the end of the file`);
+    const body = bytes.subarray(at + 8, at + 8 + length);
+    if (type === 'IHDR' && length >= 13) {
+      width = body.readUInt32BE(0);
+      height = body.readUInt32BE(4);
+      const depth = body[8] ?? 8;
+      const channels = ({ 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 } as Record<number, number>)[body[9] ?? 0] ?? 4;
+      rowBytes = 1 + Math.ceil((width * channels * depth) / 8);
+      if (width * height > capacity) throw inputError(label, file, `the image is ${width}x${height}, larger than the whole input (${capacity} elements)`, 'resize the image to the model\'s input size');
+    } else if (type === 'IDAT') {
+      idat.push(body);
+    } else if (type === 'IEND') {
+      ended = true;
+    }
+    at += 12 + length;
+  }
+  if (!ended) throw bad('it has no IEND chunk (the file is cut short)');
+  if (width === 0 || height === 0) throw bad('it has no usable IHDR chunk');
+  // Adam7 interlacing adds at most one filter byte per row of each of its seven passes.
+  const most = height * rowBytes + 7 * height;
+  try {
+    inflateSync(Buffer.concat(idat), { maxOutputLength: most });
+  } catch (error) {
+    throw bad(`its image data does not inflate completely (${(error as Error).message})`);
+  }
+}
+
 /** Lays one image out as the input needs: [..., C, H, W], [..., H, W, C] (C = 1 or 3) or [..., H, W]. */
 function pngTensor(bytes: Buffer, spec: TensorSpec, label: string, file: string, image: ImageOptions): Tensor {
+  checkPngComplete(bytes, elementCount(spec.shape), label, file);
   let png: PNG;
   try {
     png = PNG.sync.read(bytes);
@@ -141,13 +222,17 @@ function pngTensor(bytes: Buffer, spec: TensorSpec, label: string, file: string,
 
 /** Reads one input file and checks it against the spec; `label` is the name the user gave. */
 export async function loadInput(spec: TensorSpec, path: string, label: string, image: ImageOptions = {}): Promise<Tensor> {
+  const ext = extname(path).toLowerCase();
+  const limit = inputLimit(ext, spec);
   let bytes: Buffer;
   try {
-    bytes = await readFile(path);
+    bytes = await readRegularFile(path, { what: `input "${label}"`, limit });
   } catch (error) {
-    throw ioError(error, path, `read input "${label}"`);
+    if (error instanceof PopefError && error.code === ErrorCode.LimitExceeded) {
+      throw inputError(label, path, `the file is larger than ${limit} bytes, more than a ${ext} file for ${spec.dtype} [${spec.shape.join(', ')}] can need`, 'check that this is the input you meant');
+    }
+    throw error;
   }
-  const ext = extname(path).toLowerCase();
   let tensor: Tensor;
   switch (ext) {
     case '.npy':
@@ -160,7 +245,7 @@ export async function loadInput(spec: TensorSpec, path: string, label: string, i
       } catch (error) {
         throw inputError(label, path, `not valid JSON: ${(error as Error).message}`);
       }
-      const { shape, data } = flattenJson(value, label, path);
+      const { shape, data } = flattenJson(value, spec.shape.length, label, path);
       // A flat list fills the expected shape; nested lists must match it.
       const useShape = shape.length === 1 && spec.shape.length !== 1 && data.length === elementCount(spec.shape) ? spec.shape : shape;
       if (useShape.length !== spec.shape.length || useShape.some((d, i) => d !== spec.shape[i])) {

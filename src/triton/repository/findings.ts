@@ -40,6 +40,7 @@ const MRM = 'ModelRepositoryManager::InitializeModelInfo';
 export const RULES = {
   'layout/hidden-directory': { severity: 'warning', mirrors: null, description: 'hidden directories at the repository root are loaded by Triton as models' },
   'layout/config-missing': { severity: 'error', mirrors: null, description: 'every model directory has a config.pbtxt (without one, Triton auto-completes an empty config: see config/no-backend)' },
+  'layout/unreadable': { severity: 'error', mirrors: null, description: 'every file and directory of the model can be read: a regular file within its size limit, with read permission (Triton fails to load the model otherwise)' },
   'layout/version-name': { severity: 'warning', mirrors: 'VersionsToLoad', description: 'version directories are plain decimal numbers (others are ignored or misread; Triton only logs a warning)' },
   'layout/no-version': { severity: 'error', mirrors: 'ModelLifeCycle::AsyncLoad', description: 'the version policy selects at least one existing version directory' },
   'layout/specific-version-missing': { severity: 'warning', mirrors: 'VersionsToLoad', description: 'every version listed by a specific version policy exists (Triton logs an error and loads the others)' },

@@ -1,7 +1,8 @@
 import type { Dirent } from 'node:fs';
-import { readFile, readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../../errors.js';
+import { FILE_LIMITS, readRegularText } from '../../io/local-file.js';
 import { ModelSet } from '../../format/model-set.js';
 import { parseNameMap, type ParsedNameMap } from '../name-map.js';
 import type { SourcePos } from '../pbtxt-lexer.js';
@@ -136,6 +137,18 @@ class ModelChecker {
   }
 
   async run(): Promise<ModelReport> {
+    try {
+      await this.check();
+    } catch (error) {
+      // A file or directory the OS will not let us read is this model's problem, not the run's: Triton fails that model and loads the others.
+      if (!(error instanceof PopefError) || (error.code !== ErrorCode.Io && error.code !== ErrorCode.LimitExceeded)) throw error;
+      const file = error.file === undefined ? this.model : relative(this.root, error.file) || this.model;
+      this.add('layout/unreadable', `${error.message}; Triton cannot load model '${this.model}'`, { file }, error.suggestion ?? 'check the permissions and the kind of the file');
+    }
+    return { name: this.model, findings: this.findings, ...(this.normalized === undefined ? {} : { config: this.normalized }) };
+  }
+
+  private async check(): Promise<void> {
     const dir = join(this.root, this.model);
     const configFile = `${this.model}/config.pbtxt`;
     // Triton names the file as it opens it: under the repository path it was given.
@@ -144,10 +157,9 @@ class ModelChecker {
     let positions: ReadonlyMap<string, SourcePos> = new Map();
     let text: string | undefined;
     try {
-      text = await readFile(configPath, 'utf8');
+      text = await readRegularText(configPath, { what: 'config.pbtxt', limit: FILE_LIMITS.config });
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') throw ioError(error, configPath, 'read');
+      if (!(error instanceof PopefError) || (error.cause as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT') throw error;
       this.add('layout/config-missing', `model '${this.model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`, { file: configFile }, 'add a config.pbtxt (popef config generates one)');
     }
     if (text !== undefined) {
@@ -182,7 +194,6 @@ class ModelChecker {
     const versions = await this.versions(dir, entries, config, positions, configFile);
     await this.checkVersions(dir, versions, config, positions, configFile);
     if (config !== undefined && this.options.backendDirectory !== undefined) await this.checkBackend(this.normalized ?? config, versions, positions, configFile);
-    return { name: this.model, findings: this.findings, ...(this.normalized === undefined ? {} : { config: this.normalized }) };
   }
 
   /** What Triton's autofill inspects: the first sub-directory of the model directory, whatever its name. */
@@ -278,9 +289,10 @@ class ModelChecker {
   private async checkNameMap(path: string, file: string, config: ModelConfig | undefined, positions: ReadonlyMap<string, SourcePos>, configFile: string): Promise<ParsedNameMap | undefined> {
     let parsed: ParsedNameMap;
     try {
-      parsed = parseNameMap(await readFile(path, 'utf8'), file);
+      parsed = parseNameMap(await readRegularText(path, { what: 'name_map.json', limit: FILE_LIMITS.json }), file);
     } catch (error) {
-      if (!(error instanceof PopefError)) throw ioError(error, path, 'read');
+      if (!(error instanceof PopefError)) throw error;
+      if (error.code === ErrorCode.Io || error.code === ErrorCode.LimitExceeded) throw error;
       this.add('name-map/invalid', `name_map.json is ${error.message}`, { file, at: error.line === undefined ? undefined : { line: error.line, column: error.column ?? 0 } }, 'write one JSON object of "anchor": "name" pairs');
       return undefined;
     }

@@ -1,0 +1,148 @@
+import { constants } from 'node:fs';
+import { open, realpath, type FileHandle } from 'node:fs/promises';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { ErrorCode, PopefError, ioError } from '../errors.js';
+
+/**
+ * The one way the library opens a local file it reads whole or by offset.
+ *
+ * Two hostile inputs shape it. A FIFO blocks open(2) until a writer comes,
+ * on a libuv thread that no signal can interrupt, so files are opened with
+ * O_NONBLOCK (which makes open return at once for a FIFO and changes nothing
+ * for a regular file) and anything that is not a regular file is refused
+ * before a byte is read. A device such as /dev/zero has no size and never
+ * ends, so every whole-file read has a named limit, checked against the
+ * size fstat reports before anything is allocated, and again while reading
+ * in case the file grows.
+ */
+
+/** Limits on files read whole, by what they hold. Documented in the README's limits table. */
+export const FILE_LIMITS = {
+  /** config.pbtxt: Triton sets none; this is far above any real configuration. */
+  config: 256 * 1024 ** 2,
+  /** name_map.json, pack manifests, label files. */
+  json: 256 * 1024 ** 2,
+  /** A model input file (npy, json, raw, png). */
+  input: 4 * 1024 ** 3,
+  /** An ONNX reference graph. onnxruntime's own protobuf limit is 2 GiB. */
+  graph: 2 * 1024 ** 3,
+} as const;
+
+function kindOf(stat: { isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean }): string {
+  if (stat.isDirectory()) return 'a directory';
+  if (stat.isFIFO()) return 'a FIFO (named pipe)';
+  if (stat.isCharacterDevice()) return 'a character device';
+  if (stat.isBlockDevice()) return 'a block device';
+  if (stat.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+export interface OpenedFile {
+  readonly handle: FileHandle;
+  readonly size: number;
+}
+
+/**
+ * Opens a regular file for reading without blocking on FIFOs. `name` is what
+ * messages call it, `what` what it should be ("the model", "config.pbtxt").
+ */
+export async function openRegularFile(path: string, name: string, what: string): Promise<OpenedFile> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    throw ioError(error, name, `open ${what}`);
+  }
+  try {
+    const stat = await handle.stat();
+    if (!stat.isFile()) {
+      throw new PopefError(ErrorCode.Io, `cannot read ${what}: it is ${kindOf(stat)}, not a regular file`, {
+        file: name,
+        suggestion: stat.isDirectory() ? 'give the path of a file, not a directory' : `copy the data into a regular file first${what === 'the file' ? ', or pipe it to standard input as -' : ''}`,
+      });
+    }
+    return { handle, size: stat.size };
+  } catch (error) {
+    await handle.close();
+    if (error instanceof PopefError) throw error;
+    throw ioError(error, name, `read ${what}`);
+  }
+}
+
+function overLimit(name: string, what: string, size: number, limit: number): PopefError {
+  return new PopefError(ErrorCode.LimitExceeded, `${what} is ${size} bytes or more, over the limit of ${limit} bytes`, {
+    file: name,
+    suggestion: 'check that this is the file you meant',
+  });
+}
+
+export interface ReadWholeOptions {
+  /** What messages call the file (default: the path). */
+  readonly name?: string;
+  /** What the file should be, for messages ("config.pbtxt", "input \"x\""). */
+  readonly what: string;
+  readonly limit: number;
+}
+
+/** Reads a regular file whole, refusing one larger than `limit` before allocating it. */
+export async function readRegularFile(path: string, options: ReadWholeOptions): Promise<Buffer> {
+  const name = options.name ?? path;
+  const { handle, size } = await openRegularFile(path, name, options.what);
+  try {
+    if (size > options.limit) throw overLimit(name, options.what, size, options.limit);
+    // One byte more than the size fstat gave, so a file still growing is noticed.
+    const out = Buffer.allocUnsafe(Math.min(size + 1, options.limit + 1));
+    let done = 0;
+    for (;;) {
+      if (done === out.length) {
+        if (done > options.limit) throw overLimit(name, options.what, done, options.limit);
+        break;
+      }
+      let bytesRead: number;
+      try {
+        ({ bytesRead } = await handle.read(out, done, out.length - done, done));
+      } catch (error) {
+        throw ioError(error, name, `read ${options.what}`);
+      }
+      if (bytesRead === 0) break;
+      done += bytesRead;
+    }
+    return done === out.length ? out : out.subarray(0, done);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** readRegularFile, decoded as UTF-8. */
+export async function readRegularText(path: string, options: ReadWholeOptions): Promise<string> {
+  return (await readRegularFile(path, options)).toString('utf8');
+}
+
+/**
+ * Resolves `file` against `base` and refuses a path that leaves `base`:
+ * absolute paths, `..` steps out, and symbolic links whose target lies
+ * outside. `name` and `what` are for messages. The file must exist.
+ */
+export async function resolveInside(base: string, file: string, name: string, what: string): Promise<string> {
+  const refuse = (why: string): PopefError =>
+    new PopefError(ErrorCode.Manifest, `${what} ${JSON.stringify(file)} ${why}`, {
+      file: name,
+      suggestion: 'keep payload files in the manifest\'s directory or below it, and name them by relative paths',
+    });
+  if (isAbsolute(file)) throw refuse('is an absolute path');
+  const lexical = resolve(base, file);
+  const escapes = (root: string, target: string): boolean => {
+    const rel = relative(root, target);
+    return rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel);
+  };
+  if (escapes(resolve(base), lexical)) throw refuse('points outside the manifest\'s directory');
+  let real: string;
+  let realBase: string;
+  try {
+    [real, realBase] = await Promise.all([realpath(lexical), realpath(base)]);
+  } catch (error) {
+    throw ioError(error, name, `read ${what} ${JSON.stringify(file)}`);
+  }
+  if (escapes(realBase, real)) throw refuse('is a symbolic link to a file outside the manifest\'s directory');
+  return real;
+}

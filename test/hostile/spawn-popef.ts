@@ -1,0 +1,103 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT } from '../helpers.js';
+
+const BIN = join(ROOT, 'bin/popef.js');
+const RSS_PRELOAD = join(ROOT, 'test/bench/max-rss.mjs');
+
+export interface PopefRun {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** Wall time from spawn to exit. */
+  readonly ms: number;
+  /** Time from `interrupt` (when given) to exit. */
+  readonly stopMs?: number;
+  /** Peak resident set size, MiB (when the process exited through node's exit path). */
+  readonly maxRssMiB?: number;
+  /** True when the process had to be killed at `timeoutMs`: a hang. */
+  readonly hung: boolean;
+}
+
+export interface SpawnOptions {
+  readonly cwd?: string;
+  readonly env?: Record<string, string | undefined>;
+  /** Kill with SIGKILL after this long and report a hang (default 20 s). */
+  readonly timeoutMs?: number;
+  /** Send this signal once `when` says so (default: after `afterMs`). */
+  readonly interrupt?: { readonly signal: NodeJS.Signals; readonly afterMs?: number; readonly when?: (child: ChildProcess, stderr: () => string) => Promise<void> };
+}
+
+/**
+ * Runs the built CLI as a user would, in its own process, so that a hang,
+ * a stack overflow or a stray child cannot take the test runner with it.
+ */
+export async function spawnPopef(args: readonly string[], options: SpawnOptions = {}): Promise<PopefRun> {
+  const rssDir = await mkdtemp(join(tmpdir(), 'popef-rss-'));
+  const rssFile = join(rssDir, 'rss');
+  const started = performance.now();
+  const child = spawn(process.execPath, ['--import', RSS_PRELOAD, BIN, ...args], {
+    cwd: options.cwd ?? ROOT,
+    env: { ...process.env, ...options.env, BENCH_RSS_FILE: rssFile, NO_COLOR: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  let hung = false;
+  const killer = setTimeout(() => {
+    hung = true;
+    child.kill('SIGKILL');
+  }, options.timeoutMs ?? 20_000);
+  let interruptedAt: number | undefined;
+  const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (code, signal) => resolve([code, signal])));
+  const interrupt = options.interrupt;
+  if (interrupt !== undefined) {
+    void (async () => {
+      if (interrupt.when !== undefined) await interrupt.when(child, () => stderr);
+      else await new Promise((r) => setTimeout(r, interrupt.afterMs ?? 500));
+      interruptedAt = performance.now();
+      child.kill(interrupt.signal);
+    })();
+  }
+  const [code, signal] = await exited;
+  const ended = performance.now();
+  clearTimeout(killer);
+  const rss = await readFile(rssFile, 'utf8').catch(() => '');
+  await rm(rssDir, { recursive: true, force: true });
+  const kib = Number(rss.trim().split('\n').pop());
+  return {
+    code,
+    signal,
+    stdout,
+    stderr,
+    ms: ended - started,
+    ...(interruptedAt === undefined ? {} : { stopMs: ended - interruptedAt }),
+    ...(Number.isFinite(kib) && kib > 0 ? { maxRssMiB: kib / 1024 } : {}),
+    hung,
+  };
+}
+
+/** Waits until `predicate` holds, polling; fails after `ms`. */
+export async function until(predicate: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await predicate())) {
+    if (Date.now() > end) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Whether any process's command line contains `text` (a plugin's orphaned descendant). */
+export async function processRunning(text: string): Promise<boolean> {
+  const { readdir } = await import('node:fs/promises');
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.replace(/\0/g, ' ').includes(text)) return true;
+  }
+  return false;
+}
