@@ -1,3 +1,5 @@
+import { rmSync } from 'node:fs';
+import { pendingTemporaries } from '../io/temp-names.js';
 import { main } from './main.js';
 import { processIo } from './io.js';
 
@@ -16,16 +18,34 @@ export async function runProcess(): Promise<void> {
   }
   const controller = new AbortController();
   let interrupted = false;
-  const stop = { normal: false };
+  const stop = { normal: false, graceMs: STOP_GRACE_MS };
   let signalExit = 130;
   const onSignal = (code: number) => (): void => {
     if (interrupted) process.exit(code);
     interrupted = true;
     signalExit = code;
     controller.abort();
+    // The command cleans up and returns; one that cannot (a read the OS will not interrupt) is not waited for.
+    setTimeout(() => process.exit(code), stop.graceMs).unref();
   };
+  // An exit before a write cleaned up (the stop grace ran out) still removes its temporary files.
+  process.once('exit', () => {
+    for (const path of pendingTemporaries()) rmSync(path, { recursive: true, force: true });
+  });
   process.on('SIGINT', onSignal(130));
   process.on('SIGTERM', onSignal(143));
-  process.exitCode = await main(process.argv.slice(2), processIo(controller.signal, () => (stop.normal = true)));
+  const io = processIo(
+    controller.signal,
+    () => (stop.normal = true),
+    (ms) => (stop.graceMs = ms),
+  );
+  process.exitCode = await main(process.argv.slice(2), io);
   if (controller.signal.aborted && !stop.normal) process.exitCode = signalExit;
+  // The answer is given: whatever is still pending (a plugin promise that never settles) must not keep popef alive.
+  setTimeout(() => process.exit(), LINGER_MS).unref();
 }
+
+/** How long a command may take to stop after Ctrl-C or SIGTERM. */
+const STOP_GRACE_MS = 1000;
+/** How long output may take to drain once the command has returned. */
+const LINGER_MS = 1000;

@@ -10,13 +10,20 @@ export interface CliIo {
   readonly signal: AbortSignal;
   /** Called by a command that ends normally on the signal (a server draining on Ctrl-C or SIGTERM), so the exit code stays its own. */
   readonly signalIsNormalStop?: () => void;
+  /**
+   * How long after Ctrl-C the command may take to stop (default 1 s: it
+   * cleans up and returns; past that, popef exits). A server that drains
+   * its requests asks for more.
+   */
+  readonly setStopGrace?: (ms: number) => void;
   /** Standard input, read whole, up to `limit` bytes (a file argument "-"). */
   readonly readStdin?: (limit: number) => Promise<Uint8Array>;
 }
 
-export function processIo(signal: AbortSignal, signalIsNormalStop?: () => void): CliIo {
+export function processIo(signal: AbortSignal, signalIsNormalStop?: () => void, setStopGrace?: (ms: number) => void): CliIo {
   return {
     signalIsNormalStop,
+    setStopGrace,
     readStdin: async (limit) => {
       const chunks: Buffer[] = [];
       let size = 0;

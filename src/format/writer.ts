@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { access, link, open, rename, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createDeflate, crc32 } from 'node:zlib';
+import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { encodeDescriptor, encodeMetadata } from '../schema/encode.js';
 import type { RawDescriptor } from '../schema/decode.js';
@@ -76,7 +75,8 @@ export class PopefWriter {
         suggestion: 'use --force to overwrite it, or choose another name',
       });
     }
-    const tempPath = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+    await removeStaleSiblings(path);
+    const tempPath = tempSibling(path, 'tmp');
     let handle: FileHandle;
     try {
       handle = await open(tempPath, 'wx');

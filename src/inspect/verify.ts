@@ -1,4 +1,4 @@
-import { PopefError } from '../errors.js';
+import { ErrorCode, PopefError } from '../errors.js';
 import type { ModelSet } from '../format/model-set.js';
 import type { VerifyReport } from './report.js';
 
@@ -13,17 +13,21 @@ export interface VerifyOutcome {
  * compressed lengths. Damage in one blob does not stop the others from
  * being checked, so the user sees every damaged blob at once.
  */
-export async function verifyModelSet(set: ModelSet, onProgress?: (done: number, total: number) => void): Promise<VerifyOutcome> {
+export async function verifyModelSet(set: ModelSet, onProgress?: (done: number, total: number) => void, signal?: AbortSignal): Promise<VerifyOutcome> {
   const total = set.blobs.reduce((sum, b) => sum + b.payloadLength, 0);
   let before = 0;
   let bytes = 0;
   const errors: PopefError[] = [];
   for (const blob of set.blobs) {
     try {
-      await set.fileOf(blob).verifyBlob(blob, (done) => onProgress?.(before + done, total));
+      await set.fileOf(blob).verifyBlob(blob, (done) => {
+        // Between chunks: Ctrl-C stops a verify of many gigabytes at once.
+        if (signal?.aborted === true) throw new PopefError(ErrorCode.Io, 'interrupted; the verification was stopped', {});
+        onProgress?.(before + done, total);
+      });
       bytes += blob.payloadLength;
     } catch (error) {
-      if (!(error instanceof PopefError)) throw error;
+      if (!(error instanceof PopefError) || signal?.aborted === true) throw error;
       errors.push(error);
     }
     before += blob.payloadLength;

@@ -1,9 +1,9 @@
 import { createWriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
+import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import type { Blob } from '../format/blob.js';
 import { PopefFile } from '../format/reader.js';
@@ -40,7 +40,8 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
   }
   if (existing) await checkReplaceable(path, outDir);
   const file = await PopefFile.open(path);
-  const staging = join(dirname(outDir), `.${basename(outDir)}.${randomBytes(6).toString('hex')}.tmp`);
+  await removeStaleSiblings(outDir);
+  const staging = tempSibling(outDir, 'staging');
   try {
     await mkdir(staging).catch((error: unknown) => {
       throw ioError(error, outDir, 'create the output directory');

@@ -35,6 +35,34 @@ function signalNumber(signal: NodeJS.Signals): number {
   return (constants.signals as Record<string, number | undefined>)[signal] ?? 0;
 }
 
+/** Process groups of plugins still running: killed if popef exits without stopping them (a second Ctrl-C). */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function trackGroup(pid: number): void {
+  liveGroups.add(pid);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // eslint-disable-next-line no-restricted-globals -- the last resort at exit: no plugin descendant may outlive popef.
+  process.once('exit', () => {
+    for (const group of liveGroups) signalPid(-group, 'SIGKILL');
+  });
+}
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined || !signalPid(-child.pid, signal)) child.kill(signal);
+}
+
+function signalPid(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    // eslint-disable-next-line no-restricted-globals -- process.kill is how a process group is signalled.
+    process.kill(pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export class ChildProcessPlugin implements ExecutionPlugin {
   readonly name: string;
   private child: ChildProcess | undefined;
@@ -53,11 +81,14 @@ export class ChildProcessPlugin implements ExecutionPlugin {
 
   private start(): void {
     if (this.child !== undefined) return;
+    // Its own process group, so that stopping the plugin stops whatever it started too (a shell script's children).
     const child = spawn(this.options.command, [...(this.options.args ?? [])], {
       stdio: ['pipe', 'pipe', 'pipe'],
       env: this.options.env === undefined ? undefined : (this.options.env),
+      detached: true,
     });
     this.child = child;
+    if (child.pid !== undefined) trackGroup(child.pid);
     this.reader = new FrameReader(child.stdout);
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (text: string) => {
@@ -330,17 +361,28 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     await this.kill();
   }
 
-  /** SIGTERM, then SIGKILL after 2 s; resolves when the child is gone. */
+  /**
+   * SIGTERM to the plugin's process group, then SIGKILL after 2 s; resolves
+   * when the plugin is gone. Descendants that outlive it are killed, and its
+   * pipes closed (a grandchild holding them would keep popef alive).
+   */
   async kill(): Promise<void> {
     const child = this.child;
-    if (child === undefined || this.exited !== undefined) return;
-    const gone = new Promise<void>((resolve) => {
-      if (this.exited !== undefined) resolve();
-      else this.exitWaiters.push(resolve);
-    });
-    child.kill('SIGTERM');
-    const force = setTimeout(() => child.kill('SIGKILL'), 2000);
-    await gone;
-    clearTimeout(force);
+    if (child === undefined) return;
+    if (this.exited === undefined) {
+      const gone = new Promise<void>((resolve) => {
+        if (this.exited !== undefined) resolve();
+        else this.exitWaiters.push(resolve);
+      });
+      signalGroup(child, 'SIGTERM');
+      const force = setTimeout(() => signalGroup(child, 'SIGKILL'), 2000);
+      await gone;
+      clearTimeout(force);
+    }
+    signalGroup(child, 'SIGKILL');
+    if (child.pid !== undefined) liveGroups.delete(child.pid);
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    child.stdin?.destroy();
   }
 }

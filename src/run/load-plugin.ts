@@ -5,6 +5,7 @@ import { ErrorCode, PopefError } from '../errors.js';
 import { packageRoot } from '../package-root.js';
 import { ChildProcessPlugin } from './child-plugin.js';
 import { CpuPlugin } from './cpu-plugin.js';
+import { guardPlugin } from './guarded-plugin.js';
 import type { ExecutionPlugin } from './plugin-api.js';
 import { TritonPlugin } from './triton-plugin.js';
 
@@ -51,6 +52,12 @@ function isPluginObject(value: unknown): value is ExecutionPlugin {
  * run as an out-of-process plugin; or a package name exporting a plugin.
  */
 export async function loadPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPlugin> {
+  const found = await findPlugin(spec, ctx);
+  const inProcess = !(found instanceof ChildProcessPlugin);
+  return guardPlugin(found, { signal: ctx.signal, ...(inProcess && ctx.requestTimeoutMs !== undefined ? { timeoutMs: ctx.requestTimeoutMs } : {}) });
+}
+
+async function findPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPlugin> {
   if (spec === 'ipu') return ipuPlugin(ctx);
   // POPEF_ONNXRUNTIME_MODULE names another module to import (tests use it to simulate a missing onnxruntime-node).
   if (spec === 'cpu') return new CpuPlugin({ moduleName: ctx.env.POPEF_ONNXRUNTIME_MODULE });

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { access, link, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
+import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { PopefWriter } from '../format/writer.js';
@@ -140,7 +140,8 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
     );
     if (exists) throw new PopefError(ErrorCode.Exists, 'destination already exists', { file: out, suggestion: 'use --force to overwrite it, or choose another name' });
   }
-  const temp = join(dirname(out), `.${basename(out)}.${randomBytes(6).toString('hex')}.tmp`);
+  await removeStaleSiblings(out);
+  const temp = tempSibling(out, 'tmp');
   const set = await ModelSet.open(files);
   const progress = { bytes: 0 };
   const skipped: string[] = [];

@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { copyFile, link, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 
 /**
@@ -38,6 +38,8 @@ export interface ScaffoldOptions {
   readonly force?: boolean;
   /** Hard-link PopEF files instead of copying them. */
   readonly link?: boolean;
+  /** Ctrl-C: checked before each file and before the new model is moved into place; nothing is left. */
+  readonly signal?: AbortSignal;
 }
 
 /** Refuses model names Triton cannot use as a directory, or that would leave the repository. */
@@ -116,7 +118,8 @@ export async function planScaffold(
 
 /** Carries out a plan. On any error nothing of it is left behind. */
 export async function applyScaffold(plan: ScaffoldPlan, options: ScaffoldOptions = {}): Promise<void> {
-  const staging = join(plan.repository, `.${plan.model}.popef-staging-${randomBytes(6).toString('hex')}`);
+  await removeStaleSiblings(plan.modelDir);
+  const staging = tempSibling(plan.modelDir, 'staging');
   const backups: { from: string; to: string }[] = [];
   const moved: string[] = [];
   try {
@@ -126,7 +129,11 @@ export async function applyScaffold(plan: ScaffoldPlan, options: ScaffoldOptions
     await mkdir(join(staging, String(plan.version)), { recursive: true }).catch((error: unknown) => {
       throw ioError(error, plan.repository, 'write into the repository');
     });
+    const stopIfAsked = (): void => {
+      if (options.signal?.aborted === true) throw new PopefError(ErrorCode.Io, 'interrupted; nothing was written', { file: plan.modelDir });
+    };
     for (const f of plan.files) {
+      stopIfAsked();
       const target = join(staging, f.path);
       try {
         if ('text' in f.content) await writeFile(target, f.content.text, { flag: 'wx' });
@@ -143,6 +150,7 @@ export async function applyScaffold(plan: ScaffoldPlan, options: ScaffoldOptions
         throw ioError(error, join(plan.modelDir, f.path), 'write');
       }
     }
+    stopIfAsked();
     const modelExists = await exists(plan.modelDir);
     try {
       if (!modelExists) {

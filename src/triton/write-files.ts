@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { link, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
+import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 
 /**
@@ -24,7 +24,8 @@ export async function writeFilesAtomically(files: readonly { path: string; conte
       await mkdir(dirname(f.path), { recursive: true }).catch((error: unknown) => {
         throw ioError(error, dirname(f.path), 'create the directory');
       });
-      const temp = join(dirname(f.path), `.${basename(f.path)}.${randomBytes(6).toString('hex')}.tmp`);
+      await removeStaleSiblings(f.path);
+      const temp = tempSibling(f.path, 'tmp');
       await writeFile(temp, f.content, { flag: 'wx' }).catch((error: unknown) => {
         throw ioError(error, f.path, 'write');
       });

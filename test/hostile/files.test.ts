@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { outputFileNames } from '../../src/cli/commands/run-command.js';
 import { fixture, inTempDir } from '../helpers.js';
-import { spawnPopef, type PopefRun } from './spawn-popef.js';
+import { assertCleanError, spawnPopef } from './spawn-popef.js';
 
 /**
  * Hostile local files: FIFOs, devices, huge and damaged files, paths that
@@ -15,15 +15,6 @@ import { spawnPopef, type PopefRun } from './spawn-popef.js';
  */
 
 const MNIST = fixture('mnist/executable.popef');
-
-export function assertCleanError(run: PopefRun, code: number, message: RegExp): void {
-  assert.equal(run.hung, false, `hung; stderr so far: ${run.stderr}`);
-  assert.equal(run.code, code, run.stderr);
-  const lines = run.stderr.trimEnd().split('\n');
-  assert.match(lines[0] ?? '', /^popef: error: /);
-  assert.match(run.stderr, message);
-  assert.ok(lines.length <= 2 && !/^\s+at /m.test(run.stderr), `more than a message and a hint:\n${run.stderr}`);
-}
 
 function mkfifo(path: string): void {
   execFileSync('mkfifo', [path]);

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -101,3 +102,14 @@ export async function processRunning(text: string): Promise<boolean> {
   }
   return false;
 }
+
+/** A clean refusal: not a hang, the documented exit code, one error line (and a hint) matching `message`, no stack trace. */
+export function assertCleanError(run: PopefRun, code: number, message: RegExp): void {
+  assert.equal(run.hung, false, `hung; stderr so far: ${run.stderr}`);
+  assert.equal(run.code, code, run.stderr);
+  const lines = run.stderr.trimEnd().split('\n');
+  assert.match(lines[0] ?? '', /^popef: error: /);
+  assert.match(run.stderr, message);
+  assert.ok(lines.length <= 2 && !/^\s+at /m.test(run.stderr), `more than a message and a hint:\n${run.stderr}`);
+}
+

@@ -280,7 +280,7 @@ describe('popef export / import (simulated SDK)', () => {
         const exporting = exportToSdk(bridge, [fixture('mnist/executable.popef')], join(dir, 'out.sdk'), { signal: controller.signal });
         // The SDK writer has created its (temporary) file before it hangs.
         for (let i = 0; i < 100 && (await readdir(dir)).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
-        assert.match((await readdir(dir)).join(), /^\.out\.sdk\.[0-9a-f]+\.tmp$/);
+        assert.match((await readdir(dir)).join(), /^\.out\.sdk\.popef-tmp-.+-\d+-[0-9a-f]{12}$/);
         controller.abort();
         await assert.rejects(exporting, /interrupted/);
       } finally {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ModelSet } from '../../src/index.js';
@@ -169,13 +169,18 @@ describe('popef run with other plugins', () => {
     }
   });
 
-  it('runs an out-of-process plugin program and gets every byte back', async () => {
+  it("refuses an out-of-process plugin whose outputs are not the model's, and saves those of one whose are", async () => {
     await inTempDir(async (dir) => {
-      const r = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random', '--seed', '9', '--save-outputs', dir], { env: process.env as Record<string, string> });
-      assert.equal(r.code, 0, r.stderr);
-      const back = readNpy(await readFile(join(dir, 'input_1_echo.npy')), 'echo');
-      assert.deepEqual(back.shape, [2, 384]);
-      assert.ok(toNumbers(back).every((v) => v >= 0 && v <= 10));
+      // The echo plugin's default answer names its outputs after the inputs: not the model's anchors.
+      const echo = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random', '--save-outputs', dir], { env: process.env as Record<string, string> });
+      assert.equal(echo.code, 2);
+      assert.match(echo.stderr, /plugin "[^"]*echo-plugin" declares an output "input:echo" that the model does not have \[E_PLUGIN\]/);
+      assert.deepEqual(await readdir(dir), []);
+      const zeros = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random', '--seed', '9', '--save-outputs', dir], { env: { ...(process.env as Record<string, string>), ECHO_PLUGIN_MODE: 'zeros' } });
+      assert.equal(zeros.code, 0, zeros.stderr);
+      const saved = (await readdir(dir)).sort();
+      assert.ok(saved.length > 0 && saved.every((f) => f.endsWith('.npy')), saved.join());
+      for (const f of saved) assert.ok(toNumbers(readNpy(await readFile(join(dir, f)), f)).every((v) => v === 0));
     });
   });
 

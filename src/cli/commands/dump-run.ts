@@ -69,7 +69,7 @@ export async function dumpFiles(
     if (options.verify === true) {
       const total = set.files.reduce((sum, f) => sum + f.size, 0);
       const bar = progressBar(io, 'verifying', total);
-      const outcome = await verifyModelSet(set, (done, all) => bar.update(done, all));
+      const outcome = await verifyModelSet(set, (done, all) => bar.update(done, all), io.signal);
       bar.finish();
       verify = outcome.report;
       for (const error of outcome.errors) reportError(error, io);

@@ -65,7 +65,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
         io.stdout(`${generated.batchExplanation}\n`);
         return ExitCode.Ok;
       }
-      await applyScaffold(plan, { force: flags.force, link: flags.link });
+      await applyScaffold(plan, { force: flags.force, link: flags.link, signal: io.signal });
       io.stdout(
         `created model "${flags.model}":\n${lines.join('\n')}\n${generated.batchExplanation}\n\n` +
           'Serve it with the Poplar backend (libtriton_poplar.so, from the Poplar SDK):\n' +

@@ -55,6 +55,8 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
   const where = [server.httpPort === undefined ? '' : `HTTP on ${flags.host}:${server.httpPort}`, server.grpcPort === undefined ? '' : `gRPC on ${flags.host}:${server.grpcPort}`].filter((s) => s !== '').join(', ');
   const models = server.core.index();
   const ready = models.filter((m) => m.state === 'READY').length;
+  // Draining may take as long as the slowest running request; Triton waits up to 30 s (--exit-timeout-secs).
+  io.setStopGrace?.(30_000);
   io.stderr(`popef serve: ready: ${ready} of ${models.length} models, ${where}; Ctrl-C stops\n`);
   await new Promise<void>((done) => {
     if (io.signal.aborted) done();

@@ -24,6 +24,8 @@ import os
 import platform
 import struct
 import sys
+import shutil
+import signal
 import tempfile
 import traceback
 
@@ -366,6 +368,14 @@ class Session:
     def __init__(self, message, tensors):
         self.dir = tempfile.mkdtemp(prefix="popef-ipu-bridge-")
         self.path = os.path.join(self.dir, "executable.popef")
+        OPEN_SESSIONS.append(self)
+        try:
+            self.load(message, tensors)
+        except BaseException:
+            self.close()
+            raise
+
+    def load(self, message, tensors):
         model = message["model"]
         payloads = [data for (_, data) in tensors]
         create_file(self.path)
@@ -437,11 +447,9 @@ class Session:
 
     def close(self):
         self.runner = None
-        try:
-            os.remove(self.path)
-            os.rmdir(self.dir)
-        except OSError:
-            pass
+        if self in OPEN_SESSIONS:
+            OPEN_SESSIONS.remove(self)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def info_json(ti):
@@ -581,8 +589,27 @@ def doctor_report():
     }
 
 
+def stop_on_signal(signum, _frame):
+    # The host stops the bridge with SIGTERM (Ctrl-C reaches it the same way): unwind, so that the finally below removes the session's copy of the model.
+    raise SystemExit(128 + signum)
+
+
 def main():
+    signal.signal(signal.SIGTERM, stop_on_signal)
+    signal.signal(signal.SIGINT, stop_on_signal)
     widen_pipes()
+    try:
+        serve()
+    finally:
+        for s in OPEN_SESSIONS:
+            s.close()
+
+
+# Sessions whose temporary copy of the model still exists.
+OPEN_SESSIONS = []
+
+
+def serve():
     session = None
     available = False
     while True:

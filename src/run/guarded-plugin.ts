@@ -1,0 +1,170 @@
+import { ErrorCode, PopefError } from '../errors.js';
+import { ModelSet } from '../format/model-set.js';
+import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
+import { byteLength, userTensorSpecs } from './tensor.js';
+
+/**
+ * Every plugin reaches its callers through this wrapper, because a plugin is
+ * code we did not write and must not be trusted to keep the API's promises:
+ *
+ * - what it declares and what it returns must be the model's anchors, with
+ *   their dtypes, shapes and byte counts (a plugin that returns S8 where the
+ *   model says F32 [1, 10] must not make `--expect` say "pass");
+ * - an exception it throws is its failure (E_PLUGIN, naming it), not a bug
+ *   of ours;
+ * - an in-process plugin whose promise never settles still ends at
+ *   `--timeout`, and at an interrupt. (Out-of-process plugins have their own
+ *   timer, which also stops the child, so they get none here.)
+ */
+
+export interface GuardOptions {
+  /** Time allowed for open and each run of an in-process plugin. */
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+function describe(s: TensorSpec): string {
+  return `${s.dtype} [${s.shape.join(', ')}]`;
+}
+
+function sameSpec(a: TensorSpec, b: TensorSpec): boolean {
+  return a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
+}
+
+class GuardedPlugin implements ExecutionPlugin {
+  constructor(
+    private readonly inner: ExecutionPlugin,
+    private readonly options: GuardOptions,
+  ) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+
+  /** The plugin's step, bounded by the timeout and the interrupt; its exceptions become E_PLUGIN. */
+  async step<T>(what: string, start: () => Promise<T>): Promise<T> {
+    const { timeoutMs, signal } = this.options;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    let work: Promise<T>;
+    try {
+      // A plugin written in plain JavaScript may return a value, not a promise.
+      work = Promise.resolve(start());
+    } catch (error) {
+      work = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    work.catch(() => undefined);
+    try {
+      const racers: Promise<T>[] = [work];
+      if (timeoutMs !== undefined) {
+        racers.push(
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => {
+              reject(new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${timeoutMs / 1000} s`, { suggestion: 'raise --timeout if the model really needs longer' }));
+            }, timeoutMs);
+          }),
+        );
+      }
+      if (signal !== undefined) {
+        racers.push(
+          new Promise<never>((_, reject) => {
+            onAbort = (): void => reject(new PopefError(ErrorCode.Io, 'interrupted', {}));
+            if (signal.aborted) onAbort();
+            else signal.addEventListener('abort', onAbort, { once: true });
+          }),
+        );
+      }
+      return await Promise.race(racers);
+    } catch (error) {
+      if (error instanceof PopefError) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" failed to ${what}: ${message}`, { suggestion: 'this is the plugin\'s error: see its documentation', cause: error });
+    } finally {
+      clearTimeout(timer);
+      if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  probe(): Promise<Availability> {
+    return this.step('probe', () => this.inner.probe());
+  }
+
+  async open(request: ModelRequest): Promise<OpenedModel> {
+    const expected = await modelTensors(request);
+    const opened = await this.step('open the model', () => this.inner.open(request));
+    try {
+      checkDeclared(this.name, 'inputs', opened.inputs, expected.inputs);
+      checkDeclared(this.name, 'outputs', opened.outputs, expected.outputs);
+    } catch (error) {
+      await opened.close().catch(() => undefined);
+      throw error;
+    }
+    const step = this.step.bind(this);
+    const name = this.name;
+    const guarded: OpenedModel = {
+      inputs: opened.inputs,
+      outputs: opened.outputs,
+      ...(opened.maxOutstandingRuns === undefined ? {} : { maxOutstandingRuns: opened.maxOutstandingRuns }),
+      async run(inputs: ReadonlyMap<string, Tensor>): Promise<Map<string, Tensor>> {
+        const outputs = await step('run the model', () => opened.run(inputs));
+        checkOutputs(name, outputs, opened.outputs);
+        return outputs;
+      },
+      close: () => step('close the model', () => opened.close()),
+    };
+    return guarded;
+  }
+
+  dispose(): Promise<void> {
+    // Disposal must happen even after an interrupt: no signal race here, only the plugin's exceptions.
+    return this.inner.dispose().catch((error: unknown) => {
+      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" failed to stop: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    });
+  }
+}
+
+/** The user anchors of the requested executable: what any plugin must take and give. */
+async function modelTensors(request: ModelRequest): Promise<{ inputs: TensorSpec[]; outputs: TensorSpec[] }> {
+  const set = await ModelSet.open(request.files);
+  try {
+    const model = set.model(request.executable);
+    if (model.metadata === undefined) return { inputs: [], outputs: [] };
+    return userTensorSpecs(model.metadata, new Set(model.tensors.map((t) => t.name)));
+  } finally {
+    await set.close();
+  }
+}
+
+function checkDeclared(plugin: string, kind: 'inputs' | 'outputs', declared: readonly TensorSpec[], expected: readonly TensorSpec[]): void {
+  const byName = new Map(expected.map((s) => [s.name, s]));
+  for (const d of declared) {
+    const e = byName.get(d.name);
+    if (e === undefined) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" declares ${kind === 'inputs' ? 'an input' : 'an output'} "${d.name}" that the model does not have`, {});
+    if (!sameSpec(d, e)) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" declares ${kind === 'inputs' ? 'input' : 'output'} "${d.name}" as ${describe(d)}, but the model's anchor is ${describe(e)}`, {});
+    byName.delete(d.name);
+  }
+  const missing = [...byName.keys()];
+  if (missing.length > 0) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" does not declare the model's ${kind} ${missing.map((n) => `"${n}"`).join(', ')}`, {});
+}
+
+function checkOutputs(plugin: string, outputs: ReadonlyMap<string, Tensor>, specs: readonly TensorSpec[]): void {
+  if (typeof (outputs as { get?: unknown } | null)?.get !== 'function') throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned something other than a Map of tensors from run()`, {});
+  for (const spec of specs) {
+    const t = outputs.get(spec.name);
+    if (t === undefined) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned no output "${spec.name}"`, {});
+    if (!sameSpec(t, spec)) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned output "${spec.name}" as ${describe(t)}, but the model's anchor is ${describe(spec)}`, {});
+    if (!(t.data instanceof Uint8Array) || t.data.byteLength !== byteLength(spec)) {
+      throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned output "${spec.name}" with ${t.data instanceof Uint8Array ? t.data.byteLength : 'no'} bytes, but ${describe(spec)} needs ${byteLength(spec)}`, {});
+    }
+  }
+  if (outputs.size === specs.length) return;
+  const known = new Set(specs.map((s) => s.name));
+  for (const name of outputs.keys()) {
+    if (!known.has(name)) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned an output "${name}" that the model does not have`, {});
+  }
+}
+
+/** Wraps a plugin so that it keeps the API's promises (see above). */
+export function guardPlugin(plugin: ExecutionPlugin, options: GuardOptions = {}): ExecutionPlugin {
+  return new GuardedPlugin(plugin, options);
+}

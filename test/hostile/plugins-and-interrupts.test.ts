@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { chmod, copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fixture, inTempDir } from '../helpers.js';
+import { assertCleanError, processRunning, spawnPopef, until } from './spawn-popef.js';
+
+/**
+ * Plugins that misbehave, and interrupts at awkward moments: every command
+ * stops within a second of Ctrl-C, no plugin descendant outlives popef, and
+ * what a killed run left beside its destination is gone after the next run.
+ */
+
+const MNIST = fixture('mnist/executable.popef');
+
+async function inProcessPlugin(dir: string, name: string, body: string): Promise<string> {
+  const path = join(dir, `${name}.mjs`);
+  await writeFile(path, `export default { name: '${name}', probe: async () => ({ available: true }), dispose: async () => {}, ${body} };\n`);
+  return path;
+}
+
+describe('misbehaving plugins', () => {
+  it('refuses outputs of the wrong dtype, shape or size, even when --expect would pass them', async () => {
+    await inTempDir(async (dir) => {
+      const spec = "inputs: [{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10] }]";
+      const cases: [string, string, RegExp][] = [
+        ['s8', "{ name: 'softmax/Softmax:0', dtype: 'S8', shape: [1, 10], data: new Uint8Array(10) }", /returned output "softmax\/Softmax:0" as S8 \[1, 10\], but the model's anchor is F32 \[1, 10\]/],
+        ['short', "{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10], data: new Uint8Array(12) }", /returned output "softmax\/Softmax:0" with 12 bytes, but F32 \[1, 10\] needs 40/],
+        ['shape', "{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [10], data: new Uint8Array(40) }", /as F32 \[10\], but the model's anchor is F32 \[1, 10\]/],
+      ];
+      const expected = join(dir, 'expected.npy');
+      assert.equal((await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--random', '--save-outputs', join(dir, 'saved')])).code, 0);
+      await copyFile(join(dir, 'saved', 'softmax_Softmax_0.npy'), expected);
+      for (const [name, output, message] of cases) {
+        const plugin = await inProcessPlugin(dir, name, `open: async () => ({ ${spec}, run: async () => new Map([['softmax/Softmax:0', ${output}]]), close: async () => {} })`);
+        assertCleanError(await spawnPopef(['run', MNIST, '--plugin', plugin, '--random', '--expect', expected, '--atol', '1e9']), 2, message);
+      }
+      const lying = await inProcessPlugin(dir, 'lying', "open: async () => ({ inputs: [{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'softmax/Softmax:0', dtype: 'F16', shape: [1, 10] }], run: async () => new Map(), close: async () => {} })");
+      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', lying, '--random']), 2, /plugin "lying" declares output "softmax\/Softmax:0" as F16 \[1, 10\], but the model's anchor is F32 \[1, 10\]/);
+    });
+  });
+
+  it("reports an in-process plugin's exception as its failure, and ends one that never answers at --timeout", async () => {
+    await inTempDir(async (dir) => {
+      const thrower = await inProcessPlugin(dir, 'thrower', "open: async () => { throw new TypeError('no device'); }");
+      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', thrower, '--random']), 2, /plugin "thrower" failed to open the model: no device \[E_PLUGIN\]/);
+      const hang = await inProcessPlugin(dir, 'hang', 'open: () => new Promise(() => setInterval(() => {}, 1000))');
+      const run = await spawnPopef(['run', MNIST, '--plugin', hang, '--random', '--timeout', '1']);
+      assertCleanError(run, 2, /plugin "hang" did not open the model within 1 s \[E_TIMEOUT\]/);
+      assert.ok(run.ms < 5000, `took ${run.ms} ms`);
+    });
+  });
+
+  it('stops a plugin program and the processes it started, at --timeout and at Ctrl-C', async () => {
+    await inTempDir(async (dir) => {
+      const marker = `popef-orphan-${process.pid}-${Date.now()}`;
+      const program = join(dir, 'shell-plugin');
+      // A shell that starts a child of its own and waits for it: the child holds popef's pipes, and carries the marker.
+      await writeFile(program, `#!/bin/sh\n'${process.execPath}' -e 'setInterval(() => {}, 1000)' ${marker} &\nwait\n`);
+      await chmod(program, 0o755);
+      const timedOut = await spawnPopef(['run', MNIST, '--plugin', program, '--random', '--timeout', '1'], { timeoutMs: 30_000 });
+      assertCleanError(timedOut, 2, /did not answer "hello" within \d+ s and was stopped \[E_TIMEOUT\]/);
+      assert.equal(await processRunning(marker), false, 'a descendant of the plugin survived');
+      const interrupted = await spawnPopef(['run', MNIST, '--plugin', program, '--random'], {
+        interrupt: { signal: 'SIGINT', when: () => until(() => processRunning(marker)) },
+      });
+      assert.equal(interrupted.hung, false);
+      assert.equal(interrupted.code, 130, interrupted.stderr);
+      assert.ok((interrupted.stopMs ?? Infinity) < 1000, `stopped ${interrupted.stopMs ?? '?'} ms after Ctrl-C`);
+      await until(async () => !(await processRunning(marker)), 2000);
+    });
+  });
+});
+
+describe('interrupts', () => {
+  it('Ctrl-C stops a timed run within 1 s, with exit 130', async () => {
+    const run = await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--random', '--duration', '100'], { interrupt: { signal: 'SIGINT', afterMs: 1500 } });
+    assert.equal(run.hung, false);
+    assert.equal(run.code, 130, run.stderr);
+    assert.ok((run.stopMs ?? Infinity) < 1000, `stopped ${run.stopMs ?? '?'} ms after Ctrl-C`);
+  });
+
+  it('SIGTERM stops a timed run within 1 s, with exit 143', async () => {
+    const run = await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--random', '--duration', '100'], { interrupt: { signal: 'SIGTERM', afterMs: 1500 } });
+    assert.equal(run.code, 143, run.stderr);
+    assert.ok((run.stopMs ?? Infinity) < 1000, `stopped ${run.stopMs ?? '?'} ms after SIGTERM`);
+  });
+
+  it('Ctrl-C during an IPU run (simulated SDK) stops the bridge and removes its copy of the model', async () => {
+    await inTempDir(async (dir) => {
+      const env = { PYTHONPATH: fixture('sim-sdk'), SIM_SDK_FAIL: 'hang-on-run', TMPDIR: dir };
+      const run = await spawnPopef(['run', MNIST, '--plugin', 'ipu', '--random'], {
+        env,
+        interrupt: { signal: 'SIGINT', when: () => until(async () => (await readdir(dir)).some((f) => f.startsWith('popef-ipu-bridge-'))) },
+      });
+      assert.equal(run.code, 130, run.stderr);
+      assert.ok((run.stopMs ?? Infinity) < 1000, `stopped ${run.stopMs ?? '?'} ms after Ctrl-C`);
+      await until(async () => (await readdir(dir)).length === 0, 2000);
+    });
+  });
+
+  it('after SIGKILL mid-write, the next run removes what the killed one left and succeeds', async () => {
+    await inTempDir(async (dir) => {
+      // What a killed pack, config and scaffold leave: temporary files and a staging directory named for a process that is gone.
+      const host = hostname().replace(/[^A-Za-z0-9]/g, '_');
+      const deadPid = 2 ** 22 + 17; // above Linux's pid_max ceiling: never a live process
+      const repo = join(dir, 'repo');
+      await mkdir(repo);
+      await writeFile(join(dir, `.out.popef.popef-tmp-${host}-${deadPid}-0123456789ab`), 'partial');
+      const staging = join(repo, `.mnist.popef-staging-${host}-${deadPid}-0123456789ab`);
+      await mkdir(join(staging, '1'), { recursive: true });
+      await writeFile(join(staging, '1', 'executable.popef'), 'partial');
+      // A live process's temporary file (ours) must survive another run's clean-up.
+      const live = join(dir, `.out.popef.popef-tmp-${host}-${process.pid}-ba9876543210`);
+      await writeFile(live, 'in progress');
+      const unpacked = join(dir, 'u');
+      assert.equal((await spawnPopef(['unpack', MNIST, '-o', unpacked])).code, 0);
+      assert.equal((await spawnPopef(['pack', join(unpacked, 'manifest.json'), '-o', join(dir, 'out.popef')])).code, 0);
+      const scaffold = await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist']);
+      assert.equal(scaffold.code, 0, scaffold.stderr);
+      assert.deepEqual((await readdir(repo)).sort(), ['mnist']);
+      assert.deepEqual((await readdir(dir)).sort(), [`.out.popef.popef-tmp-${host}-${process.pid}-ba9876543210`, 'out.popef', 'repo', 'u']);
+    });
+  });
+
+  it('puts back a model entry that a killed scaffold --force had moved aside', async () => {
+    await inTempDir(async (dir) => {
+      const host = hostname().replace(/[^A-Za-z0-9]/g, '_');
+      const repo = join(dir, 'repo');
+      assert.equal((await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist'])).code, 0);
+      // Killed between moving config.pbtxt aside and moving the new one in.
+      const { rename, readFile } = await import('node:fs/promises');
+      const original = await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8');
+      await rename(join(repo, 'mnist', 'config.pbtxt'), join(repo, `.mnist.popef-staging-${host}-${2 ** 22 + 5}-00000000000a.old-config.pbtxt`));
+      const again = await spawnPopef(['validate', repo]);
+      assert.equal(again.code, 1); // the config is missing until the next write puts it back
+      const rerun = await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist', '--force']);
+      assert.equal(rerun.code, 0, rerun.stderr);
+      assert.deepEqual((await readdir(repo)).sort(), ['mnist']);
+      assert.equal(await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8'), original);
+    });
+  });
+});
