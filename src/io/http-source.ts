@@ -72,7 +72,8 @@ export class HttpSource implements ByteSource {
       let response: Response;
       try {
         response = await fetch(url, {
-          headers: { Range: `bytes=${offset}-${offset + length - 1}` },
+          // Ranges are of the stored bytes: a compressed transfer would only hide their size.
+          headers: { Range: `bytes=${offset}-${offset + length - 1}`, 'Accept-Encoding': 'identity' },
           redirect: 'manual',
           signal: AbortSignal.timeout(this.options.timeoutMs),
         });
@@ -119,13 +120,70 @@ export class HttpSource implements ByteSource {
       }
       const total = m[3] === '*' ? Number.NaN : Number(m[3]);
       const expected = Math.min(length, (Number.isNaN(total) ? offset + length : total) - offset);
-      const body = new Uint8Array(await response.arrayBuffer());
+      if (Number(m[2]) - offset + 1 !== expected) {
+        await response.body?.cancel();
+        throw this.fail(ErrorCode.Io, `the server answered with Content-Range ${JSON.stringify(contentRange)} for bytes ${offset}-${offset + length - 1}`);
+      }
+      const body = await this.readBody(response, expected, offset, field);
       this.fetched += body.byteLength;
-      if (body.byteLength < expected || Number(m[2]) - offset + 1 !== body.byteLength) {
+      if (body.byteLength < expected) {
         throw this.fail(ErrorCode.Truncated, `the server sent ${body.byteLength} bytes for a range of ${expected} at offset ${offset} (reading ${field})`, 'the transfer was cut short: try again');
       }
       return { body, total };
     }
+  }
+
+  /**
+   * The body of a 206, read as it arrives into a buffer of the size asked
+   * for: a server that sends more (or a compressed body that inflates to
+   * more) is cut off at the first byte too many, one that stalls between
+   * chunks for the timeout is a timeout, one that closes early is a
+   * truncation. Never the whole body first and the checks after.
+   */
+  private async readBody(response: Response, expected: number, offset: number, field: string): Promise<Uint8Array> {
+    const out = new Uint8Array(expected);
+    let done = 0;
+    const reader = response.body?.getReader();
+    if (reader === undefined) return out.subarray(0, 0);
+    let timer: NodeJS.Timeout | undefined;
+    let rearm: () => void = () => undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      const arm = (): void => {
+        clearTimeout(timer);
+        timer = setTimeout(() => reject(this.fail(ErrorCode.Timeout, `the server stopped sending for ${this.options.timeoutMs / 1000} s after ${done} of ${expected} bytes (reading ${field})`, 'check the server and the network, then try again')), this.options.timeoutMs);
+      };
+      arm();
+      rearm = arm;
+    });
+    stalled.catch(() => undefined);
+    try {
+      for (;;) {
+        let step: { done: boolean; value?: Uint8Array };
+        try {
+          step = await Promise.race([reader.read(), stalled]);
+        } catch (error) {
+          if (error instanceof PopefError) throw error;
+          const e = error as Error;
+          if (e.name === 'TimeoutError' || e.name === 'AbortError') {
+            throw this.fail(ErrorCode.Timeout, `the server did not finish sending within ${this.options.timeoutMs / 1000} s (reading ${field})`, 'check the server and the network, then try again');
+          }
+          // The connection closed under us (undici says "terminated"): what arrived is short.
+          break;
+        }
+        const chunk = step.value;
+        if (step.done || chunk === undefined) break;
+        rearm();
+        if (done + chunk.byteLength > expected) {
+          throw this.fail(ErrorCode.BadStructure, `the server sent more than the ${expected} bytes of the range at offset ${offset} (reading ${field})`, 'the server does not honour Range requests correctly: download the file instead');
+        }
+        out.set(chunk, done);
+        done += chunk.byteLength;
+      }
+    } finally {
+      clearTimeout(timer);
+      await reader.cancel().catch(() => undefined);
+    }
+    return done === expected ? out : out.subarray(0, done);
   }
 
   async read(offset: number, length: number, field: string): Promise<Uint8Array> {

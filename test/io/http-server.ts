@@ -1,12 +1,15 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { createGzip } from 'node:zlib';
 
 /**
  * A local HTTP server on 127.0.0.1 for the remote-read tests and benchmark:
  * serves byte buffers by path with Range support, and misbehaves on request
- * (no ranges, short bodies, silence, redirect loops). Counts bytes sent.
+ * (no ranges, short bodies, silence, redirect loops; a 206 whose body is
+ * far larger than its range, a gzip bomb, a body that stalls after the
+ * headers or is cut by closing the connection). Counts bytes sent.
  */
-export type Behaviour = 'ranges' | 'no-ranges' | 'short' | 'silent' | 'redirect-loop';
+export type Behaviour = 'ranges' | 'no-ranges' | 'short' | 'silent' | 'redirect-loop' | 'oversized' | 'gzip-bomb' | 'stall-body' | 'cut-body';
 
 export interface TestServer {
   readonly base: string;
@@ -47,6 +50,46 @@ export async function startServer(files: ReadonlyMap<string, Uint8Array | { size
     const end = Math.min(size - 1, Number(m[2]));
     let body = read(start, end + 1);
     if (behaviour === 'short') body = body.subarray(0, Math.max(0, body.byteLength - 7));
+    if (behaviour === 'oversized') {
+      // Headers that promise the range, then 64 MiB without a Content-Length.
+      res.writeHead(206, { 'Content-Range': `bytes ${start}-${end}/${size}` });
+      const block = Buffer.alloc(1024 * 1024);
+      let left = 64;
+      const pump = (): void => {
+        while (left > 0 && !res.destroyed) {
+          left -= 1;
+          state.bytesSent += block.byteLength;
+          if (!res.write(block)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+      return;
+    }
+    if (behaviour === 'gzip-bomb') {
+      // 1 GiB of zeros in about 1 MiB of gzip.
+      res.writeHead(206, { 'Content-Range': `bytes ${start}-${end}/${size}`, 'Content-Encoding': 'gzip' });
+      const gzip = createGzip({ level: 9 });
+      gzip.pipe(res);
+      const zeros = Buffer.alloc(1024 * 1024);
+      let left = 1024;
+      const feed = (): void => {
+        while (left > 0 && !res.destroyed) {
+          left -= 1;
+          if (!gzip.write(zeros)) return void gzip.once('drain', feed);
+        }
+        gzip.end();
+      };
+      res.on('close', () => gzip.destroy());
+      feed();
+      return;
+    }
+    if (behaviour === 'stall-body' || behaviour === 'cut-body') {
+      res.writeHead(206, { 'Content-Range': `bytes ${start}-${end}/${size}`, 'Content-Length': body.byteLength });
+      res.write(body.subarray(0, Math.floor(body.byteLength / 2)));
+      if (behaviour === 'cut-body') setTimeout(() => res.socket?.destroy(), 20);
+      return; // stall: never ends
+    }
     state.bytesSent += body.byteLength;
     res.writeHead(206, { 'Content-Range': `bytes ${start}-${end}/${size}`, 'Content-Length': body.byteLength });
     res.end(body);

@@ -64,6 +64,33 @@ describe('remote reads over HTTP Range requests', () => {
     });
   });
 
+  it('stops reading a 206 body larger than its range at the first byte too many', async () => {
+    for (const behaviour of ['oversized', 'gzip-bomb'] as const) {
+      await serving(behaviour, async (base) => {
+        const before = process.memoryUsage().rss;
+        const r = await runCli(['dump', `${base}/mnist.popef`]);
+        assert.equal(r.code, 2, behaviour);
+        assert.match(r.stderr, /the server sent more than the \d+ bytes of the range at offset 0 \(reading first block\) \[E_BAD_STRUCTURE\]/);
+        assert.ok(process.memoryUsage().rss - before < 256 * 1024 ** 2, `${behaviour}: memory grew by ${(process.memoryUsage().rss - before) / 1024 ** 2} MiB`);
+      });
+    }
+  });
+
+  it('reports a body that stalls after the headers as a timeout, and one cut short as a truncation', async () => {
+    await serving('stall-body', async (base) => {
+      const started = Date.now();
+      const r = await runCli(['dump', `${base}/mnist.popef`], { env: { POPEF_HTTP_TIMEOUT_MS: '500' } });
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /\(reading first block\) \[E_TIMEOUT\]/);
+      assert.ok(Date.now() - started < 10_000);
+    });
+    await serving('cut-body', async (base) => {
+      const r = await runCli(['dump', `${base}/mnist.popef`]);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /the server sent \d+ bytes for a range of \d+ at offset 0 \(reading first block\) \[E_TRUNCATED\]/);
+    });
+  });
+
   it('gives up on a silent server after the timeout', async () => {
     await serving('silent', async (base) => {
       const started = Date.now();
