@@ -129,11 +129,10 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
       `total blob size ${totalSize} disagrees with its parts (64-byte header, ${descriptorLength}-byte descriptor, ${payloadLength}-byte payload, padded to 8: ${expected})`,
     );
   }
-  if (codec !== Codec.NONE && !(codec === Codec.ZLIB && blobType === BlobType.POPLAR_EXECUTABLE)) {
-    const known = blobType <= BlobType.OPAQUE || blobType === END_OF_SEGMENT;
-    // An unknown blob type may use codecs we do not know; it is skipped anyway.
-    if (known) throw structural('codec', HeaderField.codec, `codec ${codec} is not allowed for blob type ${blobType}`);
-  }
+  // FORMAT.md section 7: codec 1 only for executables; a type this version does not assign may use either codec it defines, no other.
+  const assigned = blobType <= BlobType.OPAQUE || blobType === END_OF_SEGMENT;
+  if (codec !== Codec.NONE && codec !== Codec.ZLIB) throw structural('codec', HeaderField.codec, `codec ${codec} is not one this layout defines (0 none, 1 zlib)`);
+  if (assigned && codec === Codec.ZLIB && blobType !== BlobType.POPLAR_EXECUTABLE) throw structural('codec', HeaderField.codec, `codec ${codec} is not allowed for blob type ${blobType}`);
   return {
     version: version.text,
     major: version.major,

@@ -4,7 +4,7 @@ import { ErrorCode, PopefError } from '../errors.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { Cursor } from '../io/cursor.js';
 import { FileSource } from '../io/file-source.js';
-import { decodeDescriptor, decodeMetadata } from '../schema/decode.js';
+import { decodeDescriptor, decodeMetadata, verifyDescriptor } from '../schema/decode.js';
 import { sizeInBytes, type Metadata } from '../schema/model.js';
 import type { Blob, BlobFrame, ReadWarning } from './blob.js';
 import { BlobType, Codec, HEADER_SIZE, LAYOUT_MINOR, Limits } from './constants.js';
@@ -119,6 +119,15 @@ export class PopefFile {
     } finally {
       stored.destroy();
       inflate.destroy();
+    }
+    // Section 7: the stream must end exactly at the end of the stored bytes.
+    if (produced === expected && inflate.bytesWritten !== blob.payloadLength) {
+      throw new PopefError(ErrorCode.Compression, `the zlib stream ends after ${inflate.bytesWritten} of the ${blob.payloadLength} stored bytes`, {
+        file: this.name,
+        offset: blob.payloadOffset + inflate.bytesWritten,
+        field: 'payload',
+        suggestion: 'the file is damaged: pack or export it again',
+      });
     }
     if (expected >= 0 && produced !== expected) {
       throw new PopefError(
@@ -251,6 +260,8 @@ async function walk(source: ByteSource, name: string): Promise<Walked> {
       totalSize: header.totalSize,
     };
     if (header.blobType > BlobType.OPAQUE) {
+      // Not interpreted, but held to the rules of every blob (FORMAT.md section 8, item 5).
+      await checkDescriptor(source, name, frame, header, true);
       warnings.push({
         code: 'W_UNKNOWN_BLOB_TYPE',
         message: `blob type ${header.blobType} is unknown to this reader; skipped (${header.totalSize} bytes)`,
@@ -301,19 +312,25 @@ async function checkEndMarker(
   }
 }
 
-/** Reads and checks a blob's descriptor and turns the frame into a typed blob. */
-async function describe(source: ByteSource, name: string, frame: BlobFrame, header: BlobHeader): Promise<Blob> {
+/** The descriptor's CRC, its zero padding and its FlatBuffer structure: what every blob but the end marker must pass. */
+async function checkDescriptor(source: ByteSource, name: string, frame: BlobFrame, header: BlobHeader, structureOnly: boolean): Promise<ReturnType<typeof decodeDescriptor> | undefined> {
   const padded = align(header.descriptorLength);
   const bytes = await source.read(frame.descriptorOffset, padded, 'blob descriptor');
   const descriptorBytes = bytes.subarray(0, header.descriptorLength);
   checkCrc(descriptorBytes, header.descriptorCrc, name, frame.descriptorOffset, 'descriptor crc32');
   checkZero(bytes.subarray(header.descriptorLength), name, frame.descriptorOffset + header.descriptorLength, 'descriptor padding');
-  if (header.blobType === BlobType.METADATA) {
-    // The metadata descriptor carries nothing; it is still verified.
-    decodeDescriptor(descriptorBytes, { file: name, offset: frame.descriptorOffset });
-    return { ...frame, kind: 'metadata', type: 'METADATA' };
+  if (structureOnly) {
+    verifyDescriptor(descriptorBytes, { file: name, offset: frame.descriptorOffset });
+    return undefined;
   }
-  const d = decodeDescriptor(descriptorBytes, { file: name, offset: frame.descriptorOffset });
+  return decodeDescriptor(descriptorBytes, { file: name, offset: frame.descriptorOffset });
+}
+
+/** Reads and checks a blob's descriptor and turns the frame into a typed blob. */
+async function describe(source: ByteSource, name: string, frame: BlobFrame, header: BlobHeader): Promise<Blob> {
+  // The metadata descriptor carries nothing; it is still verified.
+  const d = await checkDescriptor(source, name, frame, header, header.blobType === BlobType.METADATA);
+  if (d === undefined) return { ...frame, kind: 'metadata', type: 'METADATA' };
   const bad = (field: string, message: string): PopefError =>
     new PopefError(ErrorCode.BadStructure, message, {
       file: name,
@@ -345,6 +362,8 @@ async function describe(source: ByteSource, name: string, frame: BlobFrame, head
     }
     case BlobType.DATA_FEED: {
       const tensorInfo = needInfo();
+      // A sample of zero bytes makes any count fit the payload: bound it on its own, as every u64 outside the metadata is.
+      if (d.sampleCount > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('sample_count', `sample count ${d.sampleCount} is too large`);
       const expected = sizeInBytes(tensorInfo) * d.sampleCount;
       if (expected !== BigInt(header.payloadLength)) {
         throw bad('payload length', `feed "${d.name}" stores ${header.payloadLength} bytes but ${d.sampleCount} sample(s) of ${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}] need ${expected}`);

@@ -144,6 +144,11 @@ export function decodeMetadata(bytes: Uint8Array, where: DecodeWhere): Metadata 
   };
 }
 
+/** The structural check alone, for blobs whose descriptor is not interpreted (unassigned types). */
+export function verifyDescriptor(bytes: Uint8Array, where: DecodeWhere): void {
+  verifyBuffer(bytes, 'BlobDescriptor', DESCRIPTOR_IDENTIFIER, { file: where.file, base: where.offset, what: 'blob descriptor' });
+}
+
 export function decodeDescriptor(bytes: Uint8Array, where: DecodeWhere): RawDescriptor {
   verifyBuffer(bytes, 'BlobDescriptor', DESCRIPTOR_IDENTIFIER, { file: where.file, base: where.offset, what: 'blob descriptor' });
   const d: Decoder = new Decoder(where, 'blob descriptor');

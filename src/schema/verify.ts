@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { ErrorCode, PopefError } from '../errors.js';
 import { Limits } from '../format/constants.js';
 
@@ -112,6 +113,7 @@ function inBounds(ctx: Context, at: number, length: number): boolean {
 
 function readU32(ctx: Context, at: number, path: string): number {
   if (!inBounds(ctx, at, 4)) fail(ctx, at, path, 'offset out of bounds');
+  if (at % 4 !== 0) fail(ctx, at, path, `offset at ${at} is not aligned to 4 bytes`);
   return ctx.view.getUint32(at, true);
 }
 
@@ -119,6 +121,8 @@ function readU32(ctx: Context, at: number, path: string): number {
 function follow(ctx: Context, at: number, path: string): number {
   const target = at + readU32(ctx, at, path);
   if (!inBounds(ctx, target, 4)) fail(ctx, at, path, `offset points to ${target}, outside the buffer`);
+  // Tables, strings and vectors all begin with a 4-byte field: FlatBuffers builders align them so.
+  if (target % 4 !== 0) fail(ctx, at, path, `offset points to ${target}, which is not aligned to 4 bytes`);
   return target;
 }
 
@@ -128,12 +132,14 @@ function verifyString(ctx: Context, at: number, path: string): void {
   if (length > Limits.maxStringBytes) fail(ctx, start, path, `string of ${length} bytes exceeds the limit of ${Limits.maxStringBytes}`);
   if (!inBounds(ctx, start + 4, length + 1)) fail(ctx, start, path, `string of ${length} bytes runs past the buffer`);
   if (ctx.bytes[start + 4 + length] !== 0) fail(ctx, start, path, 'string is not NUL-terminated');
+  if (!isUtf8(ctx.bytes.subarray(start + 4, start + 4 + length))) fail(ctx, start, path, 'string is not valid UTF-8');
 }
 
 function verifyVector(ctx: Context, at: number, width: number, path: string): { start: number; length: number } {
   const start = follow(ctx, at, path);
   const length = ctx.view.getUint32(start, true);
   if (!inBounds(ctx, start + 4, length * width)) fail(ctx, start, path, `vector of ${length} elements runs past the buffer`);
+  if ((start + 4) % width !== 0) fail(ctx, start, path, `vector elements at ${start + 4} are not aligned to ${width} bytes`);
   return { start: start + 4, length };
 }
 
@@ -144,6 +150,7 @@ function verifyTable(ctx: Context, tablePos: number, name: TableName, path: stri
   // buffer references more tables than it has 4-byte words.
   if (ctx.tablesVisited > ctx.bytes.byteLength / 4 + 1) fail(ctx, tablePos, path, 'too many table references');
   if (!inBounds(ctx, tablePos, 4)) fail(ctx, tablePos, path, 'table out of bounds');
+  if (tablePos % 4 !== 0) fail(ctx, tablePos, path, `table at ${tablePos} is not aligned to 4 bytes`);
   const vtable = tablePos - ctx.view.getInt32(tablePos, true);
   if (!inBounds(ctx, vtable, 4) || vtable % 2 !== 0) fail(ctx, tablePos, path, 'vtable out of bounds');
   const vtableSize = ctx.view.getUint16(vtable, true);
@@ -167,6 +174,7 @@ function verifyTable(ctx: Context, tablePos: number, name: TableName, path: stri
     const at = tablePos + fieldOffset;
     switch (type.kind) {
       case 'scalar':
+        if (at % type.width !== 0) fail(ctx, at, fieldPath, `${type.width}-byte field at ${at} is not aligned to ${type.width} bytes`);
         break;
       case 'string':
         verifyString(ctx, at, fieldPath);
