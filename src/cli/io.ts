@@ -1,3 +1,5 @@
+import { jsonChunks } from '../present/json-chunks.js';
+
 /** What a command may touch of the outside world: injected, so tests run in-process. */
 export interface CliIo {
   readonly stdout: (text: string) => void;
@@ -45,4 +47,10 @@ export function processIo(signal: AbortSignal, signalIsNormalStop?: () => void, 
     cwd: process.cwd(),
     signal,
   };
+}
+
+/** Writes `value` as indented JSON and a newline, in pieces: a report of a million anchors never becomes one string. */
+export function writeJson(io: CliIo, value: unknown): void {
+  for (const chunk of jsonChunks(value)) io.stdout(chunk);
+  io.stdout('\n');
 }

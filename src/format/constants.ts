@@ -74,8 +74,8 @@ export const Limits = {
   maxBlobsPerFile: 1_000_000,
   /** A descriptor holds a name and a tensor info: 1 MiB is generous. */
   maxDescriptorBytes: 1024 * 1024,
-  /** Metadata with many thousands of anchors and options stays well below. */
-  maxMetadataBytes: 64 * 1024 * 1024,
+  /** Room for maxAnchors anchors (about 92 bytes each with short names); real metadata is kilobytes. */
+  maxMetadataBytes: 256 * 1024 * 1024,
   /** Anchors per metadata. */
   maxAnchors: 1_000_000,
   /** Dimensions of one tensor (Poplar tensors rarely exceed 8). */

@@ -13,7 +13,7 @@ import { checkRange } from './range-check.js';
 export interface HttpSourceOptions {
   /** Per request (default 10 s). */
   readonly timeoutMs?: number;
-  /** Total bytes this source may fetch (default 64 MiB); Infinity for --verify. */
+  /** Total bytes this source may fetch (default 320 MiB); Infinity for --verify. */
   readonly maxBytes?: number;
   /** Read-ahead block for small reads (default 64 KiB). */
   readonly blockSize?: number;
@@ -44,7 +44,8 @@ export class HttpSource implements ByteSource {
   static async open(url: string, options: HttpSourceOptions = {}): Promise<HttpSource> {
     const o: Required<HttpSourceOptions> = {
       timeoutMs: options.timeoutMs ?? 10_000,
-      maxBytes: options.maxBytes ?? 64 * 1024 * 1024,
+      // The metadata limit (256 MiB, FORMAT.md section 12) and room for the headers and descriptors around it.
+      maxBytes: options.maxBytes ?? 320 * 1024 * 1024,
       blockSize: options.blockSize ?? 64 * 1024,
       maxRedirects: options.maxRedirects ?? 5,
     };

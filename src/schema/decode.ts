@@ -28,48 +28,65 @@ export interface RawDescriptor {
   readonly uncompressedSize: bigint;
 }
 
+/**
+ * A field's path, or a function that makes it: a million anchors must not
+ * cost a million path strings that only an error would print.
+ */
+type FieldName = string | (() => string);
+const named = (field: FieldName): string => (typeof field === 'string' ? field : field());
+
+/** Shared by every anchor without programs (most weights): no array per anchor. */
+const NO_PROGRAMS: readonly number[] = Object.freeze([]);
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 class Decoder {
   constructor(private readonly where: DecodeWhere, private readonly what: string) {}
 
-  fail(field: string, message: string): never {
+  fail(field: FieldName, message: string): never {
     throw new PopefError(ErrorCode.BadFlatBuffer, `${this.what}: ${message}`, {
       file: this.where.file,
       offset: this.where.offset,
-      field,
+      field: named(field),
       suggestion: 'the file is damaged or was written by a newer tool',
     });
   }
 
-  count(field: string, value: number, limit: number): number {
+  count(field: FieldName, value: number, limit: number): number {
     if (value > limit) {
-      throw new PopefError(ErrorCode.LimitExceeded, `${this.what}: ${field} has ${value} entries, more than the limit of ${limit}`, {
+      throw new PopefError(ErrorCode.LimitExceeded, `${this.what}: ${named(field)} has ${value} entries, more than the limit of ${limit}`, {
         file: this.where.file,
         offset: this.where.offset,
-        field,
+        field: named(field),
       });
     }
     return value;
   }
 
-  int(field: string, value: bigint): number {
+  int(field: FieldName, value: bigint): number {
     if (value < 0n) this.fail(field, `must not be negative (is ${value})`);
     if (value > BigInt(Number.MAX_SAFE_INTEGER)) this.fail(field, `is ${value}, too large to represent exactly`);
     return Number(value);
   }
 
-  tensorInfo(field: string, info: FbTensorInfo | null): TensorInfo {
+  tensorInfo(field: FieldName, info: FbTensorInfo | null): TensorInfo {
     if (info === null) this.fail(field, 'tensor info is missing');
     const code = info.dataType() as number;
     const dtype = DATA_TYPES[code];
-    if (dtype === undefined) this.fail(`${field}.data_type`, `unknown data type code ${code}`);
-    const rank = this.count(`${field}.shape`, info.shapeLength(), Limits.maxRank);
+    if (dtype === undefined) this.fail(() => `${named(field)}.data_type`, `unknown data type code ${code}`);
+    const rank = this.count(() => `${named(field)}.shape`, info.shapeLength(), Limits.maxRank);
     const shape: number[] = [];
-    for (let i = 0; i < rank; i++) shape.push(this.int(`${field}.shape[${i}]`, info.shape(i) ?? 0n));
+    for (let i = 0; i < rank; i++) {
+      const dim = info.shape(i) ?? 0n;
+      // The common case checked inline; the path is built only for a bad value.
+      shape.push(dim >= 0n && dim <= MAX_SAFE ? Number(dim) : this.int(() => `${named(field)}.shape[${i}]`, dim));
+    }
     return { dtype, shape };
   }
 
-  u32List(field: string, length: number, get: (i: number) => number | null): number[] {
+  u32List(field: FieldName, length: number, get: (i: number) => number | null): readonly number[] {
     const n = this.count(field, length, Limits.maxPrograms);
+    if (n === 0) return NO_PROGRAMS;
     const out: number[] = [];
     for (let i = 0; i < n; i++) out.push(get(i) ?? 0);
     return out;
@@ -85,18 +102,18 @@ export function decodeMetadata(bytes: Uint8Array, where: DecodeWhere): Metadata 
   const anchors: Anchor[] = [];
   for (let i = 0; i < anchorCount; i++) {
     const a = fb.anchors(i);
-    const field = `anchors[${i}]`;
+    const field = (): string => `anchors[${i}]`;
     if (a === null) d.fail(field, 'anchor is missing');
     const typeCode = a.type() as number;
     const type = TENSOR_TYPES[typeCode];
-    if (type === undefined) d.fail(`${field}.type`, `unknown tensor type code ${typeCode}`);
+    if (type === undefined) d.fail(() => `${field()}.type`, `unknown tensor type code ${typeCode}`);
     anchors.push({
       name: a.name() ?? '',
       handle: a.handle() ?? '',
-      tensorInfo: d.tensorInfo(`${field}.tensor_info`, a.tensorInfo()),
+      tensorInfo: d.tensorInfo(() => `${field()}.tensor_info`, a.tensorInfo()),
       isPerReplica: a.isPerReplica(),
       type,
-      programs: d.u32List(`${field}.programs`, a.programsLength(), (k) => a.programs(k)),
+      programs: d.u32List(() => `${field()}.programs`, a.programsLength(), (k) => a.programs(k)),
     });
   }
 

@@ -21,11 +21,11 @@ try {
   // Names in the style of a PopART export: one input and one output, the rest weights.
   for (let i = 0; i < count; i++) {
     const type = i === 0 ? 'INPUT' : i === 1 ? 'OUTPUT' : 'UNKNOWN';
-    anchors.push({ name: `layer_${i}/weight`, handle: type === 'UNKNOWN' ? '' : `h2d_layer_${i}`, tensorInfo: { dtype: 'F32', shape: [1, 128] }, isPerReplica: false, type, programs: type === 'UNKNOWN' ? [] : [5] });
+    anchors.push({ name: `layer_${i}/weight`, handle: type === 'INPUT' ? `h2d_layer_${i}` : type === 'OUTPUT' ? `anchor_d2h_layer_${i}` : '', tensorInfo: { dtype: 'F32', shape: [1, 128] }, isPerReplica: false, type, programs: type === 'UNKNOWN' ? [] : [5] });
   }
   const w = await PopefWriter.create(path);
   await w.writeExecutable('exe', new Uint8Array(64));
-  await w.writeMetadata({ ...emptyMetadata('exe'), anchors });
+  await w.writeMetadata({ ...emptyMetadata('exe'), anchors, programFlow: { load: [], main: [5], save: [] } });
   await w.close();
   anchors.length = 0;
   console.log(`${count} anchors: file of ${((await stat(path)).size / 2 ** 20).toFixed(1)} MiB`);

@@ -5,7 +5,7 @@ import type { ByteSource } from '../../io/byte-source.js';
 import { chooseColour } from '../../present/colour.js';
 import { renderDiffMarkdown, renderDiffText } from '../../present/diff-report.js';
 import { ExitCode } from '../exit-codes.js';
-import type { CliIo } from '../io.js';
+import { writeJson, type CliIo } from '../io.js';
 import { openSource } from './sources.js';
 
 export async function diffCommand(
@@ -45,7 +45,7 @@ export async function diffCommand(
     const right = await open(b);
     try {
       const report = diffModelSets(left, right, { ignore: flags.ignore });
-      if (flags.json === true) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+      if (flags.json === true) writeJson(io, report);
       else if (flags.markdown === true) io.stdout(renderDiffMarkdown(report));
       else io.stdout(renderDiffText(report, chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
       return report.identical ? ExitCode.Ok : ExitCode.Findings;

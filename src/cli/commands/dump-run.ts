@@ -7,7 +7,7 @@ import { renderDumpMarkdown } from '../../present/dump-markdown.js';
 import { renderDumpText, type TextSections } from '../../present/dump-text.js';
 import { progressBar } from '../../present/progress.js';
 import { ExitCode } from '../exit-codes.js';
-import type { CliIo } from '../io.js';
+import { writeJson, type CliIo } from '../io.js';
 import { reportError } from '../report-error.js';
 import { openSource } from './sources.js';
 
@@ -77,7 +77,7 @@ export async function dumpFiles(
     }
     const report = buildReport(set, verify);
     if (options.json === true) {
-      io.stdout(`${JSON.stringify(report, null, 2)}\n`);
+      writeJson(io, report);
     } else if (options.markdown === true) {
       io.stdout(renderDumpMarkdown(report));
     } else {

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
-import type { CliIo } from '../io.js';
+import { writeJson, type CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { chosenFormat } from './options.js';
 
@@ -62,13 +62,13 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
         const result = { reports, shownRoots: repositories, tritonVersion: flags.tritonVersion, strict: flags.strict === true, toolVersion: VERSION };
         switch (chosenFormat(flags, 'text')) {
           case 'json':
-            io.stdout(`${JSON.stringify(present.validateJson(result), null, 2)}\n`);
+            writeJson(io, present.validateJson(result));
             break;
           case 'junit':
             io.stdout(present.renderJunit(result));
             break;
           case 'sarif':
-            io.stdout(`${JSON.stringify(present.validateSarif(result), null, 2)}\n`);
+            writeJson(io, present.validateSarif(result));
             break;
           case 'github':
             io.stdout(present.renderGithub(result));
