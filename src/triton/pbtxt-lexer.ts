@@ -42,11 +42,23 @@ const SIMPLE_ESCAPES = new Set(['a', 'b', 'f', 'n', 'r', 't', 'v', '\\', '?', "'
  * The input is treated as a sequence of bytes (UTF-8), as protobuf does, so
  * columns count bytes.
  */
-export function tokenize(source: string): Token[] {
-  const bytes = Buffer.from(source, 'utf8');
+export function tokenize(source: string | Uint8Array): Token[] {
+  return [...scanTokens(source)];
+}
+
+const NO_ERRORS: readonly LexError[] = Object.freeze([]);
+// eslint-disable-next-line no-control-regex -- the test is for bytes past ASCII, control bytes included in the class.
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * The tokens of `source` one at a time, ending with the 'end' token. The
+ * parser takes them as it goes, so a 50 MB config never exists as an array
+ * of millions of token objects.
+ */
+export function* scanTokens(source: string | Uint8Array): Generator<Token, void, undefined> {
+  const bytes = typeof source === 'string' ? Buffer.from(source, 'utf8') : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
   // One JS character per byte (latin1) keeps the scanner byte-exact.
   const text = bytes.toString('latin1');
-  const tokens: Token[] = [];
   let i = 0;
   let line = 1;
   let column = 0;
@@ -232,16 +244,17 @@ export function tokenize(source: string): Token[] {
       }
     }
     const raw = text.slice(start, i);
-    tokens.push({
+    yield {
       type,
-      text: Buffer.from(raw, 'latin1').toString('utf8'),
+      // Only strings and stray symbols can hold bytes past ASCII; ASCII text is its own UTF-8.
+      text: (type === 'string' || type === 'symbol') && NON_ASCII.test(raw) ? Buffer.from(raw, 'latin1').toString('utf8') : raw,
       line: startLine,
       column: startColumn,
-      errors: pending,
-    });
-    pending = [];
+      errors: pending.length === 0 ? NO_ERRORS : pending,
+    };
+    if (pending.length > 0) pending = [];
     previous = { type, line, endColumn: column };
-    if (type === 'end') return tokens;
+    if (type === 'end') return;
   }
 }
 

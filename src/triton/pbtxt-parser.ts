@@ -1,6 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import type { Message } from './model-config.js';
-import { tokenize, unescapeString, type SourcePos, type Token } from './pbtxt-lexer.js';
+import { scanTokens, unescapeString, type SourcePos, type Token } from './pbtxt-lexer.js';
 import { ENUMS, MESSAGES, isEnumName, isMessageName, type FieldSpec, type MessageName, type ScalarType } from './schema.js';
 
 /**
@@ -55,15 +55,40 @@ function isDefault(t: string, value: unknown): boolean {
   return value === 0 || value === 0n || value === false || value === '';
 }
 
+/** Elements of a repeated scalar field (dims) whose own position is kept; later ones point at the field. */
+const SCALAR_POSITIONS = 64;
+/**
+ * Elements of a repeated message field (input, output) whose fields' positions
+ * are kept; for later ones only the element's own position is: a config of a
+ * million inputs must not cost a map of ten million paths.
+ */
+const FINE_ELEMENTS = 1000;
+const DECIMAL = /^(?:0|[1-9]\d*)$/;
+const INT_MAX: Record<'int32' | 'int64' | 'uint32' | 'uint64', number> = {
+  int32: 2 ** 31 - 1,
+  int64: Number.MAX_SAFE_INTEGER,
+  uint32: 2 ** 32 - 1,
+  uint64: Number.MAX_SAFE_INTEGER,
+};
+
 class Parser {
-  private pos = 0;
   private readonly positions = new Map<string, SourcePos>();
+  private token: Token;
+  /** Inside how many repeated elements past FINE_ELEMENTS the parser is (positions of their fields are not kept). */
+  private coarse = 0;
 
   constructor(
-    private readonly tokens: readonly Token[],
+    private readonly tokens: Iterator<Token, void, undefined>,
     private readonly file: string | undefined,
   ) {
-    this.enter(0);
+    this.token = this.take();
+    this.enter();
+  }
+
+  private take(): Token {
+    const next = this.tokens.next();
+    if (next.done === true) throw new Error('token stream ended without an end token');
+    return next.value;
   }
 
   /** The current token's type, read afresh (advancing changes it). */
@@ -72,20 +97,19 @@ class Parser {
   }
 
   private get current(): Token {
-    const t = this.tokens[this.pos];
-    if (t === undefined) throw new Error('token stream ended without an end token');
-    return t;
+    return this.token;
   }
 
-  /** Makes token `index` current; its scan errors surface now, as in protoc. */
-  private enter(index: number): void {
-    this.pos = index;
-    const first = this.current.errors[0];
+  /** The current token's scan errors surface when it becomes current, as in protoc. */
+  private enter(): void {
+    const first = this.token.errors[0];
     if (first !== undefined) this.fail(first.message, first);
   }
 
   private advance(): void {
-    if (this.current.type !== 'end') this.enter(this.pos + 1);
+    if (this.token.type === 'end') return;
+    this.token = this.take();
+    this.enter();
   }
 
   private fail(message: string, at: SourcePos = this.current): never {
@@ -161,14 +185,15 @@ class Parser {
       }
     }
     const fieldPath = path === '' ? name : `${path}.${name}`;
-    if (!this.positions.has(fieldPath)) this.positions.set(fieldPath, start);
+    if (this.coarse === 0 && !this.positions.has(fieldPath)) this.positions.set(fieldPath, { line: start.line, column: start.column });
     const valueType = spec.map !== undefined ? mapEntryTypeName(type, name) : spec.t;
     const isMessage = spec.map !== undefined || isMessageName(spec.t);
 
     const store = (value: unknown, at: SourcePos): void => {
       if (repeated) {
         const list = (message[name] ?? []) as unknown[];
-        this.positions.set(`${fieldPath}[${list.length}]`, at);
+        // Positions, not tokens, are kept; for a long list of scalars only the first few.
+        if (this.coarse === 0 && (isMessage || list.length < SCALAR_POSITIONS)) this.positions.set(`${fieldPath}[${list.length}]`, { line: at.line, column: at.column });
         list.push(value);
         message[name] = list;
       } else {
@@ -184,15 +209,14 @@ class Parser {
         if (!this.tryConsume(']')) {
           for (;;) {
             const at = this.current;
-            store(this.consumeMessageValue(valueType, spec, `${fieldPath}[${this.countOf(message, name)}]`), at);
+            store(this.element(valueType, spec, fieldPath, this.countOf(message, name)), at);
             if (this.tryConsume(']')) break;
             this.consume(',');
           }
         }
       } else {
         const at = this.current;
-        const index = repeated ? `[${this.countOf(message, name)}]` : '';
-        store(this.consumeMessageValue(valueType, spec, `${fieldPath}${index}`), at);
+        store(repeated ? this.element(valueType, spec, fieldPath, this.countOf(message, name)) : this.consumeMessageValue(valueType, spec, fieldPath), at);
       }
     } else {
       this.consume(':');
@@ -211,6 +235,27 @@ class Parser {
       }
     }
     if (!this.tryConsume(';')) this.tryConsume(',');
+  }
+
+  /** One element of a repeated message field; past FINE_ELEMENTS its fields keep no positions. */
+  private element(type: string, spec: FieldSpec, fieldPath: string, index: number): ParsedMessage {
+    const coarse = index >= FINE_ELEMENTS;
+    if (coarse) this.coarse += 1;
+    try {
+      return this.consumeMessageValue(type, spec, `${fieldPath}[${index}]`);
+    } finally {
+      if (coarse) this.coarse -= 1;
+    }
+  }
+
+  /** A small non-negative decimal integer read without BigInt (most dims); undefined sends the token down the full path. */
+  private fastInteger(max: number): number | undefined {
+    const t = this.token;
+    if (t.type !== 'integer' || t.text.length > 15 || !DECIMAL.test(t.text)) return undefined;
+    const n = Number(t.text);
+    if (n > max) return undefined;
+    this.advance();
+    return n;
   }
 
   private countOf(message: ParsedMessage, name: string): number {
@@ -251,7 +296,6 @@ class Parser {
 
   private consumeScalar(spec: FieldSpec, name: string): unknown {
     const t = spec.t;
-    if (isEnumName(t)) return this.consumeEnum(t, name);
     switch (t as ScalarType) {
       case 'string':
         return this.consumeString();
@@ -262,15 +306,24 @@ class Parser {
         return this.consumeDouble();
       case 'int32':
       case 'int64':
-        return narrow(this.consumeSigned(INT_LIMITS[t as 'int32' | 'int64']));
+        return this.fastInteger(INT_MAX[t as 'int32' | 'int64']) ?? narrow(this.consumeSigned(INT_LIMITS[t as 'int32' | 'int64']));
       case 'uint32':
       case 'uint64':
-        return narrow(this.consumeUnsigned(INT_LIMITS[t as 'uint32' | 'uint64']));
+        return this.fastInteger(INT_MAX[t as 'uint32' | 'uint64']) ?? narrow(this.consumeUnsigned(INT_LIMITS[t as 'uint32' | 'uint64']));
     }
+    if (isEnumName(t)) return this.consumeEnum(t, name);
+    throw new Error(`no scalar type ${t}`);
   }
 
   private consumeString(): string {
     if (this.current.type !== 'string') this.fail(`Expected string, got: ${this.current.text}`);
+    const first = this.current.text;
+    if (!first.includes('\\')) {
+      // No escapes: the text between the quotes is the value, unless literals follow to be joined.
+      this.advance();
+      if (this.currentType() !== 'string') return first.slice(1, -1);
+      return first.slice(1, -1) + this.consumeString();
+    }
     const parts: Uint8Array[] = [];
     // Adjacent string literals concatenate.
     while (this.currentType() === 'string') {
@@ -372,12 +425,12 @@ function narrow(value: bigint): number | bigint {
   return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
 }
 
-/** Parses config.pbtxt text into a typed ModelConfig (or another message). Throws E_PARSE with line:column. */
+/** Parses config.pbtxt (text, or its UTF-8 bytes) into a typed ModelConfig (or another message). Throws E_PARSE with line:column. */
 export function parsePbtxt<M extends MessageName = 'inference.ModelConfig'>(
-  text: string,
+  text: string | Uint8Array,
   options: ParseOptions & { readonly type?: M } = {},
 ): ParseResult<M> {
-  const parser = new Parser(tokenize(text), options.file);
+  const parser = new Parser(scanTokens(text), options.file);
   const message = parser.parseTop(options.type ?? 'inference.ModelConfig');
   return { message: message as Message<M>, positions: parser.positionMap };
 }

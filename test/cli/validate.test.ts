@@ -71,6 +71,33 @@ describe('popef validate: repositories made by popef scaffold validate clean', a
 });
 
 describe('popef validate: formats and options', () => {
+  it('lists 100 findings of one rule per model and counts the rest in one closing finding; --max-findings-per-rule changes that', async () => {
+    await inTempDir(async (dir) => {
+      const { copyFile, mkdir, writeFile } = await import('node:fs/promises');
+      const model = join(dir, 'repo', 'many');
+      await mkdir(join(model, '1'), { recursive: true });
+      await copyFile(fixture('mnist/executable.popef'), join(model, '1', 'executable.popef'));
+      await writeFile(join(model, '1', 'name_map.json'), '{}');
+      const inputs = Array.from({ length: 150 }, (_, i) => `input { name: "in_${i}" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] }`).join('\n');
+      await writeFile(join(model, 'config.pbtxt'), `name: "many"\nbackend: "poplar"\nmax_batch_size: 1\n${inputs}\noutput { name: "softmax/Softmax:0" data_type: TYPE_FP32 dims: [ 10 ] }\n`);
+      const missing = async (extra: string[]): Promise<JsonFinding[]> => {
+        const r = await runCli(['validate', join(dir, 'repo'), '--format', 'json', ...extra]);
+        assert.equal(r.code, 1, r.stderr);
+        const report = JSON.parse(r.stdout) as { repositories: { models: { findings: JsonFinding[] }[] }[] };
+        return (report.repositories[0]?.models[0]?.findings ?? []).filter((f) => f.rule === 'popef/missing-anchor');
+      };
+      const capped = await missing([]);
+      assert.equal(capped.length, 101);
+      assert.match(capped[100]?.message ?? '', /^50 more finding\(s\) of this rule in model 'many' are not listed \(150 in all\)$/);
+      assert.match(capped[99]?.message ?? '', /config input "in_99"/);
+      assert.equal((await missing(['--max-findings-per-rule', 'all'])).length, 150);
+      assert.equal((await missing(['--max-findings-per-rule', '10'])).length, 11);
+      const bad = await runCli(['validate', join(dir, 'repo'), '--max-findings-per-rule', '0']);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /--max-findings-per-rule "0" is not a positive whole number or all/);
+    });
+  });
+
   it('--strict turns warnings into errors', async () => {
     const plain = await runCli(['validate', 'repos/version-name'], { cwd: FIXTURES });
     assert.equal(plain.code, 0);

@@ -12,6 +12,7 @@ interface Flags {
   readonly tritonVersion: string;
   readonly model?: string[];
   readonly backendDirectory?: string;
+  readonly maxFindingsPerRule: string;
   readonly color?: boolean;
 }
 
@@ -37,6 +38,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', '21.05')
     .option('--model <name>', 'check only this model directory (repeatable)', (v: string, prev?: string[]) => [...(prev ?? []), v])
     .option('--backend-directory <dir>', 'also check that each backend library exists there (<dir>/<backend>/libtriton_<backend>.so)')
+    .option('--max-findings-per-rule <n>', 'findings of one rule listed per model, the rest counted in one closing finding (a number, or all)', '100')
     .option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)')
     .addHelpText('after', HELP)
     .action((repositories: string[], flags: Flags) => {
@@ -48,12 +50,18 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
           io.stderr(`popef: error: --triton-version "${flags.tritonVersion}" is not YY.MM (for example 21.05) or latest\n`);
           return ExitCode.Error;
         }
+        const perRule = flags.maxFindingsPerRule === 'all' ? Infinity : Number(flags.maxFindingsPerRule);
+        if (!(perRule >= 1) || (perRule !== Infinity && !Number.isInteger(perRule))) {
+          io.stderr(`popef: error: --max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all\n`);
+          return ExitCode.Error;
+        }
         const reports = [];
         for (const repository of repositories) {
           reports.push(
             await validateRepository(resolve(io.cwd, repository), {
               tritonVersion: flags.tritonVersion,
               strict: flags.strict,
+              maxFindingsPerRule: perRule,
               models: flags.model,
               backendDirectory: flags.backendDirectory === undefined ? undefined : resolve(io.cwd, flags.backendDirectory),
             }),

@@ -26,8 +26,13 @@ export function checkAgainstPopef(
   metadata: Metadata,
   storedTensorNames: ReadonlySet<string>,
   model: string,
+  /** Whether findings of a rule are still wanted (the caller lists a limited number per rule): a finding not wanted is not built. */
+  wanted: (rule: RawFinding['rule']) => boolean = () => true,
 ): RawFinding[] {
   const out: RawFinding[] = [];
+  const push = (rule: RawFinding['rule'], make: () => Omit<RawFinding, 'rule'>): void => {
+    out.push(wanted(rule) ? { rule, ...make() } : { rule, message: '', path: '' });
+  };
   const { inputs, outputs } = userAnchors(metadata, storedTensorNames);
   const mbs = config.max_batch_size ?? 0;
   const served = new Set<Anchor>();
@@ -36,6 +41,9 @@ export function checkAgainstPopef(
     // By name, looked up once per tensor: a scan per tensor is quadratic in a large model.
     const byName = new Map<string, Anchor>();
     for (const a of anchors) if (!byName.has(a.name)) byName.set(a.name, a);
+    let list: string | undefined;
+    // The anchor list of the message, made once: per missing tensor it would be quadratic.
+    const anchorList = (): string => (list ??= anchors.map((a) => `"${a.name}"`).join(', ') || 'none');
     tensors.forEach((t, i) => {
       const path = `${kind}[${i}]`;
       const name = t.name ?? '';
@@ -44,24 +52,21 @@ export function checkAgainstPopef(
       const via = anchorName === name ? '' : ` (anchor "${anchorName}" through name_map.json)`;
       const anchor = byName.get(anchorName);
       if (anchor === undefined) {
-        const list = anchors.map((a) => `"${a.name}"`).join(', ') || 'none';
-        out.push({
-          rule: 'popef/missing-anchor',
-          message: `config ${kind} "${name}"${via} is not a user-provided ${kind} anchor of executable "${metadata.executable}" in model ${model} (its ${kind} anchors: ${list})`,
+        push('popef/missing-anchor', () => ({
+          message: `config ${kind} "${name}"${via} is not a user-provided ${kind} anchor of executable "${metadata.executable}" in model ${model} (its ${kind} anchors: ${anchorList()})`,
           path,
           hint: 'fix the name or name_map.json; popef dump --user-anchors lists the anchors',
-        });
+        }));
         return;
       }
       served.add(anchor);
       const expectedType = POPEF_TO_TRITON[anchor.tensorInfo.dtype];
       if (t.data_type !== undefined && expectedType !== t.data_type) {
-        out.push({
-          rule: 'popef/data-type',
+        push('popef/data-type', () => ({
           message: `config ${kind} "${name}" has data_type ${String(t.data_type)}, but anchor "${anchor.name}" is ${anchor.tensorInfo.dtype}${expectedType === undefined ? ', which Triton cannot serve' : ` (${expectedType})`}`,
           path: `${path}.data_type`,
           hint: expectedType === undefined ? 'FP8 anchors cannot be served' : `set data_type: ${expectedType}`,
-        });
+        }));
       }
       const shape = anchor.tensorInfo.shape;
       const skip = mbs > 0 ? batchDims(anchor, metadata) : 0;
@@ -70,12 +75,11 @@ export function checkAgainstPopef(
       const scalarForm = expected.length === 0 && same(dims, [1]) && (t.reshape?.shape ?? [0]).length === 0;
       if (dims.length > 0 && !same(dims, expected) && !scalarForm) {
         const why = mbs > 0 ? `its shape ${show(shape)} without the batch dimension${skip === 2 ? 's (replica, micro-batch)' : ''}` : `its full shape (max_batch_size is 0)`;
-        out.push({
-          rule: 'popef/dims',
+        push('popef/dims', () => ({
           message: `config ${kind} "${name}" has dims ${show(dims)}, but anchor "${anchor.name}" needs ${show(expected)}: ${why}`,
           path: `${path}.dims`,
           hint: mbs > 0 ? 'leave the first (batch) dimension of the anchor out of dims' : 'with max_batch_size 0, dims are the full anchor shape',
-        });
+        }));
       }
       if (mbs > 0 && shape.length >= skip) {
         const micro = shape[skip - 1] ?? 1;
@@ -95,12 +99,11 @@ export function checkAgainstPopef(
   check('output', config.output ?? [], outputs);
   for (const a of [...inputs, ...outputs]) {
     if (!served.has(a)) {
-      out.push({
-        rule: 'popef/unserved-anchor',
+      push('popef/unserved-anchor', () => ({
         message: `user-provided ${a.type === 'INPUT' ? 'input' : 'output'} anchor "${a.name}" of executable "${metadata.executable}" is not in the config of model ${model}`,
         path: a.type === 'INPUT' ? 'input' : 'output',
         hint: 'add it to the config (popef config generates every anchor)',
-      });
+      }));
     }
   }
   return out;

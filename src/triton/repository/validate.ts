@@ -2,7 +2,7 @@ import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../../errors.js';
-import { FILE_LIMITS, readRegularText } from '../../io/local-file.js';
+import { FILE_LIMITS, readRegularFile, readRegularText } from '../../io/local-file.js';
 import { ModelSet } from '../../format/model-set.js';
 import { parseNameMap, type ParsedNameMap } from '../name-map.js';
 import type { SourcePos } from '../pbtxt-lexer.js';
@@ -31,7 +31,17 @@ export interface ValidateOptions {
   readonly backendDirectory?: string;
   /** Report warnings as errors. */
   readonly strict?: boolean;
+  /**
+   * Findings of one rule listed per model (default 100; Infinity for all).
+   * Past it they are counted in one closing finding: a config of half a
+   * million mistyped inputs needs its first mistakes shown, not a report of
+   * half a million lines.
+   */
+  readonly maxFindingsPerRule?: number;
 }
+
+/** The default of ValidateOptions.maxFindingsPerRule. */
+export const MAX_FINDINGS_PER_RULE = 100;
 
 export interface ModelReport {
   readonly name: string;
@@ -111,8 +121,29 @@ class ModelChecker {
     private readonly options: ValidateOptions,
   ) {}
 
+  /** Findings per rule, listed or not; and the severity of the first, for the closing count. */
+  private readonly perRule = new Map<RuleId, { count: number; severity: Severity; file?: string }>();
+
+  /**
+   * For a rule function that returns its findings at the end: whether its
+   * next finding of `rule` will be listed, counting the ones it made before.
+   */
+  private wanter(): (rule: RuleId) => boolean {
+    const made = new Map<RuleId, number>();
+    const limit = this.options.maxFindingsPerRule ?? MAX_FINDINGS_PER_RULE;
+    return (rule) => {
+      const n = (made.get(rule) ?? 0) + 1;
+      made.set(rule, n);
+      return (this.perRule.get(rule)?.count ?? 0) + n <= limit;
+    };
+  }
+
   private add(rule: RuleId, message: string, where: { file?: string; at?: SourcePos } = {}, hint?: string, severity?: Severity): void {
     const base = severity ?? RULES[rule].severity;
+    const seen = this.perRule.get(rule) ?? { count: 0, severity: this.options.strict === true ? 'error' : base, ...(where.file === undefined ? {} : { file: where.file }) };
+    seen.count += 1;
+    this.perRule.set(rule, seen);
+    if (seen.count > (this.options.maxFindingsPerRule ?? MAX_FINDINGS_PER_RULE)) return;
     this.findings.push({
       rule,
       severity: this.options.strict === true ? 'error' : base,
@@ -125,7 +156,13 @@ class ModelChecker {
   }
 
   private addRaw(raw: readonly RawFinding[], file: string, positions: ReadonlyMap<string, SourcePos>): void {
+    const limit = this.options.maxFindingsPerRule ?? MAX_FINDINGS_PER_RULE;
     for (const f of raw) {
+      // Past the limit only the count matters: no position to look for.
+      if ((this.perRule.get(f.rule)?.count ?? 0) >= limit) {
+        this.add(f.rule, f.message, { file }, f.hint, f.severity);
+        continue;
+      }
       let at: SourcePos | undefined;
       // The nearest recorded position: the path itself, else its parents.
       for (let p = f.path; p !== undefined && p !== ''; p = p.includes('.') || p.includes('[') ? p.replace(/(\.[^.[\]]*|\[\d+\])$/, '') : undefined) {
@@ -145,6 +182,18 @@ class ModelChecker {
       const file = error.file === undefined ? this.model : relative(this.root, error.file) || this.model;
       this.add('layout/unreadable', `${error.message}; Triton cannot load model '${this.model}'`, { file }, error.suggestion ?? 'check the permissions and the kind of the file');
     }
+    const limit = this.options.maxFindingsPerRule ?? MAX_FINDINGS_PER_RULE;
+    for (const [rule, seen] of this.perRule) {
+      if (seen.count <= limit) continue;
+      this.findings.push({
+        rule,
+        severity: seen.severity,
+        message: `${seen.count - limit} more finding(s) of this rule in model '${this.model}' are not listed (${seen.count} in all)`,
+        model: this.model,
+        ...(seen.file === undefined ? {} : { file: seen.file }),
+        hint: 'fix the ones listed and run again, or list them all with --max-findings-per-rule all',
+      });
+    }
     return { name: this.model, findings: this.findings, ...(this.normalized === undefined ? {} : { config: this.normalized }) };
   }
 
@@ -155,9 +204,10 @@ class ModelChecker {
     const configPath = join(dir, 'config.pbtxt');
     let config: ModelConfig | undefined;
     let positions: ReadonlyMap<string, SourcePos> = new Map();
-    let text: string | undefined;
+    let text: Buffer | undefined;
     try {
-      text = await readRegularText(configPath, { what: 'config.pbtxt', limit: FILE_LIMITS.config });
+      // The bytes go to the parser as they are: a 50 MB config is not also decoded into a string.
+      text = await readRegularFile(configPath, { what: 'config.pbtxt', limit: FILE_LIMITS.config });
     } catch (error) {
       if (!(error instanceof PopefError) || (error.cause as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT') throw error;
       this.add('layout/config-missing', `model '${this.model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`, { file: configFile }, 'add a config.pbtxt (popef config generates one)');
@@ -343,7 +393,7 @@ class ModelChecker {
       }
       const anchorOf = new Map<string, string>();
       for (const e of nameMap?.entries ?? []) if (e.name !== '' && !anchorOf.has(e.name)) anchorOf.set(e.name, e.anchor);
-      this.addRaw(checkAgainstPopef(config, anchorOf, model.metadata, set.storedTensorNames, this.model), configFile, positions);
+      this.addRaw(checkAgainstPopef(config, anchorOf, model.metadata, set.storedTensorNames, this.model, this.wanter()), configFile, positions);
     } catch (error) {
       if (!(error instanceof PopefError)) throw error;
       const index = paths.findIndex((p) => p === error.file);
