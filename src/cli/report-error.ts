@@ -1,4 +1,5 @@
 import { isPopefError } from '../errors.js';
+import { printable } from '../present/printable.js';
 import type { CliIo } from './io.js';
 
 /**
@@ -8,6 +9,7 @@ import type { CliIo } from './io.js';
  */
 export function reportError(error: unknown, io: CliIo): void {
   if (!isPopefError(error)) throw error;
-  io.stderr(`popef: error: ${error.describe()} [${error.code}]\n`);
-  if (error.suggestion !== undefined) io.stderr(`  hint: ${error.suggestion}\n`);
+  // A message may quote a name from the file: its control characters are shown, not obeyed.
+  io.stderr(`popef: error: ${printable(error.describe())} [${error.code}]\n`);
+  if (error.suggestion !== undefined) io.stderr(`  hint: ${printable(error.suggestion)}\n`);
 }

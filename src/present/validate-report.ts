@@ -1,5 +1,6 @@
 import type { ChalkInstance } from 'chalk';
 import { join } from 'node:path';
+import { printable } from './printable.js';
 import { RULES, type Finding, type RuleId } from '../triton/repository/findings.js';
 import { summarize, type RepositoryReport } from '../triton/repository/validate.js';
 
@@ -74,8 +75,14 @@ export function validateJson(run: ValidateRun): unknown {
   };
 }
 
+/** Lone surrogates and the two non-characters XML 1.0 excludes (printable() handles the controls). */
+const NOT_XML = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]|[\ufffe\uffff]/g;
+
+/** Text for XML 1.0 content or attributes: markup escaped, and the control characters XML cannot hold shown as escapes. */
 function xml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  return printable(text)
+    .replace(NOT_XML, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`)
+    .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
 /** JUnit XML: one test case per model and rule, failing on that rule's errors. */

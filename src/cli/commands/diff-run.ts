@@ -4,6 +4,7 @@ import { diffModelSets } from '../../inspect/diff.js';
 import type { ByteSource } from '../../io/byte-source.js';
 import { chooseColour } from '../../present/colour.js';
 import { renderDiffMarkdown, renderDiffText } from '../../present/diff-report.js';
+import { withPrintableStrings } from '../../present/printable.js';
 import { ExitCode } from '../exit-codes.js';
 import { writeJson, type CliIo } from '../io.js';
 import { openSource } from './sources.js';
@@ -46,8 +47,8 @@ export async function diffCommand(
     try {
       const report = diffModelSets(left, right, { ignore: flags.ignore });
       if (flags.json === true) writeJson(io, report);
-      else if (flags.markdown === true) io.stdout(renderDiffMarkdown(report));
-      else io.stdout(renderDiffText(report, chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
+      else if (flags.markdown === true) io.stdout(renderDiffMarkdown(withPrintableStrings(report)));
+      else io.stdout(renderDiffText(withPrintableStrings(report), chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
       return report.identical ? ExitCode.Ok : ExitCode.Findings;
     } finally {
       await right.close();

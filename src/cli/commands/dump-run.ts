@@ -4,6 +4,7 @@ import { buildReport, type VerifyReport } from '../../inspect/report.js';
 import { verifyModelSet } from '../../inspect/verify.js';
 import { chooseColour } from '../../present/colour.js';
 import { renderDumpMarkdown } from '../../present/dump-markdown.js';
+import { printable, withPrintableStrings } from '../../present/printable.js';
 import { renderDumpText, type TextSections } from '../../present/dump-text.js';
 import { progressBar } from '../../present/progress.js';
 import { ExitCode } from '../exit-codes.js';
@@ -79,14 +80,15 @@ export async function dumpFiles(
     if (options.json === true) {
       writeJson(io, report);
     } else if (options.markdown === true) {
-      io.stdout(renderDumpMarkdown(report));
+      io.stdout(renderDumpMarkdown(withPrintableStrings(report)));
     } else {
       const colour = chooseColour({ flag: colourFlag, env: io.env, isTTY: io.stdoutIsTTY });
       const sections = sectionsFor(options);
-      const table = sections.blobs ? (await import('../../present/blob-table.js')).blobTable(report, colour) : '';
-      io.stdout(renderDumpText(report, sections, colour, table));
+      const shown = withPrintableStrings(report);
+      const table = sections.blobs ? (await import('../../present/blob-table.js')).blobTable(shown, colour) : '';
+      io.stdout(renderDumpText(shown, sections, colour, table));
     }
-    for (const w of set.warnings) io.stderr(`popef: warning: ${w.file}: offset ${w.offset}: ${w.message}\n`);
+    for (const w of set.warnings) io.stderr(`popef: warning: ${printable(`${w.file}: offset ${w.offset}: ${w.message}`, true)}\n`);
   } finally {
     await set.close();
   }

@@ -45,6 +45,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
       run(async () => {
         const { validateRepository, summarize } = await import('../../triton/repository/validate.js');
         const present = await import('../../present/validate-report.js');
+        const { withPrintableStrings } = await import('../../present/printable.js');
         const { VERSION } = await import('../../version.js');
         if (flags.tritonVersion !== 'latest' && !/^\d{2}\.\d{2}$/.test(flags.tritonVersion)) {
           io.stderr(`popef: error: --triton-version "${flags.tritonVersion}" is not YY.MM (for example 21.05) or latest\n`);
@@ -79,11 +80,11 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
             writeJson(io, present.validateSarif(result));
             break;
           case 'github':
-            io.stdout(present.renderGithub(result));
+            io.stdout(present.renderGithub(withPrintableStrings(result)));
             break;
           default: {
             const { chooseColour } = await import('../../present/colour.js');
-            io.stdout(present.renderValidateText(result, chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
+            io.stdout(present.renderValidateText(withPrintableStrings(result), chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
           }
         }
         return summarize(reports).errors > 0 ? ExitCode.Findings : ExitCode.Ok;
