@@ -8,6 +8,7 @@ import { ErrorCode, PopefError, ioError } from '../errors.js';
 import type { Blob } from '../format/blob.js';
 import { PopefFile } from '../format/reader.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type Manifest, type ManifestBlob } from './manifest.js';
+import { checkManifestModel } from './pack.js';
 
 export interface UnpackOptions {
   /** Replace an existing output directory. */
@@ -20,6 +21,12 @@ export interface UnpackOptions {
 export interface UnpackResult {
   readonly manifest: Manifest;
   readonly files: readonly string[];
+  /**
+   * The model-level rule the file breaks (FORMAT.md section 8), if any: its
+   * blobs are sound one by one, so they are extracted (that is how such a
+   * file gets repaired), but pack refuses the manifest until it is fixed.
+   */
+  readonly modelProblem?: PopefError;
 }
 
 /**
@@ -113,7 +120,14 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
       throw ioError(error, join(outDir, 'manifest.json'), 'write the manifest');
     });
     await moveIntoPlace(staging, outDir, existing);
-    return { manifest, files: ['manifest.json', ...files] };
+    let modelProblem: PopefError | undefined;
+    try {
+      checkManifestModel(manifest, join(outDir, 'manifest.json'));
+    } catch (error) {
+      if (!(error instanceof PopefError) || error.code !== ErrorCode.Model) throw error;
+      modelProblem = error;
+    }
+    return { manifest, files: ['manifest.json', ...files], ...(modelProblem === undefined ? {} : { modelProblem }) };
   } catch (error) {
     await rm(staging, { recursive: true, force: true });
     throw error;

@@ -146,6 +146,22 @@ describe('hostile local files', () => {
     });
   });
 
+  it('unpack says which model rule a file breaks, and pack then refuses the manifest with the same rule', async () => {
+    await inTempDir(async (dir) => {
+      for (const name of ['duplicate-executable', 'missing-executable', 'tensor-size-mismatch']) {
+        const out = join(dir, name);
+        const { runCli } = await import('../helpers.js');
+        const unpacked = await runCli(['unpack', fixture(`malformed/${name}.popef`), '-o', out]);
+        assert.equal(unpacked.code, 0, unpacked.stderr);
+        assert.match(unpacked.stderr, /^popef: warning: .*manifest\.json#\/blobs\/\d+: .* \[E_MODEL\]\n  the file breaks a model rule \(FORMAT\.md section 8\): popef dump refuses it, and popef pack will refuse this manifest until it is fixed/);
+        const warned = /^popef: warning: (.*) \[E_MODEL\]$/m.exec(unpacked.stderr)?.[1];
+        const packed = await runCli(['pack', join(out, 'manifest.json'), '-o', join(dir, `${name}.popef`)]);
+        assert.equal(packed.code, 2);
+        assert.equal(/^popef: error: (.*) \[E_MODEL\]$/m.exec(packed.stderr)?.[1], warned, 'pack refuses for the rule unpack named');
+      }
+    });
+  });
+
   it('refuses to save two outputs into one file', () => {
     assert.throws(() => outputFileNames(['a/b', 'a_b']), /outputs "a\/b" and "a_b" would both be saved as a_b\.npy/);
     assert.throws(() => outputFileNames(['Out', 'out']), /outputs "Out" and "out" would both be saved as out\.npy/);

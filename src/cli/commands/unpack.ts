@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
+import { printable } from '../../present/printable.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { exitCodesHelp } from './options.js';
@@ -23,6 +24,10 @@ export function registerUnpack(program: Command, io: CliIo, run: (handler: Handl
         const { unpackFile } = await import('../../manifest/unpack.js');
         const result = await unpackFile(resolve(io.cwd, file), resolve(io.cwd, flags.output), { force: flags.force, signal: io.signal });
         io.stdout(`wrote ${flags.output}/: manifest.json and ${result.files.length - 1} payload file(s); every checksum verified\n`);
+        const problem = result.modelProblem;
+        if (problem !== undefined) {
+          io.stderr(`popef: warning: ${printable(problem.describe(), true)} [${problem.code}]\n  the file breaks a model rule (FORMAT.md section 8): popef dump refuses it, and popef pack will refuse this manifest until it is fixed${problem.suggestion === undefined ? '' : `: ${printable(problem.suggestion, true)}`}\n`);
+        }
         return ExitCode.Ok;
       });
     });
