@@ -153,7 +153,7 @@ describe('hostile local files', () => {
         const { runCli } = await import('../helpers.js');
         const unpacked = await runCli(['unpack', fixture(`malformed/${name}.popef`), '-o', out]);
         assert.equal(unpacked.code, 0, unpacked.stderr);
-        assert.match(unpacked.stderr, /^popef: warning: .*manifest\.json#\/blobs\/\d+: .* \[E_MODEL\]\n  the file breaks a model rule \(FORMAT\.md section 8\): popef dump refuses it, and popef pack will refuse this manifest until it is fixed/);
+        assert.match(unpacked.stderr, /^popef: warning: .*manifest\.json#\/blobs\/\d+: .* \[E_MODEL\]\n {2}the file breaks a model rule \(FORMAT\.md section 8\): popef dump refuses it, and popef pack will refuse this manifest until it is fixed/);
         const warned = /^popef: warning: (.*) \[E_MODEL\]$/m.exec(unpacked.stderr)?.[1];
         const packed = await runCli(['pack', join(out, 'manifest.json'), '-o', join(dir, `${name}.popef`)]);
         assert.equal(packed.code, 2);
