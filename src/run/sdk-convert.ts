@@ -1,5 +1,6 @@
 import { access, link, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { openRegularFile } from '../io/local-file.js';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
@@ -54,7 +55,8 @@ async function mustExist(path: string, action: string): Promise<void> {
 
 /** Reads SDK-written files through the bridge and writes one open-layout file. */
 export async function importSdkFiles(bridge: ChildProcessPlugin, files: readonly string[], out: string, options: ConvertOptions = {}): Promise<{ blobs: number; bytes: number }> {
-  for (const f of files) await mustExist(f, 'open the file');
+  // The bridge's SDK would block for ever on a FIFO: every input must be a regular file, checked here.
+  for (const f of files) await (await openRegularFile(f, f, 'the SDK file')).handle.close();
   await available(bridge);
   const writer = await PopefWriter.create(out, { force: options.force, signal: options.signal });
   const progress = { bytes: 0 };
