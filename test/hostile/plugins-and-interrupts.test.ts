@@ -96,7 +96,9 @@ describe('interrupts', () => {
       });
       assert.equal(run.code, 130, run.stderr);
       assert.ok((run.stopMs ?? Infinity) < 1000, `stopped ${run.stopMs ?? '?'} ms after Ctrl-C`);
-      await until(async () => (await readdir(dir)).length === 0, 2000);
+      await until(async () => (await readdir(dir)).length === 0, 2000).catch(async () => {
+        assert.fail(`left in the temporary directory: ${(await readdir(dir)).join(', ')}`);
+      });
     });
   });
 
