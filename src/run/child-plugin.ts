@@ -222,11 +222,11 @@ export class ChildProcessPlugin implements ExecutionPlugin {
   }
 
   /** Sends a request and waits for its reply, racing the timeout and the child's death. */
-  private async request(message: { readonly type: string } & Record<string, unknown>, tensors: readonly Uint8Array[], timeoutMs: number): Promise<{ message: Message; tensors: Tensor[] }> {
+  private async request(message: { readonly type: string } & Record<string, unknown>, tensors: readonly Uint8Array[], timeoutMs: number, into?: ReadonlyMap<string, Uint8Array>): Promise<{ message: Message; tensors: Tensor[] }> {
     const { reader, stdin, id } = this.begin(message.type);
     try {
       // Reading starts at once: a plugin may answer before it has read everything.
-      const reply = reader.next();
+      const reply = reader.next(into);
       reply.catch(() => undefined);
       const sentThenAnswered = writeMessage(stdin, { ...message, id }, tensors).then(() => reply);
       const result = await this.guarded(sentThenAnswered, message.type, `answer "${message.type}"`, timeoutMs);
@@ -339,9 +339,9 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     return {
       inputs,
       outputs,
-      run: async (values) => {
+      run: async (values, runOptions) => {
         const list = [...values.values()];
-        const r = await this.request({ type: 'run', tensors: announce(list) }, list.map((t) => t.data), this.options.requestTimeoutMs ?? 300_000);
+        const r = await this.request({ type: 'run', tensors: announce(list) }, list.map((t) => t.data), this.options.requestTimeoutMs ?? 300_000, runOptions?.into);
         return new Map(r.tensors.map((t) => [t.name, t]));
       },
       close: async () => {

@@ -1,6 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
-import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
+import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, RunOptions, Tensor, TensorSpec } from './plugin-api.js';
 import { byteLength, userTensorSpecs } from './tensor.js';
 
 /**
@@ -105,8 +105,8 @@ class GuardedPlugin implements ExecutionPlugin {
       inputs: opened.inputs,
       outputs: opened.outputs,
       ...(opened.maxOutstandingRuns === undefined ? {} : { maxOutstandingRuns: opened.maxOutstandingRuns }),
-      async run(inputs: ReadonlyMap<string, Tensor>): Promise<Map<string, Tensor>> {
-        const outputs = await step('run the model', () => opened.run(inputs));
+      async run(inputs: ReadonlyMap<string, Tensor>, options?: RunOptions): Promise<Map<string, Tensor>> {
+        const outputs = await step('run the model', () => opened.run(inputs, options));
         checkOutputs(name, outputs, opened.outputs);
         return outputs;
       },

@@ -184,8 +184,8 @@ export class FrameReader {
    * the copy overlaps the transfer instead of following it, and nothing
    * but the destination grows.
    */
-  private async takeLarge(n: number): Promise<Buffer> {
-    const out = Buffer.allocUnsafe(n);
+  private async takeLarge(n: number, into?: Buffer): Promise<Buffer> {
+    const out = into ?? Buffer.allocUnsafe(n);
     let done = 0;
     while (done < n) {
       this.resumeUnder(n - done);
@@ -248,7 +248,7 @@ export class FrameReader {
    */
   async *chunks(a: Announcement, reuse = false): AsyncGenerator<Uint8Array> {
     if (a.chunked !== true) {
-      const data = await this.wholeTensor(a);
+      const data = await this.wholeTensor(a, undefined);
       if (data.length > 0) yield data;
       return;
     }
@@ -286,19 +286,26 @@ export class FrameReader {
     }
   }
 
-  /** The next message with all its tensors, each read whole. */
-  async next(): Promise<{ message: Message; tensors: Tensor[] }> {
+  /**
+   * The next message with all its tensors, each read whole; a tensor for
+   * which `into` lends a buffer of exactly its size is received into it.
+   */
+  async next(into?: ReadonlyMap<string, Uint8Array>): Promise<{ message: Message; tensors: Tensor[] }> {
     const { message, announced } = await this.nextMessage();
     const tensors: Tensor[] = [];
-    for (const a of announced) tensors.push({ name: a.name, dtype: a.dtype, shape: a.shape, data: await this.wholeTensor(a) });
+    for (const a of announced) tensors.push({ name: a.name, dtype: a.dtype, shape: a.shape, data: await this.wholeTensor(a, into?.get(a.name)) });
     return { message, tensors };
   }
 
   /** The single frame of an announced tensor that is not chunked. */
-  private async wholeTensor(a: Announcement): Promise<Buffer> {
-    const data = await this.frame('TENS');
-    if (data.length !== a.bytes) throw new ProtocolError(`tensor "${a.name}" was announced with ${a.bytes} bytes but its frame holds ${data.length}`);
-    return data;
+  private async wholeTensor(a: Announcement, lent: Uint8Array | undefined): Promise<Buffer> {
+    const n = await this.frameLength('TENS');
+    if (n !== a.bytes) throw new ProtocolError(`tensor "${a.name}" was announced with ${a.bytes} bytes but its frame holds ${n}`);
+    if (lent === undefined || lent.byteLength !== n) return n >= LARGE_FRAME ? this.takeLarge(n) : this.take(n);
+    const into = Buffer.from(lent.buffer, lent.byteOffset, lent.byteLength);
+    if (n >= LARGE_FRAME) return this.takeLarge(n, into);
+    (await this.take(n)).copy(into);
+    return into;
   }
 }
 

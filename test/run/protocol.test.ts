@@ -39,6 +39,26 @@ describe('chunked tensors in the plugin protocol', () => {
     });
   }
 
+  it('receives a whole tensor into a lent buffer of its exact size, large or small, and ignores one of another size', async () => {
+    for (const size of [3 * MiB + 5, 100]) {
+      const pipe = new PassThrough();
+      const reader = new FrameReader(pipe);
+      const data = pattern(size, 9);
+      const other = pattern(50, 1);
+      const announce = (name: string, bytes: number): Announcement => ({ name, dtype: 'U8', shape: [bytes], bytes });
+      const writing = writeMessage(pipe, { type: 'result', id: 1, tensors: [announce('y', size), announce('z', 50)] }, [data, other]);
+      const lent = new Uint8Array(size);
+      const wrongSize = new Uint8Array(49);
+      const got = await reader.next(new Map([['y', lent], ['z', wrongSize]]));
+      await writing;
+      const y = got.tensors.find((t) => t.name === 'y')?.data;
+      const z = got.tensors.find((t) => t.name === 'z')?.data;
+      assert.ok(y !== undefined && y.buffer === lent.buffer && y.byteOffset === lent.byteOffset, `size ${size}: not received into the lent buffer`);
+      assert.ok(Buffer.from(lent).equals(Buffer.from(data)));
+      assert.ok(z !== undefined && z.buffer !== wrongSize.buffer && Buffer.from(z).equals(Buffer.from(other)));
+    }
+  });
+
   it('rejects a chunk that runs past the announced size', async () => {
     const pipe = new PassThrough();
     const reader = new FrameReader(pipe);

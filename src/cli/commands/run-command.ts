@@ -150,15 +150,17 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
     });
 
     // Run: warm-up, then timed runs (or a duration), with progress on a terminal for long runs.
-    for (let i = 0; i < flags.warmup; i++) await model.run(inputs);
-    const samples: number[] = [];
+    // Each run receives its outputs into the previous run's buffers (only the last run's are kept).
+    const lend = (previous: ReadonlyMap<string, Tensor>): { into: Map<string, Uint8Array> } => ({ into: new Map([...previous].map(([name, t]) => [name, t.data])) });
     let outputs = new Map<string, Tensor>();
+    for (let i = 0; i < flags.warmup; i++) outputs = await model.run(inputs, lend(outputs));
+    const samples: number[] = [];
     const started = performance.now();
     let lastDraw = 0;
     const expectedRuns = flags.iterations;
     for (let i = 0; durationMs === undefined ? i < expectedRuns : performance.now() - started < durationMs || i === 0; i++) {
       const t0 = performance.now();
-      outputs = await model.run(inputs);
+      outputs = await model.run(inputs, lend(outputs));
       samples.push(performance.now() - t0);
       const elapsed = performance.now() - started;
       if (io.stderrIsTTY && elapsed > 1000 && elapsed - lastDraw > 100) {
