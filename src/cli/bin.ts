@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { pendingTemporaries } from '../io/temp-names.js';
+import { pendingTemporaries } from '../io/temp-registry.js';
 import { main } from './main.js';
 import { processIo } from './io.js';
 

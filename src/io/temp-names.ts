@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 // The PID names our temporary files and tells whether their writer still runs: identity, not configuration, so it is imported rather than taken as a parameter.
 import { kill, pid as ownPid } from 'node:process';
 import { basename, dirname, join } from 'node:path';
+import { recordTemporary } from './temp-registry.js';
 
 /**
  * Names for the temporary files and staging directories our writes make
@@ -25,24 +26,11 @@ const HOST = hostname().replace(/[^A-Za-z0-9]/g, '_');
 
 export type TempKind = 'tmp' | 'staging';
 
-/** Every name handed out: the process's exit hook removes those still there (see pendingTemporaries). */
-const handedOut = new Set<string>();
-
-/** A fresh sibling name for a write to `path`. */
+/** A fresh sibling name for a write to `path`, recorded for the exit hook (temp-registry.ts). */
 export function tempSibling(path: string, kind: TempKind): string {
   const name = join(dirname(path), `.${basename(path)}.popef-${kind}-${HOST}-${ownPid}-${randomBytes(6).toString('hex')}`);
-  handedOut.add(name);
+  recordTemporary(name);
   return name;
-}
-
-/**
- * The temporary names this process has made. When popef has to exit before
- * a write could clean up (Ctrl-C during a copy the OS will not interrupt),
- * the CLI removes them synchronously at exit; a name already renamed into
- * place no longer exists, so removing it does nothing.
- */
-export function pendingTemporaries(): readonly string[] {
-  return [...handedOut];
 }
 
 function alive(pid: number): boolean {
