@@ -126,6 +126,47 @@ describe('interrupts', () => {
     });
   });
 
+  it('SIGKILL in the middle of pack, unpack and scaffold of a large model: the re-run succeeds and nothing of ours is left', async () => {
+    await inTempDir(async (dir) => {
+      // A model with a 192 MiB weight, so that each command is still writing when it is killed.
+      const { PopefWriter } = await import('../../src/format/writer.js');
+      const { emptyMetadata } = await import('../../src/schema/model.js');
+      const big = join(dir, 'big.popef');
+      const w = await PopefWriter.create(big);
+      await w.writeExecutable('exe', new Uint8Array(64));
+      const anchors = [
+        { name: 'x', handle: 'h2d_x', tensorInfo: { dtype: 'F32' as const, shape: [1, 4] }, isPerReplica: false, type: 'INPUT' as const, programs: [5] },
+        { name: 'y', handle: 'anchor_d2h_y', tensorInfo: { dtype: 'F32' as const, shape: [1, 4] }, isPerReplica: false, type: 'OUTPUT' as const, programs: [5] },
+        { name: 'w', handle: '', tensorInfo: { dtype: 'F32' as const, shape: [48, 1024, 1024] }, isPerReplica: false, type: 'UNKNOWN' as const, programs: [] },
+      ];
+      await w.writeMetadata({ ...emptyMetadata('exe'), anchors, programFlow: { load: [], main: [5], save: [] } });
+      const chunk = new Uint8Array(4 * 1024 * 1024).fill(3);
+      await w.writeTensorData({ name: 'w', tensorInfo: { dtype: 'F32', shape: [48, 1024, 1024] } }, (async function* () {
+        for (let i = 0; i < 48; i++) yield chunk;
+      })());
+      await w.close();
+      const ours = (names: string[]): string[] => names.filter((n) => /\.popef-(tmp|staging)-/.test(n));
+      const killMidWrite = async (args: string[], where: string): Promise<void> => {
+        const run = await spawnPopef(args, {
+          timeoutMs: 60_000,
+          interrupt: { signal: 'SIGKILL', when: () => until(async () => ours(await readdir(where)).length > 0, 30_000) },
+        });
+        assert.equal(run.signal, 'SIGKILL', `${args[0] ?? ''} finished before it could be killed`);
+        assert.ok(ours(await readdir(where)).length > 0, 'the killed run left its temporary file (as SIGKILL must)');
+        const again = await spawnPopef(args, { timeoutMs: 60_000 });
+        assert.equal(again.code, 0, again.stderr);
+        assert.deepEqual(ours(await readdir(where)), [], `${args[0] ?? ''}: left behind after the re-run`);
+      };
+      const unpacked = join(dir, 'u');
+      await killMidWrite(['unpack', big, '-o', unpacked], dir);
+      await killMidWrite(['pack', join(unpacked, 'manifest.json'), '-o', join(dir, 'again.popef')], dir);
+      const repo = join(dir, 'repo');
+      await mkdir(repo);
+      await killMidWrite(['scaffold', big, '-r', repo, '-m', 'big'], repo);
+      assert.deepEqual((await readdir(repo)).sort(), ['big']);
+    });
+  });
+
   it('puts back a model entry that a killed scaffold --force had moved aside', async () => {
     await inTempDir(async (dir) => {
       const host = hostname().replace(/[^A-Za-z0-9]/g, '_');
