@@ -141,9 +141,7 @@ describe('interrupts', () => {
       ];
       await w.writeMetadata({ ...emptyMetadata('exe'), anchors, programFlow: { load: [], main: [5], save: [] } });
       const chunk = new Uint8Array(4 * 1024 * 1024).fill(3);
-      await w.writeTensorData({ name: 'w', tensorInfo: { dtype: 'F32', shape: [48, 1024, 1024] } }, (async function* () {
-        for (let i = 0; i < 48; i++) yield chunk;
-      })());
+      await w.writeTensorData({ name: 'w', tensorInfo: { dtype: 'F32', shape: [48, 1024, 1024] } }, Array.from({ length: 48 }, () => chunk));
       await w.close();
       const ours = (names: string[]): string[] => names.filter((n) => /\.popef-(tmp|staging)-/.test(n));
       const killMidWrite = async (args: string[], where: string): Promise<void> => {
