@@ -56,7 +56,7 @@ async function mustExist(path: string, action: string): Promise<void> {
 /** Reads SDK-written files through the bridge and writes one open-layout file. */
 export async function importSdkFiles(bridge: ChildProcessPlugin, files: readonly string[], out: string, options: ConvertOptions = {}): Promise<{ blobs: number; bytes: number }> {
   // The bridge's SDK would block for ever on a FIFO: every input must be a regular file, checked here.
-  for (const f of files) await (await openRegularFile(f, f, 'the SDK file')).handle.close();
+  for (const f of files) await (await openRegularFile(f, f, 'the file')).handle.close();
   await available(bridge);
   const writer = await PopefWriter.create(out, { force: options.force, signal: options.signal });
   const progress = { bytes: 0 };
