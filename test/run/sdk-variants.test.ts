@@ -119,3 +119,45 @@ describe('popef import leaves nothing when the SDK fails at any stage', { skip }
     });
   }
 });
+
+describe('the IPU bridge receiving large inputs', { skip }, () => {
+  it("reuses a large input's receive buffer from run to run without mixing runs up, and takes lent output buffers", async () => {
+    const { PopefWriter } = await import('../../src/format/writer.js');
+    const { emptyMetadata } = await import('../../src/schema/model.js');
+    const { ipuPlugin } = await import('../../src/run/load-plugin.js');
+    await inTempDir(async (dir) => {
+      const path = join(dir, 'big-input.popef');
+      const w = await PopefWriter.create(path);
+      await w.writeExecutable('e', new Uint8Array(16));
+      const shape = [1, 1024, 1024];
+      await w.writeMetadata({
+        ...emptyMetadata('e'),
+        programFlow: { load: [], main: [5], save: [] },
+        anchors: [
+          { name: 'x', handle: 'h2d_x', tensorInfo: { dtype: 'F32', shape }, isPerReplica: false, type: 'INPUT', programs: [5] },
+          { name: 'y', handle: 'anchor_d2h_y', tensorInfo: { dtype: 'F32', shape: [2, 1024, 1024] }, isPerReplica: false, type: 'OUTPUT', programs: [5] },
+        ],
+      });
+      await w.close();
+      const plugin = ipuPlugin({ cwd: ROOT, env: sim('3.4.0') });
+      try {
+        const model = await plugin.open({ files: [path], executable: 'e', options: {} });
+        let lent: Map<string, Uint8Array> | undefined;
+        for (const v of [1, 2, 3]) {
+          const data = new Uint8Array(new Float32Array(1 << 20).fill(v).buffer);
+          const out = await model.run(new Map([['x', { name: 'x', dtype: 'F32', shape, data }]]), lent === undefined ? undefined : { into: lent });
+          const y = out.get('y');
+          assert.ok(y !== undefined);
+          if (lent !== undefined) assert.equal(y.data.buffer, lent.get('y')?.buffer, 'the output was not received into the lent buffer');
+          // The simulated runtime's output element i is the sum of the inputs plus i.
+          const values = new Float32Array(y.data.buffer, y.data.byteOffset, y.data.byteLength / 4);
+          assert.deepEqual([values[0], values[5]], [v * (1 << 20), v * (1 << 20) + 5], `run ${v} saw another run's input`);
+          lent = new Map([['y', y.data]]);
+        }
+        await model.close();
+      } finally {
+        await plugin.dispose();
+      }
+    });
+  });
+});
