@@ -39,8 +39,11 @@ export async function runProcess(): Promise<void> {
     () => (stop.normal = true),
     (ms) => (stop.graceMs = ms),
   );
-  process.exitCode = await main(process.argv.slice(2), io);
-  if (controller.signal.aborted && !stop.normal) process.exitCode = signalExit;
+  const code = await main(process.argv.slice(2), io);
+  // Interrupted work exits 128 + n. A command that had already finished (its
+  // output committed) when the signal came reports what it did: 0 means the
+  // output is there and whole.
+  process.exitCode = controller.signal.aborted && !stop.normal && code !== 0 ? signalExit : code;
   // The answer is given: whatever is still pending (a plugin promise that never settles) must not keep popef alive.
   setTimeout(() => process.exit(), LINGER_MS).unref();
 }

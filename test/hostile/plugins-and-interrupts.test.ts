@@ -165,6 +165,41 @@ describe('interrupts', () => {
     });
   });
 
+  it('Ctrl-C at seeded random moments of pack and unpack: each run either completes or leaves nothing, within 1 s', async () => {
+    const { seededRandom } = await import('../../src/run/tensor-io/inputs.js');
+    const { PopefWriter } = await import('../../src/format/writer.js');
+    const { emptyMetadata } = await import('../../src/schema/model.js');
+    await inTempDir(async (dir) => {
+      const model = join(dir, 'model.popef');
+      const w = await PopefWriter.create(model);
+      await w.writeExecutable('exe', new Uint8Array(64));
+      await w.writeMetadata({ ...emptyMetadata('exe'), anchors: [{ name: 'w', handle: '', tensorInfo: { dtype: 'F32', shape: [32, 1024, 1024] }, isPerReplica: false, type: 'UNKNOWN', programs: [] }] });
+      await w.writeTensorData({ name: 'w', tensorInfo: { dtype: 'F32', shape: [32, 1024, 1024] } }, Array.from({ length: 32 }, () => new Uint8Array(4 * 1024 * 1024).fill(5)));
+      await w.close();
+      const unpacked = join(dir, 'u');
+      assert.equal((await spawnPopef(['unpack', model, '-o', unpacked])).code, 0);
+      // Which runs stop part way and which complete depends on the machine's speed; the invariant holds for each.
+      const random = seededRandom(13);
+      for (let i = 0; i < 6; i++) {
+        const afterMs = Math.floor(random() * 700);
+        const unpack = i % 2 === 0;
+        const out = join(dir, unpack ? `u${i}` : `p${i}.popef`);
+        const args = unpack ? ['unpack', model, '-o', out] : ['pack', join(unpacked, 'manifest.json'), '-o', out];
+        const run = await spawnPopef(args, { interrupt: { signal: 'SIGINT', afterMs } });
+        const where = `${args[0] ?? ''} interrupted after ${afterMs} ms`;
+        assert.equal(run.hung, false, where);
+        // Before popef has installed its handler (Node still starting), Ctrl-C ends the process by the signal itself: nothing was written yet.
+        const stopped = run.code === 130 || run.signal === 'SIGINT';
+        assert.ok(run.code === 0 || stopped, `${where}: exit ${run.code ?? run.signal ?? '?'}\n${run.stderr}`);
+        if (stopped) assert.ok((run.stopMs ?? 0) < 1000, `${where}: stopped ${run.stopMs ?? '?'} ms after Ctrl-C`);
+        const names = await readdir(dir);
+        assert.deepEqual(names.filter((n) => /\.popef-(tmp|staging)-/.test(n)), [], `${where}: temporary files left`);
+        if (stopped) assert.ok(!names.includes(unpack ? `u${i}` : `p${i}.popef`), `${where}: a partial output was left`);
+        else assert.equal((await spawnPopef(unpack ? ['dump', '--verify', model] : ['dump', '--verify', out])).code, 0, `${where}: the completed output does not verify`);
+      }
+    });
+  });
+
   it('puts back a model entry that a killed scaffold --force had moved aside', async () => {
     await inTempDir(async (dir) => {
       const host = hostname().replace(/[^A-Za-z0-9]/g, '_');
