@@ -68,7 +68,10 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
     for (const blob of file.blobs) {
       flushEnds(blob.offset);
       if (options.signal?.aborted === true) throw new PopefError(ErrorCode.Io, 'interrupted; nothing was written', { file: outDir });
-      await file.verifyBlob(blob);
+      // Between chunks of a large payload too: Ctrl-C must not wait for a whole checksum pass.
+      await file.verifyBlob(blob, () => {
+        if (options.signal?.aborted === true) throw new PopefError(ErrorCode.Io, 'interrupted; nothing was written', { file: outDir });
+      });
       const stem = `${String(blob.index).padStart(3, '0')}-${blob.type.toLowerCase()}`;
       const payloadName = `${stem}.bin`;
       const write = async (name: string, chunks: AsyncIterable<Uint8Array>): Promise<void> => {
