@@ -128,6 +128,11 @@ export function isPopefError(value: unknown): value is PopefError {
   return value instanceof PopefError;
 }
 
+/** Whether `error` is an I/O error (from ioError) whose cause is a missing file: the one failure some callers treat as "absent". */
+export function isNotFound(error: unknown): boolean {
+  return error instanceof PopefError && (error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+}
+
 /** Turns a Node fs error into a PopefError that names the path and the OS reason. */
 export function ioError(error: unknown, file: string, action: string): PopefError {
   const errno = error as NodeJS.ErrnoException;

@@ -137,8 +137,8 @@ export class HttpSource implements ByteSource {
   /**
    * The body of a 206, read as it arrives into a buffer of the size asked
    * for: a server that sends more (or a compressed body that inflates to
-   * more) is cut off at the first byte too many, one that stalls between
-   * chunks for the timeout is a timeout, one that closes early is a
+   * more) is cut off at the first byte too many, one that has not finished
+   * within the request's timeout is a timeout, one that closes early is a
    * truncation. Never the whole body first and the checks after.
    */
   private async readBody(response: Response, expected: number, offset: number, field: string): Promise<Uint8Array> {
@@ -146,24 +146,13 @@ export class HttpSource implements ByteSource {
     let done = 0;
     const reader = response.body?.getReader();
     if (reader === undefined) return out.subarray(0, 0);
-    let timer: NodeJS.Timeout | undefined;
-    let rearm: () => void = () => undefined;
-    const stalled = new Promise<never>((_, reject) => {
-      const arm = (): void => {
-        clearTimeout(timer);
-        timer = setTimeout(() => reject(this.fail(ErrorCode.Timeout, `the server stopped sending for ${this.options.timeoutMs / 1000} s after ${done} of ${expected} bytes (reading ${field})`, 'check the server and the network, then try again')), this.options.timeoutMs);
-      };
-      arm();
-      rearm = arm;
-    });
-    stalled.catch(() => undefined);
     try {
       for (;;) {
         let step: { done: boolean; value?: Uint8Array };
         try {
-          step = await Promise.race([reader.read(), stalled]);
+          // The request's own timeout signal also ends a body that stalls.
+          step = await reader.read();
         } catch (error) {
-          if (error instanceof PopefError) throw error;
           const e = error as Error;
           if (e.name === 'TimeoutError' || e.name === 'AbortError') {
             throw this.fail(ErrorCode.Timeout, `the server did not finish sending within ${this.options.timeoutMs / 1000} s (reading ${field})`, 'check the server and the network, then try again');
@@ -173,7 +162,6 @@ export class HttpSource implements ByteSource {
         }
         const chunk = step.value;
         if (step.done || chunk === undefined) break;
-        rearm();
         if (done + chunk.byteLength > expected) {
           throw this.fail(ErrorCode.BadStructure, `the server sent more than the ${expected} bytes of the range at offset ${offset} (reading ${field})`, 'the server does not honour Range requests correctly: download the file instead');
         }
@@ -181,11 +169,11 @@ export class HttpSource implements ByteSource {
         done += chunk.byteLength;
       }
     } finally {
-      clearTimeout(timer);
       await reader.cancel().catch(() => undefined);
     }
     return done === expected ? out : out.subarray(0, done);
   }
+
 
   async read(offset: number, length: number, field: string): Promise<Uint8Array> {
     checkRange(this.name, this.size, offset, length, field);

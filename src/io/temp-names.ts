@@ -49,44 +49,55 @@ function escapeRegExp(text: string): string {
 }
 
 /**
- * Removes what dead runs of ours left beside `path` (see above). Returns the
- * names removed or restored. Never throws: a leftover that cannot be removed
- * must not stop the write that is about to replace it.
+ * Removes what dead runs of ours left beside each of `paths` (see above),
+ * listing each directory once. Returns the names removed or restored.
+ * Never throws: a leftover that cannot be removed must not stop the write
+ * that is about to replace it.
  */
-export async function removeStaleSiblings(path: string): Promise<string[]> {
-  const dir = dirname(path);
-  const pattern = new RegExp(`^\\.${escapeRegExp(basename(path))}\\.popef-(tmp|staging)-${escapeRegExp(HOST)}-(\\d+)-[0-9a-f]{12}(\\.old(?:-(.+))?)?$`);
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch {
-    return [];
+export async function removeStaleSiblings(...paths: string[]): Promise<string[]> {
+  const byDir = new Map<string, Map<string, string>>();
+  for (const path of paths) {
+    const names = byDir.get(dirname(path)) ?? new Map<string, string>();
+    names.set(basename(path), path);
+    byDir.set(dirname(path), names);
   }
+  const pattern = new RegExp(`^\\.(.+)\\.popef-(?:tmp|staging)-${escapeRegExp(HOST)}-(\\d+)-[0-9a-f]{12}(\\.old(?:-(.+))?)?$`);
   const done: string[] = [];
-  for (const name of names) {
-    const m = pattern.exec(name);
-    if (m === null || alive(Number(m[2]))) continue;
-    const leftover = join(dir, name);
-    const backup = m[3] !== undefined;
-    const entry = m[4];
+  for (const [dir, wanted] of byDir) {
+    let names: string[];
     try {
-      if (backup) {
-        const original = entry === undefined ? path : join(path, entry);
-        const present = await stat(original).then(
-          () => true,
-          () => false,
-        );
-        if (!present) {
-          await rename(leftover, original);
-          done.push(name);
-          continue;
-        }
-      }
-      await rm(leftover, { recursive: true, force: true });
-      done.push(name);
+      names = await readdir(dir);
     } catch {
-      // Left for the next run, or for the user.
+      continue;
+    }
+    for (const name of names) {
+      const m = pattern.exec(name);
+      const path = m === null ? undefined : wanted.get(m[1] ?? '');
+      if (m === null || path === undefined || alive(Number(m[2]))) continue;
+      if (await removeLeftover(join(dir, name), path, m[3] !== undefined, m[4])) done.push(name);
     }
   }
   return done;
+}
+
+/** Removes one leftover, or moves a backup back where its original is missing; false when that fails. */
+async function removeLeftover(leftover: string, path: string, backup: boolean, entry: string | undefined): Promise<boolean> {
+  try {
+    if (backup) {
+      const original = entry === undefined ? path : join(path, entry);
+      const present = await stat(original).then(
+        () => true,
+        () => false,
+      );
+      if (!present) {
+        await rename(leftover, original);
+        return true;
+      }
+    }
+    await rm(leftover, { recursive: true, force: true });
+    return true;
+  } catch {
+    // Left for the next run, or for the user.
+    return false;
+  }
 }

@@ -1,5 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
+import { sameTensorInfo } from '../schema/model.js';
 import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, RunOptions, Tensor, TensorSpec } from './plugin-api.js';
 import { byteLength, userTensorSpecs } from './tensor.js';
 
@@ -25,10 +26,6 @@ export interface GuardOptions {
 
 function describe(s: TensorSpec): string {
   return `${s.dtype} [${s.shape.join(', ')}]`;
-}
-
-function sameSpec(a: TensorSpec, b: TensorSpec): boolean {
-  return a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
 }
 
 class GuardedPlugin implements ExecutionPlugin {
@@ -140,7 +137,7 @@ function checkDeclared(plugin: string, kind: 'inputs' | 'outputs', declared: rea
   for (const d of declared) {
     const e = byName.get(d.name);
     if (e === undefined) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" declares ${kind === 'inputs' ? 'an input' : 'an output'} "${d.name}" that the model does not have`, {});
-    if (!sameSpec(d, e)) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" declares ${kind === 'inputs' ? 'input' : 'output'} "${d.name}" as ${describe(d)}, but the model's anchor is ${describe(e)}`, {});
+    if (!sameTensorInfo(d, e)) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" declares ${kind === 'inputs' ? 'input' : 'output'} "${d.name}" as ${describe(d)}, but the model's anchor is ${describe(e)}`, {});
     byName.delete(d.name);
   }
   const missing = [...byName.keys()];
@@ -152,7 +149,7 @@ function checkOutputs(plugin: string, outputs: ReadonlyMap<string, Tensor>, spec
   for (const spec of specs) {
     const t = outputs.get(spec.name);
     if (t === undefined) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned no output "${spec.name}"`, {});
-    if (!sameSpec(t, spec)) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned output "${spec.name}" as ${describe(t)}, but the model's anchor is ${describe(spec)}`, {});
+    if (!sameTensorInfo(t, spec)) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned output "${spec.name}" as ${describe(t)}, but the model's anchor is ${describe(spec)}`, {});
     if (!(t.data instanceof Uint8Array) || t.data.byteLength !== byteLength(spec)) {
       throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned output "${spec.name}" with ${t.data instanceof Uint8Array ? t.data.byteLength : 'no'} bytes, but ${describe(spec)} needs ${byteLength(spec)}`, {});
     }

@@ -1,7 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { FILE_LIMITS, readRegularText } from '../io/local-file.js';
 import { basename, join, resolve } from 'node:path';
-import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { ErrorCode, PopefError, ioError, isNotFound } from '../errors.js';
 import { parseNameMap } from '../triton/name-map.js';
 
 /**
@@ -54,7 +54,7 @@ export async function resolveTarget(args: readonly string[], cwd: string, versio
     const mapPath = join(versionDir, 'name_map.json');
     const text = await readRegularText(mapPath, { what: 'name_map.json', limit: FILE_LIMITS.json }).catch((error: unknown) => {
       // No map: the anchors keep their own names. Any other failure is the user's to fix.
-      if (error instanceof PopefError && (error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') return undefined;
+      if (isNotFound(error)) return undefined;
       throw error;
     });
     if (text !== undefined) {

@@ -1,6 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import { userAnchors } from '../inspect/anchor-roles.js';
-import { elementBytes, type DataType, type Metadata } from '../schema/model.js';
+import { elementBytes, sameTensorInfo, type DataType, type Metadata } from '../schema/model.js';
 import type { Tensor, TensorSpec } from './plugin-api.js';
 
 /**
@@ -155,8 +155,7 @@ export function isFloat(dtype: DataType): boolean {
 
 /** Checks a tensor against what the model expects; the message names the input, the expected and the actual. */
 export function checkAgainstSpec(t: Tensor, spec: TensorSpec, label: string): void {
-  const same = t.dtype === spec.dtype && t.shape.length === spec.shape.length && t.shape.every((d, i) => d === spec.shape[i]);
-  if (!same) {
+  if (!sameTensorInfo(t, spec)) {
     throw new PopefError(ErrorCode.InvalidInput, `input "${label}" is ${t.dtype} [${t.shape.join(', ')}], but the model expects ${spec.dtype} [${spec.shape.join(', ')}]`, {
       suggestion: 'give data of that dtype and shape (a .npy file carries both; .bin must have exactly the right size)',
     });

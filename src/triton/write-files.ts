@@ -19,12 +19,12 @@ export async function writeFilesAtomically(files: readonly { path: string; conte
     }
   }
   const temps: string[] = [];
+  await removeStaleSiblings(...files.map((f) => f.path));
   try {
     for (const f of files) {
       await mkdir(dirname(f.path), { recursive: true }).catch((error: unknown) => {
         throw ioError(error, dirname(f.path), 'create the directory');
       });
-      await removeStaleSiblings(f.path);
       const temp = tempSibling(f.path, 'tmp');
       await writeFile(temp, f.content, { flag: 'wx' }).catch((error: unknown) => {
         throw ioError(error, f.path, 'write');

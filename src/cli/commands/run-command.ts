@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { ErrorCode, PopefError } from '../../errors.js';
+import { ErrorCode, PopefError, isNotFound } from '../../errors.js';
 import { ModelSet } from '../../format/model-set.js';
 import { FILE_LIMITS, readRegularFile } from '../../io/local-file.js';
 import { chooseColour } from '../../present/colour.js';
@@ -208,7 +208,7 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
         const name = client(t.name);
         const file = single ? path : join(path, names.get(name) ?? '');
         const bytes = await readRegularFile(file, { what: `the expected values of output "${name}"`, limit: FILE_LIMITS.input }).catch((error: unknown) => {
-          if (error instanceof PopefError && (error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') {
+          if (isNotFound(error)) {
             throw new PopefError(ErrorCode.Io, `no expected values for output "${name}"`, { file, suggestion: 'save them with popef run --save-outputs' });
           }
           throw error;

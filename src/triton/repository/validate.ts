@@ -1,7 +1,7 @@
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { ErrorCode, PopefError, ioError } from '../../errors.js';
+import { ErrorCode, PopefError, ioError, isNotFound } from '../../errors.js';
 import { FILE_LIMITS, readRegularFile, readRegularText } from '../../io/local-file.js';
 import { ModelSet } from '../../format/model-set.js';
 import { parseNameMap, type ParsedNameMap } from '../name-map.js';
@@ -124,29 +124,33 @@ class ModelChecker {
   /** Findings per rule, listed or not; and the severity of the first, for the closing count. */
   private readonly perRule = new Map<RuleId, { count: number; severity: Severity; file?: string }>();
 
+  /** Findings of one rule listed for this model. */
+  private get limit(): number {
+    return this.options.maxFindingsPerRule ?? MAX_FINDINGS_PER_RULE;
+  }
+
   /**
    * For a rule function that returns its findings at the end: whether its
    * next finding of `rule` will be listed, counting the ones it made before.
    */
   private wanter(): (rule: RuleId) => boolean {
     const made = new Map<RuleId, number>();
-    const limit = this.options.maxFindingsPerRule ?? MAX_FINDINGS_PER_RULE;
     return (rule) => {
       const n = (made.get(rule) ?? 0) + 1;
       made.set(rule, n);
-      return (this.perRule.get(rule)?.count ?? 0) + n <= limit;
+      return (this.perRule.get(rule)?.count ?? 0) + n <= this.limit;
     };
   }
 
   private add(rule: RuleId, message: string, where: { file?: string; at?: SourcePos } = {}, hint?: string, severity?: Severity): void {
-    const base = severity ?? RULES[rule].severity;
-    const seen = this.perRule.get(rule) ?? { count: 0, severity: this.options.strict === true ? 'error' : base, ...(where.file === undefined ? {} : { file: where.file }) };
+    const shown: Severity = this.options.strict === true ? 'error' : (severity ?? RULES[rule].severity);
+    const seen = this.perRule.get(rule) ?? { count: 0, severity: shown, ...(where.file === undefined ? {} : { file: where.file }) };
     seen.count += 1;
     this.perRule.set(rule, seen);
-    if (seen.count > (this.options.maxFindingsPerRule ?? MAX_FINDINGS_PER_RULE)) return;
+    if (seen.count > this.limit) return;
     this.findings.push({
       rule,
-      severity: this.options.strict === true ? 'error' : base,
+      severity: shown,
       message,
       model: this.model,
       ...(where.file === undefined ? {} : { file: where.file }),
@@ -156,10 +160,9 @@ class ModelChecker {
   }
 
   private addRaw(raw: readonly RawFinding[], file: string, positions: ReadonlyMap<string, SourcePos>): void {
-    const limit = this.options.maxFindingsPerRule ?? MAX_FINDINGS_PER_RULE;
     for (const f of raw) {
       // Past the limit only the count matters: no position to look for.
-      if ((this.perRule.get(f.rule)?.count ?? 0) >= limit) {
+      if ((this.perRule.get(f.rule)?.count ?? 0) >= this.limit) {
         this.add(f.rule, f.message, { file }, f.hint, f.severity);
         continue;
       }
@@ -182,7 +185,7 @@ class ModelChecker {
       const file = error.file === undefined ? this.model : relative(this.root, error.file) || this.model;
       this.add('layout/unreadable', `${error.message}; Triton cannot load model '${this.model}'`, { file }, error.suggestion ?? 'check the permissions and the kind of the file');
     }
-    const limit = this.options.maxFindingsPerRule ?? MAX_FINDINGS_PER_RULE;
+    const limit = this.limit;
     for (const [rule, seen] of this.perRule) {
       if (seen.count <= limit) continue;
       this.findings.push({
@@ -209,7 +212,7 @@ class ModelChecker {
       // The bytes go to the parser as they are: a 50 MB config is not also decoded into a string.
       text = await readRegularFile(configPath, { what: 'config.pbtxt', limit: FILE_LIMITS.config });
     } catch (error) {
-      if (!(error instanceof PopefError) || (error.cause as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT') throw error;
+      if (!isNotFound(error)) throw error;
       this.add('layout/config-missing', `model '${this.model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`, { file: configFile }, 'add a config.pbtxt (popef config generates one)');
     }
     if (text !== undefined) {
