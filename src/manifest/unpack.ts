@@ -35,6 +35,8 @@ export interface UnpackResult {
  * place, so a failure (damage found, disk full) leaves nothing behind.
  */
 export async function unpackFile(path: string, outDir: string, options: UnpackOptions = {}): Promise<UnpackResult> {
+  // First: a killed --force may have moved the previous output aside, and putting it back changes what exists.
+  await removeStaleSiblings(outDir);
   const existing = await stat(outDir).then(
     () => true,
     () => false,
@@ -47,7 +49,6 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
   }
   if (existing) await checkReplaceable(path, outDir);
   const file = await PopefFile.open(path);
-  await removeStaleSiblings(outDir);
   const staging = tempSibling(outDir, 'staging');
   try {
     await mkdir(staging).catch((error: unknown) => {

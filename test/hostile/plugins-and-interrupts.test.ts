@@ -200,6 +200,23 @@ describe('interrupts', () => {
     });
   });
 
+  it('puts back an output directory that a killed unpack --force had moved aside, before deciding whether it exists', async () => {
+    await inTempDir(async (dir) => {
+      const host = hostname().replace(/[^A-Za-z0-9]/g, '_');
+      const { rename, readFile } = await import('node:fs/promises');
+      const out = join(dir, 'u');
+      assert.equal((await spawnPopef(['unpack', MNIST, '-o', out])).code, 0);
+      const manifest = await readFile(join(out, 'manifest.json'), 'utf8');
+      // Killed between moving the old output aside and moving the new one in.
+      await rename(out, join(dir, `.u.popef-staging-${host}-${2 ** 22 + 9}-00000000000b.old`));
+      const refused = await spawnPopef(['unpack', MNIST, '-o', out]);
+      assertCleanError(refused, 2, /output directory already exists \[E_EXISTS\]/);
+      assert.equal(await readFile(join(out, 'manifest.json'), 'utf8'), manifest, 'the earlier output is back');
+      assert.equal((await spawnPopef(['unpack', MNIST, '-o', out, '--force'])).code, 0);
+      assert.deepEqual((await readdir(dir)).sort(), ['u']);
+    });
+  });
+
   it('puts back a model entry that a killed scaffold --force had moved aside', async () => {
     await inTempDir(async (dir) => {
       const host = hostname().replace(/[^A-Za-z0-9]/g, '_');
