@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import { constants } from 'node:os';
 import { ErrorCode, PopefError } from '../errors.js';
+import { raceDeadline } from './deadline.js';
 import { ModelSet } from '../format/model-set.js';
 import { modelPayload } from './model-payload.js';
 import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
@@ -146,37 +147,30 @@ export class ChildProcessPlugin implements ExecutionPlugin {
    * timed run or a long import takes thousands of steps.
    */
   private async guarded<T>(step: Promise<T>, type: string, what: string, timeoutMs: number): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
     let onExit: (() => void) | undefined;
-    let onAbort: (() => void) | undefined;
-    const signal = this.options.signal;
-    step.catch(() => undefined);
+    const died = new Promise<never>((_, reject) => {
+      // Let any reply already sent be read first.
+      onExit = () => setImmediate(() => reject(this.deathError(type)));
+      if (this.exited !== undefined) onExit();
+      else this.exitWaiters.push(onExit);
+    });
+    died.catch(() => undefined);
     try {
-      return await Promise.race([
+      return await raceDeadline(
         step,
-        new Promise<never>((_, reject) => {
-          // Let any reply already sent be read first.
-          onExit = () => setImmediate(() => reject(this.deathError(type)));
-          if (this.exited !== undefined) onExit();
-          else this.exitWaiters.push(onExit);
-        }),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
+        {
+          timeoutMs,
+          onTimeout: () => {
             void this.kill();
-            reject(
-              new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${timeoutMs / 1000} s and was stopped`, {
-                suggestion: 'raise --timeout if the model really needs longer, or check that the device is free',
-              }),
-            );
-          }, timeoutMs);
-        }),
-        new Promise<never>((_, reject) => {
-          if (signal === undefined) return;
-          onAbort = (): void => reject(new PopefError(ErrorCode.Io, 'interrupted; the plugin was stopped', {}));
-          if (signal.aborted) onAbort();
-          else signal.addEventListener('abort', onAbort, { once: true });
-        }),
-      ]);
+            return new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${timeoutMs / 1000} s and was stopped`, {
+              suggestion: 'raise --timeout if the model really needs longer, or check that the device is free',
+            });
+          },
+          signal: this.options.signal,
+          onAbort: () => new PopefError(ErrorCode.Io, 'interrupted; the plugin was stopped', {}),
+        },
+        [died],
+      );
     } catch (error) {
       if (!(error instanceof ProtocolError)) throw error;
       if (error.message === 'ended') {
@@ -187,8 +181,6 @@ export class ChildProcessPlugin implements ExecutionPlugin {
       void this.kill();
       throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" broke the protocol: ${error.message}`, { suggestion: 'see src/run/PROTOCOL.md' });
     } finally {
-      clearTimeout(timer);
-      if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
       if (onExit !== undefined) this.exitWaiters = this.exitWaiters.filter((w) => w !== onExit);
     }
   }

@@ -1,5 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
+import { raceDeadline } from './deadline.js';
 import { sameTensorInfo } from '../schema/model.js';
 import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, RunOptions, Tensor, TensorSpec } from './plugin-api.js';
 import { byteLength, userTensorSpecs } from './tensor.js';
@@ -40,9 +41,6 @@ class GuardedPlugin implements ExecutionPlugin {
 
   /** The plugin's step, bounded by the timeout and the interrupt; its exceptions become E_PLUGIN. */
   async step<T>(what: string, start: () => Promise<T>): Promise<T> {
-    const { timeoutMs, signal } = this.options;
-    let timer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
     let work: Promise<T>;
     try {
       // A plugin written in plain JavaScript may return a value, not a promise.
@@ -50,35 +48,18 @@ class GuardedPlugin implements ExecutionPlugin {
     } catch (error) {
       work = Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    work.catch(() => undefined);
+    const { timeoutMs, signal } = this.options;
     try {
-      const racers: Promise<T>[] = [work];
-      if (timeoutMs !== undefined) {
-        racers.push(
-          new Promise<never>((_, reject) => {
-            timer = setTimeout(() => {
-              reject(new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${timeoutMs / 1000} s`, { suggestion: 'raise --timeout if the model really needs longer' }));
-            }, timeoutMs);
-          }),
-        );
-      }
-      if (signal !== undefined) {
-        racers.push(
-          new Promise<never>((_, reject) => {
-            onAbort = (): void => reject(new PopefError(ErrorCode.Io, 'interrupted', {}));
-            if (signal.aborted) onAbort();
-            else signal.addEventListener('abort', onAbort, { once: true });
-          }),
-        );
-      }
-      return await Promise.race(racers);
+      return await raceDeadline(work, {
+        timeoutMs,
+        onTimeout: () => new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${(timeoutMs ?? 0) / 1000} s`, { suggestion: 'raise --timeout if the model really needs longer' }),
+        signal,
+        onAbort: () => new PopefError(ErrorCode.Io, 'interrupted', {}),
+      });
     } catch (error) {
       if (error instanceof PopefError) throw error;
       const message = error instanceof Error ? error.message : String(error);
       throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" failed to ${what}: ${message}`, { suggestion: 'this is the plugin\'s error: see its documentation', cause: error });
-    } finally {
-      clearTimeout(timer);
-      if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
     }
   }
 
