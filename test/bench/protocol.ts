@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { PopefWriter, emptyMetadata } from '../../src/index.js';
 import { ChildProcessPlugin } from '../../src/run/child-plugin.js';
 import { ipuPlugin } from '../../src/run/load-plugin.js';
-import type { Tensor } from '../../src/run/plugin-api.js';
+import type { OpenedModel, RunOptions, Tensor } from '../../src/run/plugin-api.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const dir = await mkdtemp(join(tmpdir(), 'popef-bench-protocol-'));
@@ -28,6 +28,26 @@ async function model(path: string, shape: number[]): Promise<void> {
   await w.close();
 }
 
+/**
+ * Microseconds per run, sorted, after `warmups` untimed runs; `check` sees each
+ * timed run's outputs. With `lend`, each run receives into the previous run's
+ * buffers, as popef run's timed loop does.
+ */
+async function timeRuns(opened: OpenedModel, inputs: ReadonlyMap<string, Tensor>, o: { warmups: number; runs: number; lend: boolean; check: (out: Map<string, Tensor>) => void }): Promise<number[]> {
+  let previous = new Map<string, Tensor>();
+  const options = (): RunOptions | undefined => (o.lend ? { into: new Map([...previous].map(([k, t]) => [k, t.data])) } : undefined);
+  for (let i = 0; i < o.warmups; i++) previous = await opened.run(inputs, options());
+  const times: number[] = [];
+  for (let i = 0; i < o.runs; i++) {
+    const start = process.hrtime.bigint();
+    previous = await opened.run(inputs, options());
+    times.push(Number(process.hrtime.bigint() - start) / 1e3);
+    o.check(previous);
+  }
+  await opened.close();
+  return times.sort((a, b) => a - b);
+}
+
 /** Median-sorted microseconds per run; `outputBytes` makes the child answer with that many bytes instead of the echo. */
 async function measure(shape: number[], runs: number, outputBytes?: number, lend = false): Promise<number[]> {
   const path = join(dir, `m-${shape.join('x')}-${outputBytes ?? 'echo'}-${lend ? 'lent' : 'fresh'}.popef`);
@@ -38,23 +58,15 @@ async function measure(shape: number[], runs: number, outputBytes?: number, lend
     const opened = await plugin.open({ files: [path], executable: 'e', options: {} });
     const bytes = shape.reduce((p, d) => p * d, 4);
     const input: Tensor = { name: 'x', dtype: 'F32', shape, data: new Uint8Array(bytes).fill(7) };
-    const inputs = new Map([['x', input]]);
-    let previous = new Map<string, Tensor>();
-    // With `lend`, each run receives into the previous run's buffers, as popef run's timed loop does.
-    const options = (): { into: Map<string, Uint8Array> } | undefined => (lend ? { into: new Map([...previous].map(([k, t]) => [k, t.data])) } : undefined);
-    for (let i = 0; i < Math.min(20, runs); i++) previous = await opened.run(inputs, options()); // warm up
-    const times: number[] = [];
-    for (let i = 0; i < runs; i++) {
-      const start = process.hrtime.bigint();
-      const out = await opened.run(inputs, options());
-      previous = out;
-      times.push(Number(process.hrtime.bigint() - start) / 1e3);
-      const expected = outputBytes ?? bytes;
-      const got = outputBytes === undefined ? out.get('x:echo')?.data.byteLength : outputBytes === 0 ? 0 : out.get('out')?.data.byteLength;
-      if (got !== expected) throw new Error('echo lost bytes');
-    }
-    await opened.close();
-    return times.sort((a, b) => a - b);
+    return await timeRuns(opened, new Map([['x', input]]), {
+      warmups: Math.min(20, runs),
+      runs,
+      lend,
+      check: (out) => {
+        const got = outputBytes === undefined ? out.get('x:echo')?.data.byteLength : outputBytes === 0 ? 0 : out.get('out')?.data.byteLength;
+        if (got !== (outputBytes ?? bytes)) throw new Error('echo lost bytes');
+      },
+    });
   } finally {
     await plugin.dispose();
   }
@@ -80,19 +92,14 @@ async function measureBridge(inShape: number[], outShape: number[], runs: number
     const opened = await plugin.open({ files: [path], executable: 'e', options: {} });
     const bytes = inShape.reduce((p, d) => p * d, 4);
     const inputs = new Map([['x', { name: 'x', dtype: 'F32' as const, shape: inShape, data: new Uint8Array(bytes).fill(7) }]]);
-    let previous = new Map<string, Tensor>();
-    const options = (): { into: Map<string, Uint8Array> } | undefined => (lend ? { into: new Map([...previous].map(([k, t]) => [k, t.data])) } : undefined);
-    for (let i = 0; i < 3; i++) previous = await opened.run(inputs, options());
-    const times: number[] = [];
-    for (let i = 0; i < runs; i++) {
-      const start = process.hrtime.bigint();
-      const out = await opened.run(inputs, options());
-      previous = out;
-      times.push(Number(process.hrtime.bigint() - start) / 1e3);
-      if (out.get('y')?.data.byteLength !== outShape.reduce((p, d) => p * d, 4)) throw new Error('the bridge lost bytes');
-    }
-    await opened.close();
-    return times.sort((a, b) => a - b);
+    return await timeRuns(opened, inputs, {
+      warmups: 3,
+      runs,
+      lend,
+      check: (out) => {
+        if (out.get('y')?.data.byteLength !== outShape.reduce((p, d) => p * d, 4)) throw new Error('the bridge lost bytes');
+      },
+    });
   } finally {
     await plugin.dispose();
   }
