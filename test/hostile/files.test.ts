@@ -117,6 +117,22 @@ describe('hostile local files', () => {
     });
   });
 
+  it('validate reports a config.pbtxt over its size limit as unreadable, without reading it', async () => {
+    await inTempDir(async (dir) => {
+      const model = join(dir, 'repo', 'm');
+      await mkdir(join(model, '1'), { recursive: true });
+      await copyFile(MNIST, join(model, '1', 'executable.popef'));
+      await writeFile(join(model, '1', 'name_map.json'), '{}');
+      const config = join(model, 'config.pbtxt');
+      await writeFile(config, '');
+      await truncate(config, 256 * 1024 ** 2 + 1); // sparse: one byte over the limit, nothing stored
+      const run = await spawnPopef(['validate', join(dir, 'repo')]);
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(run.stdout, /m\/config\.pbtxt: error: config\.pbtxt is 268435457 bytes or more, over the limit of 268435456 bytes; Triton cannot load model 'm' \[layout\/unreadable\]/);
+      assert.ok((run.maxRssMiB ?? 0) < 300, `peak RSS ${run.maxRssMiB ?? '?'} MiB`);
+    });
+  });
+
   it('validate reports an unreadable config or name map as a finding of that model, and goes on with the others', async () => {
     await inTempDir(async (dir) => {
       const repo = join(dir, 'repo');

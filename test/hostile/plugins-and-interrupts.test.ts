@@ -41,6 +41,25 @@ describe('misbehaving plugins', () => {
     });
   });
 
+  it('refuses a plugin that leaves out an output or an input, adds one, or answers run() with something else than a Map', async () => {
+    await inTempDir(async (dir) => {
+      const input = "{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }";
+      const output = "{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10] }";
+      const tensor = "{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10], data: new Uint8Array(40) }";
+      const cases: [string, string, RegExp][] = [
+        ['no-output', `inputs: [${input}], outputs: [${output}], run: async () => new Map()`, /plugin "no-output" returned no output "softmax\/Softmax:0" \[E_PLUGIN\]/],
+        ['extra-output', `inputs: [${input}], outputs: [${output}], run: async () => new Map([['softmax/Softmax:0', ${tensor}], ['other', ${tensor}]])`, /plugin "extra-output" returned an output "other" that the model does not have \[E_PLUGIN\]/],
+        ['no-map', `inputs: [${input}], outputs: [${output}], run: async () => [${tensor}]`, /plugin "no-map" returned something other than a Map of tensors from run\(\) \[E_PLUGIN\]/],
+        ['no-input', `inputs: [], outputs: [${output}], run: async () => new Map()`, /plugin "no-input" does not declare the model's inputs "input" \[E_PLUGIN\]/],
+        ['unknown-input', `inputs: [${input}, { name: 'extra', dtype: 'F32', shape: [1] }], outputs: [${output}], run: async () => new Map()`, /plugin "unknown-input" declares an input "extra" that the model does not have \[E_PLUGIN\]/],
+      ];
+      for (const [name, body, message] of cases) {
+        const plugin = await inProcessPlugin(dir, name, `open: async () => ({ ${body}, close: async () => {} })`);
+        assertCleanError(await spawnPopef(['run', MNIST, '--plugin', plugin, '--random']), 2, message);
+      }
+    });
+  });
+
   it("reports an in-process plugin's exception as its failure, and ends one that never answers at --timeout", async () => {
     await inTempDir(async (dir) => {
       const thrower = await inProcessPlugin(dir, 'thrower', "open: async () => { throw new TypeError('no device'); }");
