@@ -12,8 +12,8 @@ import { ErrorCode, PopefError, ioError } from '../errors.js';
  * for a regular file) and anything that is not a regular file is refused
  * before a byte is read. A device such as /dev/zero has no size and never
  * ends, so every whole-file read has a named limit, checked against the
- * size fstat reports before anything is allocated, and again while reading
- * in case the file grows.
+ * size fstat reports before anything is allocated; no more than that size
+ * is ever read, so a file that grows meanwhile cannot get past it.
  */
 
 /** Limits on files read whole, by what they hold. Documented in the README's limits table. */
@@ -90,24 +90,20 @@ export async function readRegularFile(path: string, options: ReadWholeOptions): 
   const { handle, size } = await openRegularFile(path, name, options.what);
   try {
     if (size > options.limit) throw overLimit(name, options.what, size, options.limit);
-    // One byte more than the size fstat gave, so a file still growing is noticed.
-    const out = Buffer.allocUnsafe(Math.min(size + 1, options.limit + 1));
+    // The size fstat gave, and no more: a file that grows meanwhile is read as it was, within the limit.
+    const out = Buffer.allocUnsafe(size);
     let done = 0;
-    for (;;) {
-      if (done === out.length) {
-        if (done > options.limit) throw overLimit(name, options.what, done, options.limit);
-        break;
-      }
+    while (done < size) {
       let bytesRead: number;
       try {
-        ({ bytesRead } = await handle.read(out, done, out.length - done, done));
+        ({ bytesRead } = await handle.read(out, done, size - done, done));
       } catch (error) {
         throw ioError(error, name, `read ${options.what}`);
       }
       if (bytesRead === 0) break;
       done += bytesRead;
     }
-    return done === out.length ? out : out.subarray(0, done);
+    return done === size ? out : out.subarray(0, done);
   } finally {
     await handle.close();
   }
