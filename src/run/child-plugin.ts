@@ -74,6 +74,8 @@ export class ChildProcessPlugin implements ExecutionPlugin {
   private exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   private exitWaiters: (() => void)[] = [];
   private busy = false;
+  /** The process group has been killed and the pipes closed. */
+  private reaped = false;
 
   constructor(private readonly options: ChildPluginOptions) {
     this.name = options.name;
@@ -172,6 +174,12 @@ export class ChildProcessPlugin implements ExecutionPlugin {
         [died],
       );
     } catch (error) {
+      // Writing to a child that has gone: its exit, not the pipe, is the story to tell.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ERR_STREAM_WRITE_AFTER_END') {
+        await this.exitWithin(2000);
+        throw this.deathError(type);
+      }
       if (!(error instanceof ProtocolError)) throw error;
       if (error.message === 'ended') {
         // The stream ended because the child is going: report how it went.
@@ -344,12 +352,15 @@ export class ChildProcessPlugin implements ExecutionPlugin {
 
   /** Asks the child to close, then makes sure it is gone. */
   async dispose(): Promise<void> {
-    if (this.child === undefined || this.exited !== undefined) return;
-    try {
-      await this.request({ type: 'close' }, [], this.options.controlTimeoutMs ?? 10_000);
-    } catch {
-      // A child that cannot close cleanly is stopped below.
+    if (this.child === undefined) return;
+    if (this.exited === undefined) {
+      try {
+        await this.request({ type: 'close' }, [], this.options.controlTimeoutMs ?? 10_000);
+      } catch {
+        // A child that cannot close cleanly is stopped below.
+      }
     }
+    // Also after a child that died by itself: what it started, and the pipes they hold, go with it.
     await this.kill();
   }
 
@@ -360,7 +371,8 @@ export class ChildProcessPlugin implements ExecutionPlugin {
    */
   async kill(): Promise<void> {
     const child = this.child;
-    if (child === undefined) return;
+    // Once reaped, its process group id may belong to someone else: never signal it again.
+    if (child === undefined || this.reaped) return;
     if (this.exited === undefined) {
       const gone = new Promise<void>((resolve) => {
         if (this.exited !== undefined) resolve();
@@ -371,6 +383,8 @@ export class ChildProcessPlugin implements ExecutionPlugin {
       await gone;
       clearTimeout(force);
     }
+    if (this.reaped) return;
+    this.reaped = true;
     signalGroup(child, 'SIGKILL');
     if (child.pid !== undefined) liveGroups.delete(child.pid);
     child.stdout?.destroy();

@@ -71,6 +71,24 @@ describe('misbehaving plugins', () => {
     });
   });
 
+  it('disposing of a plugin program that died by itself still stops what it started (a long-running popef serve must not collect them)', async () => {
+    const { ChildProcessPlugin } = await import('../../src/run/child-plugin.js');
+    await inTempDir(async (dir) => {
+      const marker = `popef-orphan-dead-${process.pid}-${Date.now()}`;
+      const program = join(dir, 'dying-plugin');
+      await writeFile(program, `#!/bin/sh\n'${process.execPath}' -e 'setInterval(() => {}, 1000)' ${marker} &\nexit 3\n`);
+      await chmod(program, 0o755);
+      const plugin = new ChildProcessPlugin({ name: 'dying', command: program, env: process.env as Record<string, string> });
+      await assert.rejects(plugin.probe(), /plugin "dying" exited with status 3/);
+      assert.equal(await processRunning(marker), true, 'the grandchild should still run before dispose');
+      await plugin.dispose();
+      await until(async () => !(await processRunning(marker)), 2000);
+      // The hello may hit the closed pipe before the exit is seen: either way the report is the exit, never a bare EPIPE (exit 3).
+      for (let i = 0; i < 3; i++) assertCleanError(await spawnPopef(['run', MNIST, '--plugin', program, '--random']), 2, /plugin "[^"]*dying-plugin" exited with status 3 during hello \[E_PLUGIN\]/);
+      await until(async () => !(await processRunning(marker)), 2000);
+    });
+  });
+
   it('stops a plugin program and the processes it started, at --timeout and at Ctrl-C', async () => {
     await inTempDir(async (dir) => {
       const marker = `popef-orphan-${process.pid}-${Date.now()}`;
