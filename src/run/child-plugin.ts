@@ -74,8 +74,8 @@ export class ChildProcessPlugin implements ExecutionPlugin {
   private exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   private exitWaiters: (() => void)[] = [];
   private busy = false;
-  /** The process group has been killed and the pipes closed. */
-  private reaped = false;
+  /** The stop of the process group and its pipes, once begun. */
+  private reaping: Promise<void> | undefined;
 
   constructor(private readonly options: ChildPluginOptions) {
     this.name = options.name;
@@ -369,10 +369,15 @@ export class ChildProcessPlugin implements ExecutionPlugin {
    * when the plugin is gone. Descendants that outlive it are killed, and its
    * pipes closed (a grandchild holding them would keep popef alive).
    */
-  async kill(): Promise<void> {
+  kill(): Promise<void> {
     const child = this.child;
-    // Once reaped, its process group id may belong to someone else: never signal it again.
-    if (child === undefined || this.reaped) return;
+    if (child === undefined) return Promise.resolve();
+    // Once: after that its process group id may belong to someone else. Callers at the same time share the one stop.
+    this.reaping ??= this.reap(child);
+    return this.reaping;
+  }
+
+  private async reap(child: ChildProcess): Promise<void> {
     if (this.exited === undefined) {
       const gone = new Promise<void>((resolve) => {
         if (this.exited !== undefined) resolve();
@@ -383,12 +388,11 @@ export class ChildProcessPlugin implements ExecutionPlugin {
       await gone;
       clearTimeout(force);
     }
-    if (this.reaped) return;
-    this.reaped = true;
     signalGroup(child, 'SIGKILL');
     if (child.pid !== undefined) liveGroups.delete(child.pid);
     child.stdout?.destroy();
     child.stderr?.destroy();
     child.stdin?.destroy();
   }
+
 }

@@ -78,7 +78,7 @@ describe('misbehaving plugins', () => {
       const program = join(dir, 'dying-plugin');
       await writeFile(program, `#!/bin/sh\n'${process.execPath}' -e 'setInterval(() => {}, 1000)' ${marker} &\nexit 3\n`);
       await chmod(program, 0o755);
-      const plugin = new ChildProcessPlugin({ name: 'dying', command: program, env: process.env as Record<string, string> });
+      const plugin = new ChildProcessPlugin({ name: 'dying', command: program, env: process.env });
       await assert.rejects(plugin.probe(), /plugin "dying" exited with status 3/);
       assert.equal(await processRunning(marker), true, 'the grandchild should still run before dispose');
       await plugin.dispose();
