@@ -7,14 +7,14 @@
 # directory, as the seed's client sends them to the server.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-popef() { node "$root/bin/popef.js" "$@"; }
+popef() { node "$root/bin/popef.cjs" "$@"; }
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 cd "$out"
 cp -r "$root/fixtures/mnist/img" img
 
 echo '$ popef dump --user-anchors executable.popef'
-(cd "$root/fixtures/mnist" && node "$root/bin/popef.js" dump --user-anchors executable.popef)
+(cd "$root/fixtures/mnist" && node "$root/bin/popef.cjs" dump --user-anchors executable.popef)
 echo
 echo '$ popef scaffold executable.popef --repository models --model mnist --name input=digit_image --name softmax/Softmax:0=output_labels'
 popef scaffold "$root/fixtures/mnist/executable.popef" --repository models --model mnist \
@@ -40,7 +40,7 @@ python="${POPEF_CLIENT_PYTHON:-$root/.venv/bin/python}"
 echo
 if [ -x "$python" ] && "$python" -c 'import tritonclient.grpc, PIL' >/dev/null 2>&1; then
   echo '$ popef serve models &   # then the walkthrough client, over gRPC'
-  node "$root/bin/popef.js" serve models --plugin cpu --http-port 0 --grpc-port 0 2>serve.log &
+  node "$root/bin/popef.cjs" serve models --plugin cpu --http-port 0 --grpc-port 0 2>serve.log &
   server=$!
   for _ in $(seq 1 200); do grep -q 'popef serve: ready' serve.log && break; sleep 0.1; done
   port="$(sed -n 's/.*gRPC on [^:]*:\([0-9]*\).*/\1/p' serve.log)"

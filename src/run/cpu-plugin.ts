@@ -4,6 +4,7 @@ import { ModelSet } from '../format/model-set.js';
 import type { DataType } from '../schema/model.js';
 import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
 import { userTensorSpecs } from './tensor.js';
+import { importModule } from './import-module.js';
 
 /**
  * The `cpu` reference plugin: runs the model's source ONNX graph with
@@ -104,7 +105,7 @@ export class CpuPlugin implements ExecutionPlugin {
   private async load(): Promise<Ort | undefined> {
     if (this.ort !== undefined || this.failure !== undefined) return this.ort;
     try {
-      this.ort = (await import(this.options.moduleName ?? 'onnxruntime-node')) as Ort;
+      this.ort = (await importModule(this.options.moduleName ?? 'onnxruntime-node')) as Ort;
     } catch (error) {
       this.failure = (error as Error).message.split('\n')[0] ?? 'unknown error';
     }

@@ -8,6 +8,7 @@ import { CpuPlugin } from './cpu-plugin.js';
 import { guardPlugin } from './guarded-plugin.js';
 import type { ExecutionPlugin } from './plugin-api.js';
 import { TritonPlugin } from './triton-plugin.js';
+import { importModule } from './import-module.js';
 
 export interface PluginContext {
   readonly cwd: string;
@@ -76,7 +77,7 @@ async function findPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPl
   }
   let module: Record<string, unknown>;
   try {
-    module = (await import(looksLikePath ? pathToFileURL(path).href : spec)) as Record<string, unknown>;
+    module = (await importModule(looksLikePath ? pathToFileURL(path).href : spec)) as Record<string, unknown>;
   } catch (error) {
     throw new PopefError(ErrorCode.InvalidInput, `cannot load plugin ${spec}: ${(error as Error).message}`, { suggestion: 'give a path to an ES module, or an installed package name' });
   }

@@ -36,7 +36,7 @@ try {
     ['config', ['config', path, '-m', 'many', '-o', join(dir, 'config.pbtxt'), '--force']],
   ] as const) {
     const t0 = performance.now();
-    const r = spawnSync(process.execPath, ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.js'), ...args], { env: { ...process.env, BENCH_RSS_FILE: rssFile }, stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 20 });
+    const r = spawnSync(process.execPath, ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), ...args], { env: { ...process.env, BENCH_RSS_FILE: rssFile }, stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 20 });
     const seconds = (performance.now() - t0) / 1000;
     const kib = Number((await readFile(rssFile, 'utf8').catch(() => '')).trim().split('\n').pop());
     await rm(rssFile, { force: true });

@@ -50,7 +50,7 @@ try {
     const size = (await stat(join(repo, 'big', 'config.pbtxt'))).size;
     const rssFile = join(dir, 'rss');
     const t0 = performance.now();
-    const r = spawnSync(process.execPath, ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.js'), 'validate', repo, '--format', 'json'], {
+    const r = spawnSync(process.execPath, ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'], {
       env: { ...process.env, BENCH_RSS_FILE: rssFile },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

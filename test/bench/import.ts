@@ -24,7 +24,7 @@ import { ChildProcessPlugin } from '../../src/run/child-plugin.js';
 import { importSdkFiles } from '../../src/run/sdk-convert.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const BIN = join(ROOT, 'bin/popef.js');
+const BIN = join(ROOT, 'bin/popef.cjs');
 const RSS_HOOK = join(ROOT, 'test/bench/max-rss.mjs');
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;

@@ -4,7 +4,8 @@
  * (after npm run build). Needs about 5.5 GiB of free disk in the temp dir.
  *
  * - open + metadata of a 4 GiB PopEF vs a 4 MiB one (library, in process);
- * - popef dump (text and --json) of both files vs `node -e ""`, with peak RSS;
+ * - popef dump (text and --json) of both files vs `node -e 1`, with peak RSS;
+ * - start-up: popef dump with and without its compile cache beside `node -e 1`;
  * - popef pack of a 1 GiB payload vs cp of the same bytes, with peak RSS.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -18,32 +19,44 @@ import { fileURLToPath } from 'node:url';
 import { ModelSet, PopefWriter, emptyMetadata, type Anchor } from '../../src/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const BIN = join(ROOT, 'bin/popef.js');
+const BIN = join(ROOT, 'bin/popef.cjs');
 const RSS_HOOK = join(ROOT, 'test/bench/max-rss.mjs');
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
 const dir = await mkdtemp(join(tmpdir(), 'popef-bench-'));
+// The CLI's compile cache goes to a directory of the benchmark's own, not the user's.
+process.env.XDG_CACHE_HOME = join(dir, 'cache');
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)] ?? NaN;
 }
 
-/** Runs a command `runs` times; returns the median wall time (ms) and the largest peak RSS (MiB). */
-async function measure(cmd: string, args: string[], runs: number, node = false): Promise<{ ms: number; rssMiB: number }> {
+/**
+ * Runs a command `runs` times; returns the median wall time (ms), and for
+ * Node commands the peak RSS (MiB) of one more run. The RSS hook is an
+ * --import module, which starts Node's ES module loader: it stays out of the
+ * timed runs, where it would add the same milliseconds to popef and to the
+ * `node -e ""` baseline alike and so flatter the ratio.
+ */
+async function measure(cmd: string, args: string[], runs: number, node = false, extraEnv: Record<string, string> = {}): Promise<{ ms: number; rssMiB: number }> {
   const times: number[] = [];
   const rssFile = join(dir, 'rss.txt');
   await writeFile(rssFile, '');
-  for (let i = 0; i < runs; i++) {
-    const start = process.hrtime.bigint();
-    const r = spawnSync(cmd, node ? ['--import', RSS_HOOK, ...args] : args, {
-      env: { ...process.env, BENCH_RSS_FILE: rssFile },
+  const once = (withHook: boolean): void => {
+    const r = spawnSync(cmd, withHook ? ['--import', RSS_HOOK, ...args] : args, {
+      env: { ...process.env, ...extraEnv, BENCH_RSS_FILE: rssFile },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
-    times.push(Number(process.hrtime.bigint() - start) / 1e6);
     if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr.toString()}`);
+  };
+  for (let i = 0; i < runs; i++) {
+    const start = process.hrtime.bigint();
+    once(false);
+    times.push(Number(process.hrtime.bigint() - start) / 1e6);
   }
+  if (node) once(true);
   const rss = (await readFile(rssFile, 'utf8')).split('\n').filter(Boolean).map(Number);
   return { ms: median(times), rssMiB: rss.length > 0 ? Math.max(...rss) / 1024 : NaN };
 }
@@ -98,8 +111,8 @@ try {
   console.log(`  peak RSS of a process that opens the 4 GiB file with the built library: ${fmt(openRss.rssMiB, 1)} MiB (target < 80)`);
 
   console.log('\n[issue 3] popef dump (CLI, median of 10)');
-  const baseline = await measure(process.execPath, ['-e', ''], 10, true);
-  console.log(`  node -e "": ${fmt(baseline.ms, 1)} ms, ${fmt(baseline.rssMiB, 1)} MiB`);
+  const baseline = await measure(process.execPath, ['-e', '1'], 10, true);
+  console.log(`  node -e 1: ${fmt(baseline.ms, 1)} ms, ${fmt(baseline.rssMiB, 1)} MiB`);
   for (const flags of [[], ['--json']]) {
     const s = await measure(process.execPath, [BIN, 'dump', ...flags, small], 10, true);
     const b = await measure(process.execPath, [BIN, 'dump', ...flags, big], 10, true);
@@ -108,6 +121,33 @@ try {
       `  dump ${label}: 4 MiB ${fmt(s.ms, 1)} ms, 4 GiB ${fmt(b.ms, 1)} ms (x${fmt(b.ms / baseline.ms)} of node -e, target <= 1.5; ` +
         `4 GiB/4 MiB ${fmt(b.ms / s.ms)}, target <= 1.10), peak RSS ${fmt(b.rssMiB, 1)} MiB (target < 80)`,
     );
+  }
+
+  console.log('\n[issue 14] start-up: popef dump of the 4 GiB file beside node -e 1, interleaved, median of 30');
+  {
+    // One run of each case first (which writes the dump command's cache).
+    const env = process.env;
+    const cases: { label: string; args: string[]; env: NodeJS.ProcessEnv }[] = [
+      { label: 'node -e 1', args: ['-e', '1'], env },
+      { label: 'popef dump, compile cache', args: [BIN, 'dump', big], env },
+      { label: 'popef dump, no cache (first run)', args: [BIN, 'dump', big], env: { ...env, POPEF_NO_COMPILE_CACHE: '1' } },
+      { label: 'popef --version, compile cache', args: [BIN, '--version'], env },
+    ];
+    for (const c of cases) spawnSync(process.execPath, c.args, { env: c.env, stdio: 'ignore' });
+    const times = cases.map(() => [] as number[]);
+    for (let i = 0; i < 30; i++) {
+      cases.forEach((c, k) => {
+        const start = process.hrtime.bigint();
+        const r = spawnSync(process.execPath, c.args, { env: c.env, stdio: ['ignore', 'ignore', 'pipe'] });
+        times[k]?.push(Number(process.hrtime.bigint() - start) / 1e6);
+        if (r.status !== 0) throw new Error(`${c.label} failed: ${r.stderr.toString()}`);
+      });
+    }
+    const base = median(times[0] ?? []);
+    cases.forEach((c, k) => {
+      const m = median(times[k] ?? []);
+      console.log(`  ${c.label.padEnd(34)} ${fmt(m, 1)} ms  x${fmt(m / base)}${k === 1 ? ' (target <= 1.5)' : ''}`);
+    });
   }
 
   console.log('\n[issue 8] popef dump of the 4 GiB file over HTTP (Range requests, local server)');

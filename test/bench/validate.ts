@@ -15,7 +15,7 @@ const dir = await mkdtemp(join(tmpdir(), 'popef-bench-validate-'));
 try {
   const repo = join(dir, 'repo');
   const template = join(dir, 'template');
-  const s = spawnSync(process.execPath, [join(ROOT, 'bin/popef.js'), 'scaffold', join(ROOT, 'fixtures/mnist/executable.popef'), '-r', template, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels']);
+  const s = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'scaffold', join(ROOT, 'fixtures/mnist/executable.popef'), '-r', template, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels']);
   if (s.status !== 0) throw new Error(s.stderr.toString());
   const config = await readFile(join(template, 'mnist/config.pbtxt'), 'utf8');
   for (let i = 0; i < 1000; i++) {
@@ -29,7 +29,7 @@ try {
   const times: number[] = [];
   for (let run = 0; run < 5; run++) {
     const start = process.hrtime.bigint();
-    const r = spawnSync(process.execPath, ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.js'), 'validate', repo, '--format', 'json'], {
+    const r = spawnSync(process.execPath, ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'], {
       env: { ...process.env, BENCH_RSS_FILE: rssFile },
       maxBuffer: 64 * 1024 * 1024,
     });

@@ -73,7 +73,7 @@ describe('the command-line grammar', () => {
 
   it('reads a model from standard input for "-" (dump, diff)', () => {
     const cli = (args: string[], input: Buffer): { status: number | null; stdout: string; stderr: string } =>
-      spawnSync(process.execPath, [join(ROOT, 'bin/popef.js'), ...args], { input, encoding: 'utf8' });
+      spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), ...args], { input, encoding: 'utf8' });
     const dump = cli(['dump', '--user-anchors', '-'], readFileSync(MNIST));
     assert.equal(dump.status, 0, dump.stderr);
     assert.match(dump.stdout, /^PopEF file: <stdin>\n/);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ROOT, fixture } from '../helpers.js';
 
-const BIN = join(ROOT, 'bin/popef.js');
+const BIN = join(ROOT, 'bin/popef.cjs');
 
 describe('the popef process', () => {
   it('ends quietly when its reader goes away (popef dump ... | head)', async () => {

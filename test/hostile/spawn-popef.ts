@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../helpers.js';
 
-const BIN = join(ROOT, 'bin/popef.js');
+const BIN = join(ROOT, 'bin/popef.cjs');
 const RSS_PRELOAD = join(ROOT, 'test/bench/max-rss.mjs');
 
 export interface PopefRun {

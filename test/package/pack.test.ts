@@ -3,7 +3,9 @@
 // fixtures, source maps, the unbundled CLI).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ROOT } from '../helpers.js';
 
@@ -16,9 +18,10 @@ describe('npm pack', () => {
       'LICENSE',
       'README.md',
       'package.json',
-      'bin/popef.js',
+      'bin/popef.cjs',
       'bin/esm-only.cjs',
-      'dist/bin.mjs',
+      'dist/bin.cjs',
+      'dist/launch.cjs',
       'dist/index.js',
       'dist/index.d.ts',
       'schemas/FORMAT.md',
@@ -35,6 +38,15 @@ describe('npm pack', () => {
     }
     const unwanted = [...files].filter((f) => f.endsWith('.map') || f.startsWith('dist/cli/') || f.startsWith('test/') || f.startsWith('fixtures/') || (f.startsWith('src/') && f.endsWith('.ts')) || f.startsWith('.'));
     assert.deepEqual(unwanted, []);
+  });
+
+  it('bundles a CLI whose only import() is the one the launcher stands in for', () => {
+    // Inside the launcher's vm.Script, Node 20 gives import() no loader: a
+    // run-time import must go through src/run/import-module.ts.
+    const bundle = readFileSync(join(ROOT, 'dist/bin.cjs'), 'utf8');
+    const calls = bundle.match(/(?<![\w$.])import\(/g) ?? [];
+    assert.equal(calls.length, 1, 'an import() outside importModule() fails when the CLI runs from its code cache');
+    assert.match(bundle, /typeof __popefImport/);
   });
 
   it('says that it is ES modules only when required', () => {

@@ -238,9 +238,9 @@ describe('popef export / import (simulated SDK)', () => {
     const script = [
       'set -u',
       'd=$(mktemp -d)',
-      `node bin/popef.js export fixtures/mnist/executable.popef -o "$d/m.sdk" >/dev/null || exit 90`,
-      '(ulimit -f 8; node bin/popef.js import "$d/m.sdk" -o "$d/big.popef"); echo "import=$?"',
-      '(ulimit -f 8; node bin/popef.js export fixtures/mnist/executable.popef -o "$d/big.sdk"); echo "export=$?"',
+      `node bin/popef.cjs export fixtures/mnist/executable.popef -o "$d/m.sdk" >/dev/null || exit 90`,
+      '(ulimit -f 8; node bin/popef.cjs import "$d/m.sdk" -o "$d/big.popef"); echo "import=$?"',
+      '(ulimit -f 8; node bin/popef.cjs export fixtures/mnist/executable.popef -o "$d/big.sdk"); echo "export=$?"',
       'ls -A "$d"',
       'rm -rf "$d"',
     ].join('\n');

@@ -32,7 +32,7 @@ interface Serving {
 
 /** Starts `popef serve` as a user would (the built CLI), on free ports; resolves once it says it is ready. */
 async function serve(repo: string, extra: readonly string[] = []): Promise<Serving> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/popef.js'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -99,7 +99,7 @@ describe("the walkthrough's tritonclient program against popef serve", { skip: p
   });
 
   it('refuses a port in use with exit 2 and a message naming it', () => {
-    const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.js'), 'serve', repo, '--http-port', String(server.http), '--grpc-port', '0', '--plugin', 'cpu'], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', String(server.http), '--grpc-port', '0', '--plugin', 'cpu'], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, new RegExp(`cannot serve HTTP on 127\\.0\\.0\\.1:${server.http}: the port is in use`));
     assert.doesNotMatch(r.stderr, /\n\s+at /);

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
@@ -32,9 +33,8 @@ async function convert(kind: 'import' | 'export', files: string[], flags: Flags,
   const bridge = ipuPlugin({ cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: timeout, host: `popef-toolkit ${VERSION}` });
   const paths = files.map((f) => resolve(io.cwd, f));
   const out = resolve(io.cwd, flags.output);
-  const { stat } = await import('node:fs/promises');
   let total = 0;
-  for (const p of paths) total += await stat(p).then((s) => s.size, () => 0);
+  for (const p of paths) total += sizeOrZero(p);
   const bar = progressBar(io, kind === 'import' ? 'importing' : 'exporting', total);
   try {
     const options = { force: flags.force, compress: flags.compress, signal: io.signal, timeoutMs: timeout, onProgress: (bytes: number) => bar.update(bytes, total) };
@@ -76,5 +76,14 @@ export function registerConvert(program: Command, io: CliIo, run: (handler: Hand
       .action((files: string[], flags: Flags) => {
         run(() => convert(kind, files, flags, io));
       });
+  }
+}
+
+/** For the progress bar only: a file that cannot be read is reported by the conversion itself. */
+function sizeOrZero(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
   }
 }

@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
@@ -23,7 +24,6 @@ export function registerPack(program: Command, io: CliIo, run: (handler: Handler
     .action((manifest: string, flags: PackFlags) => {
       run(async () => {
         const { packManifest } = await import('../../manifest/pack.js');
-        const { stat } = await import('node:fs/promises');
         const out = resolve(io.cwd, flags.output);
         let blobs = 0;
         await packManifest(resolve(io.cwd, manifest), out, {
@@ -34,7 +34,7 @@ export function registerPack(program: Command, io: CliIo, run: (handler: Handler
             blobs += 1;
           },
         });
-        const { size } = await stat(out);
+        const { size } = statSync(out);
         io.stdout(`wrote ${flags.output}: ${blobs} manifest entr${blobs === 1 ? 'y' : 'ies'}, ${size} bytes\n`);
         return ExitCode.Ok;
       });

@@ -1,0 +1,190 @@
+import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, constants } from 'node:fs';
+import module from 'node:module';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import vm from 'node:vm';
+import { crc32 } from 'node:zlib';
+
+/**
+ * Loads the bundled CLI (dist/bin.cjs) for bin/popef.cjs, keeping V8's
+ * compiled code between runs. Compiling the bundle is the largest cost of
+ * a short command after Node's own start: a code cache halves what popef
+ * adds to `node -e 1` on Node 20 (test/bench/run.ts prints both).
+ *
+ * Node 22.1 and later have this built in (module.enableCompileCache), and
+ * get it. Node 20 has no such API, so the bundle is compiled here through
+ * vm.Script with cachedData, the mechanism Node's own cache is built on.
+ * Everything is best effort: any failure to read or write the cache means
+ * a normal compile, never an error.
+ *
+ * Why the cache is keyed as it is:
+ * - V8 checks its own version and flags, but of the source only its length,
+ *   so a cache made for other code of the same length would be accepted.
+ *   The key therefore carries a CRC-32 of the bundle's bytes.
+ * - Each command gets its own file: a cache holds what the run that wrote
+ *   it compiled, so the cache `popef --help` writes would not help `dump`.
+ * - Cached code is code: the directory and each file must belong to this
+ *   user and be writable by no one else, or the cache is not used.
+ */
+export interface LaunchResult {
+  readonly exports: Record<string, unknown>;
+  /** hit: compiled from the cache; miss/rejected: compiled, cache written at exit; off: plain require. */
+  readonly cache: 'hit' | 'miss' | 'rejected' | 'off';
+  /** Why the cache is off, or where it is. */
+  readonly detail: string;
+}
+
+export interface LaunchOptions {
+  readonly env?: NodeJS.ProcessEnv;
+  /** The command word (the first argument that is not an option), which selects the cache file. */
+  readonly argv?: readonly string[];
+  /** Where cache files go; default $XDG_CACHE_HOME/popef-toolkit or ~/.cache/popef-toolkit. */
+  readonly cacheDir?: string;
+  /** Write the cache now, not at exit (tests). */
+  readonly writeNow?: boolean;
+}
+
+/** Caches larger than this are not read (ours are about 0.35 MiB). */
+const MAX_CACHE_BYTES = 64 * 1024 * 1024;
+/** Cache files kept per directory; the oldest go first (typos of a command make one each). */
+const MAX_CACHE_FILES = 32;
+// __popefImport: import() has no loader inside a vm.Script on Node 20, so the
+// bundle's run-time imports (plugins, onnxruntime-node) come through this
+// module's own (see src/run/import-module.ts).
+const WRAPPER_HEAD = '(function (exports, require, module, __filename, __dirname, __popefImport) { ';
+const WRAPPER_TAIL = '\n})';
+
+export function launch(file: string, options: LaunchOptions = {}): LaunchResult {
+  const env = options.env ?? process.env;
+  const nodeCache = (module as { enableCompileCache?: () => unknown }).enableCompileCache;
+  if (nodeCache !== undefined) {
+    nodeCache();
+    return { exports: requireBundle(file), cache: 'off', detail: "Node's own compile cache (module.enableCompileCache)" };
+  }
+  const disabled = env.POPEF_NO_COMPILE_CACHE ?? env.NODE_DISABLE_COMPILE_CACHE;
+  if (disabled !== undefined && disabled !== '' && disabled !== '0') {
+    return { exports: requireBundle(file), cache: 'off', detail: 'disabled by the environment' };
+  }
+  const dir = options.cacheDir ?? defaultCacheDir(env);
+  if (dir === undefined) return { exports: requireBundle(file), cache: 'off', detail: 'no home directory for the cache' };
+  const bytes = readFileSync(file);
+  const source = bytes.toString('utf8');
+  const key = `${commandWord(options.argv ?? process.argv.slice(2))}-${crc32(bytes).toString(16).padStart(8, '0')}-${bytes.length}-v8-${process.versions.v8}-${process.arch}.bin`;
+  const usable = privateDirectory(dir);
+  if (usable !== true) return { exports: requireBundle(file), cache: 'off', detail: usable };
+  const cachePath = join(dir, key);
+  const cachedData = readPrivateFile(cachePath);
+  const script = new vm.Script(WRAPPER_HEAD + source + WRAPPER_TAIL, {
+    filename: file,
+    ...(cachedData === undefined ? {} : { cachedData }),
+  });
+  const cache = cachedData === undefined ? 'miss' : script.cachedDataRejected === true ? 'rejected' : 'hit';
+  const exports = runWrapped(script, file);
+  if (cache !== 'hit') {
+    // At exit the cache holds everything this run compiled, not only the top level.
+    const write = (): void => writeCache(dir, cachePath, script);
+    if (options.writeNow === true) write();
+    else process.once('exit', write);
+  }
+  return { exports, cache, detail: cachePath };
+}
+
+function requireBundle(file: string): Record<string, unknown> {
+  return module.createRequire(file)(file) as Record<string, unknown>;
+}
+
+/** Runs the compiled wrapper as Node runs a CommonJS module. */
+function runWrapped(script: vm.Script, file: string): Record<string, unknown> {
+  type Wrapped = (exports: object, require: NodeJS.Require, module: { exports: object }, filename: string, dirname: string, importer: (specifier: string) => Promise<unknown>) => void;
+  const wrapped = script.runInThisContext() as Wrapped;
+  const mod = { exports: {} as Record<string, unknown> };
+  wrapped.call(mod.exports, mod.exports, module.createRequire(file), mod, file, dirname(file), (specifier) => import(specifier));
+  return mod.exports;
+}
+
+function defaultCacheDir(env: NodeJS.ProcessEnv): string | undefined {
+  const xdg = env.XDG_CACHE_HOME;
+  if (xdg !== undefined && xdg.startsWith('/')) return join(xdg, 'popef-toolkit');
+  let home: string;
+  try {
+    home = homedir();
+  } catch {
+    return undefined;
+  }
+  return home === '' ? undefined : join(home, '.cache', 'popef-toolkit');
+}
+
+/** The cache file for a command: its word when it looks like one, else "other". */
+function commandWord(argv: readonly string[]): string {
+  const word = argv.find((a) => !a.startsWith('-'));
+  return word !== undefined && /^[a-z][a-z-]{0,15}$/.test(word) ? word : 'other';
+}
+
+const uid = (): number | undefined => process.getuid?.();
+
+/** Makes the directory if needed; true when it belongs to this user and no one else may write to it, else why not. */
+function privateDirectory(dir: string): true | string {
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const st = lstatSync(dir);
+    if (!st.isDirectory()) return `${dir} is not a directory`;
+    if (st.uid !== uid() && uid() !== undefined) return `${dir} belongs to another user`;
+    if ((st.mode & 0o022) !== 0) return `${dir} is writable by others`;
+    return true;
+  } catch (error) {
+    return `${dir}: ${(error as Error).message}`;
+  }
+}
+
+/** The file's bytes when it is a regular file of this user's that no one else may write, else undefined. */
+function readPrivateFile(path: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || (st.uid !== uid() && uid() !== undefined) || (st.mode & 0o022) !== 0 || st.size > MAX_CACHE_BYTES) return undefined;
+    const out = Buffer.allocUnsafe(st.size);
+    let got = 0;
+    while (got < out.length) {
+      const n = readSync(fd, out, got, out.length - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return got === out.length ? out : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Writes the cache atomically (temp file, then rename) and keeps the directory to MAX_CACHE_FILES. */
+function writeCache(dir: string, cachePath: string, script: vm.Script): void {
+  const temp = `${cachePath}.${process.pid}-${Math.random().toString(36).slice(2)}.tmp`;
+  try {
+    writeFileSync(temp, script.createCachedData(), { mode: 0o600, flag: 'wx' });
+    renameSync(temp, cachePath);
+    pruneOldest(dir);
+  } catch {
+    rmSync(temp, { force: true });
+  }
+}
+
+function pruneOldest(dir: string): void {
+  const files = readdirSync(dir)
+    .filter((name) => name.endsWith('.bin'))
+    .map((name) => {
+      try {
+        return { path: join(dir, name), mtime: statSync(join(dir, name)).mtimeMs };
+      } catch {
+        return undefined;
+      }
+    })
+    .filter((f) => f !== undefined)
+    .sort((a, b) => b.mtime - a.mtime);
+  for (const old of files.slice(MAX_CACHE_FILES)) rmSync(old.path, { force: true });
+}

@@ -1,0 +1,171 @@
+// The launcher's code cache (src/cli/launch.ts, built into dist/launch.cjs):
+// each case runs in a fresh Node process, because V8 keeps compiled scripts
+// within one process and would hide what a cache did or did not hold.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ROOT, fixture, tempDir } from '../helpers.js';
+
+const LAUNCH = join(ROOT, 'dist/launch.cjs');
+
+interface Outcome {
+  readonly cache: string;
+  readonly detail: string;
+  readonly value: unknown;
+}
+
+/** Launches `bundle` in a new process and reports what the launcher did and what the bundle computed. */
+function launchIn(bundle: string, cacheDir: string, env: Record<string, string> = {}, argv: string[] = ['dump']): Outcome {
+  // As in the package, the launcher sits beside the bundle (package names resolve from there).
+  const launcher = join(dirname(bundle), 'launch.cjs');
+  copyFileSync(LAUNCH, launcher);
+  const driver = `
+    const { launch } = require(${JSON.stringify(launcher)});
+    const r = launch(${JSON.stringify(bundle)}, { cacheDir: ${JSON.stringify(cacheDir)}, argv: ${JSON.stringify(argv)}, env: process.env });
+    Promise.resolve(r.exports.value()).then((value) => console.log(JSON.stringify({ cache: r.cache, detail: r.detail, value })));`;
+  const r = spawnSync(process.execPath, ['-e', driver], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: cacheDir, ...env } });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout) as Outcome;
+}
+
+const cacheFiles = (dir: string): string[] => readdirSync(dir).filter((f) => f.endsWith('.bin'));
+
+describe('the launcher keeps compiled code between runs', () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  before(async () => ({ dir, cleanup } = await tempDir()));
+  after(() => cleanup());
+
+  let n = 0;
+  /** A fresh bundle and cache directory for one case. */
+  function setUp(source: string): { bundle: string; cache: string } {
+    const root = join(dir, `case-${n++}`);
+    mkdirSync(root);
+    const bundle = join(root, 'bundle.cjs');
+    writeFileSync(bundle, source);
+    return { bundle, cache: join(root, 'cache') };
+  }
+
+  it('compiles, writes the cache at exit, and runs from it the next time with the same results', () => {
+    const { bundle, cache } = setUp(`exports.value = () => require('node:path').basename(__filename) + ':' + (module.exports === exports) + ':' + [1, 2, 3].map((x) => x * 2).join(',');`);
+    const first = launchIn(bundle, cache);
+    assert.deepEqual([first.cache, first.value], ['miss', 'bundle.cjs:true:2,4,6']);
+    const [file] = cacheFiles(cache);
+    assert.ok(file !== undefined && file.startsWith('dump-'), `cache files: ${cacheFiles(cache).join(', ')}`);
+    assert.equal(statSync(join(cache, file)).mode & 0o777, 0o600);
+    assert.equal(statSync(cache).mode & 0o777, 0o700);
+    const second = launchIn(bundle, cache);
+    assert.deepEqual([second.cache, second.value], ['hit', 'bundle.cjs:true:2,4,6']);
+  });
+
+  it('never runs the cache of other code of the same length (V8 checks only the length)', () => {
+    const { bundle, cache } = setUp(`exports.value = () => 'first';`);
+    assert.equal(launchIn(bundle, cache).cache, 'miss');
+    writeFileSync(bundle, `exports.value = () => 'other';`);
+    const changed = launchIn(bundle, cache);
+    assert.deepEqual([changed.cache, changed.value], ['miss', 'other']);
+  });
+
+  it('compiles normally when the cache file is damaged, and writes a good one', () => {
+    const { bundle, cache } = setUp(`exports.value = () => 40 + 2;`);
+    launchIn(bundle, cache);
+    const [file] = cacheFiles(cache);
+    assert.ok(file !== undefined);
+    writeFileSync(join(cache, file), Buffer.alloc(statSync(join(cache, file)).size, 0x5a), { mode: 0o600 });
+    const damaged = launchIn(bundle, cache);
+    assert.deepEqual([damaged.cache, damaged.value], ['rejected', 42]);
+    assert.equal(launchIn(bundle, cache).cache, 'hit');
+  });
+
+  it('keeps one cache per command, since each holds what its own run compiled', () => {
+    const { bundle, cache } = setUp(`exports.value = () => 1;`);
+    launchIn(bundle, cache, {}, ['dump', 'x.popef']);
+    launchIn(bundle, cache, {}, ['--no-color', 'validate', 'models']);
+    launchIn(bundle, cache, {}, ['--help']);
+    launchIn(bundle, cache, {}, ['../a path/with spaces']);
+    assert.deepEqual(cacheFiles(cache).map((f) => f.split('-')[0]).sort(), ['dump', 'other', 'validate']);
+    assert.equal(launchIn(bundle, cache, {}, ['validate']).cache, 'hit');
+  });
+
+  it('uses no cache that someone else could have written', () => {
+    const { bundle, cache } = setUp(`exports.value = () => 'safe';`);
+    mkdirSync(cache, { mode: 0o700 });
+    chmodSync(cache, 0o777);
+    const open = launchIn(bundle, cache);
+    assert.deepEqual([open.cache, open.value], ['off', 'safe']);
+    assert.match(open.detail, /writable by others/);
+    assert.deepEqual(cacheFiles(cache), []);
+
+    chmodSync(cache, 0o700);
+    launchIn(bundle, cache);
+    const [file] = cacheFiles(cache);
+    assert.ok(file !== undefined);
+    chmodSync(join(cache, file), 0o666);
+    assert.equal(launchIn(bundle, cache).cache, 'miss', 'a world-writable cache file is not read');
+    if (process.getuid?.() === 0) {
+      chmodSync(join(cache, file), 0o600);
+      chownSync(join(cache, file), 65534, 65534);
+      assert.equal(launchIn(bundle, cache).cache, 'miss', "another user's cache file is not read");
+      chownSync(cache, 65534, 65534);
+      assert.match(launchIn(bundle, cache).detail, /belongs to another user/);
+    }
+  });
+
+  it('runs without a cache when it is turned off or cannot be written', () => {
+    const { bundle, cache } = setUp(`exports.value = () => 'plain';`);
+    for (const env of [{ POPEF_NO_COMPILE_CACHE: '1' }, { NODE_DISABLE_COMPILE_CACHE: '1' }] as Record<string, string>[]) {
+      const off = launchIn(bundle, cache, env);
+      assert.deepEqual([off.cache, off.value, off.detail], ['off', 'plain', 'disabled by the environment']);
+    }
+    writeFileSync(cache, 'a file where the directory should be');
+    const blocked = launchIn(bundle, cache);
+    assert.deepEqual([blocked.cache, blocked.value], ['off', 'plain']);
+    const readOnly = join(dirname(cache), 'read-only');
+    mkdirSync(readOnly, { mode: 0o500 });
+    if (process.getuid?.() !== 0) assert.equal(launchIn(bundle, join(readOnly, 'cache')).cache, 'off');
+  });
+
+  it('lets the bundle import() packages beside it, as a module would', () => {
+    const { bundle, cache } = setUp(`exports.value = () => (typeof __popefImport === 'function' ? __popefImport : (s) => import(s))('side-package').then((m) => m.default);`);
+    const pkg = join(dirname(bundle), 'node_modules/side-package');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'side-package', type: 'module', exports: './index.js' }));
+    writeFileSync(join(pkg, 'index.js'), `export default 'imported';`);
+    assert.equal(launchIn(bundle, cache).value, 'imported');
+    const hit = launchIn(bundle, cache);
+    assert.deepEqual([hit.cache, hit.value], ['hit', 'imported']);
+  });
+
+  it('keeps at most 32 cache files, dropping the oldest', () => {
+    const { bundle, cache } = setUp(`exports.value = () => 0;`);
+    mkdirSync(cache, { mode: 0o700 });
+    for (let i = 0; i < 40; i++) {
+      const old = join(cache, `old${i}-00000000-1-v8-x.bin`);
+      writeFileSync(old, 'x', { mode: 0o600 });
+      utimesSync(old, 1000 + i, 1000 + i);
+    }
+    launchIn(bundle, cache);
+    const left = cacheFiles(cache);
+    assert.equal(left.length, 32);
+    assert.ok(left.some((f) => f.startsWith('dump-')), 'the new cache is kept');
+    assert.ok(!left.includes('old0-00000000-1-v8-x.bin') && left.includes('old39-00000000-1-v8-x.bin'));
+  });
+
+  it('gives the built CLI the same output with and without its cache', () => {
+    const { cache } = setUp('');
+    const run = (): string => {
+      const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'dump', '--all', fixture('mnist/executable.popef')], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '', XDG_CACHE_HOME: cache, NO_COLOR: '1' },
+      });
+      assert.equal(r.status, 0, r.stderr);
+      return r.stdout;
+    };
+    const cold = run();
+    assert.equal(cacheFiles(join(cache, 'popef-toolkit')).length, 1);
+    assert.equal(run(), cold);
+    assert.match(cold, /Inputs \(User-provided\)/);
+  });
+});
