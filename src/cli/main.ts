@@ -45,7 +45,7 @@ export async function main(argv: readonly string[], given: CliIo): Promise<numbe
     })
     .addHelpText('after', EXIT_CODES_HELP);
   const commands = await import('./commands/index.js');
-  commands.register(program, io, run);
+  commands.register(program, io, run, argv);
   const asked = argv[0] === 'help' ? argv[1] : undefined;
   if (asked !== undefined && !program.commands.some((c) => c.name() === asked || c.aliases().includes(asked))) {
     io.stderr(`popef: error: unknown command '${asked}'; the commands: ${program.commands.map((c) => c.name()).join(', ')}\n`);

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import type { CliIo } from '../../src/cli/io.js';
 import { ROOT, fixture, inTempDir, runCli } from '../helpers.js';
 
 const MNIST = fixture('mnist/executable.popef');
@@ -53,6 +54,26 @@ describe('the command-line grammar', () => {
     assert.match(ignore.stderr, /--ignore "bogus" matches no difference popef diff reports/);
     const known = await runCli(['diff', fixture('diff/base.popef'), fixture('diff/anchor-renamed.popef'), '--ignore', 'anchor']);
     assert.notEqual(known.code, 2, known.stderr);
+  });
+
+  it('builds only the command it runs, and every command for help or a typo', async () => {
+    const { Command } = await import('commander');
+    const { register } = await import('../../src/cli/commands/index.js');
+    const io: CliIo = { stdout: () => undefined, stderr: () => undefined, stdoutIsTTY: false, stderrIsTTY: false, env: {}, cwd: ROOT, signal: new AbortController().signal };
+    const names = (argv: string[]): string[] => {
+      const program = new Command('popef');
+      register(program, io, () => undefined, argv);
+      return program.commands.map((c) => c.name());
+    };
+    const all = ['dump', 'diff', 'config', 'scaffold', 'validate', 'run', 'serve', 'pack', 'unpack', 'import', 'export', 'doctor'];
+    assert.deepEqual(names(['dump', 'run']), ['dump']);
+    assert.deepEqual(names(['--no-color', 'export', 'a.popef']), ['import', 'export']);
+    for (const argv of [[], ['--help'], ['help', 'dump'], ['dmup', 'x.popef']]) assert.deepEqual(names(argv), all, argv.join(' '));
+    const help = await runCli(['--help']);
+    for (const name of all) assert.match(help.stdout, new RegExp(`^  ${name} `, 'm'), name);
+    const typo = await runCli(['dmup', MNIST]);
+    assert.equal(typo.code, 2);
+    assert.match(typo.stderr, /unknown command 'dmup'[\s\S]*did you mean dump/i);
   });
 
   it('keeps the old spellings working, with a notice', async () => {

@@ -13,17 +13,33 @@ import { registerServe } from './serve.js';
 import { registerValidate } from './validate.js';
 import { registerUnpack } from './unpack.js';
 
-/** Adds every command to the program. Each command's work is imported lazily by its handler. */
-export function register(program: Command, io: CliIo, run: (handler: Handler) => void): void {
-  registerDump(program, io, run);
-  registerDiff(program, io, run);
-  registerConfig(program, io, run);
-  registerScaffold(program, io, run);
-  registerValidate(program, io, run);
-  registerRun(program, io, run);
-  registerServe(program, io, run);
-  registerPack(program, io, run);
-  registerUnpack(program, io, run);
-  registerConvert(program, io, run);
-  registerDoctor(program, io, run);
+type Registrar = (program: Command, io: CliIo, run: (handler: Handler) => void) => void;
+
+/** Each command's names (convert registers two) and the function that adds them, in the order help lists them. */
+const COMMANDS: readonly (readonly [names: readonly string[], register: Registrar])[] = [
+  [['dump'], registerDump],
+  [['diff'], registerDiff],
+  [['config'], registerConfig],
+  [['scaffold'], registerScaffold],
+  [['validate'], registerValidate],
+  [['run'], registerRun],
+  [['serve'], registerServe],
+  [['pack'], registerPack],
+  [['unpack'], registerUnpack],
+  [['import', 'export'], registerConvert],
+  [['doctor'], registerDoctor],
+];
+
+/**
+ * Adds the command `argv` names, or every command when it names none that
+ * exists (`popef --help`, `popef help dump`, a typo, which commander then
+ * answers with the full list). Building the options of all eleven commands
+ * to run one is a measurable part of start-up. Each command's work is
+ * imported lazily by its handler.
+ */
+export function register(program: Command, io: CliIo, run: (handler: Handler) => void, argv: readonly string[] = []): void {
+  // The program's own options take no values, so the first word that is not an option is the command.
+  const word = argv.find((a) => !a.startsWith('-'));
+  const chosen = COMMANDS.find(([names]) => word !== undefined && names.includes(word));
+  for (const [, add] of chosen === undefined ? COMMANDS : [chosen]) add(program, io, run);
 }
