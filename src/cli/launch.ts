@@ -29,7 +29,7 @@ import { crc32 } from 'node:zlib';
  */
 export interface LaunchResult {
   readonly exports: Record<string, unknown>;
-  /** hit: compiled from the cache; miss/rejected: compiled, cache written at exit; off: plain require. */
+  /** hit: compiled from the cache; miss/rejected: compiled, cache written at exit (unless the exit code is 2 or more); off: plain require. */
   readonly cache: 'hit' | 'miss' | 'rejected' | 'off';
   /** Why the cache is off, or where it is. */
   readonly detail: string;
@@ -41,8 +41,6 @@ export interface LaunchOptions {
   readonly argv?: readonly string[];
   /** Where cache files go; default $XDG_CACHE_HOME/popef-toolkit or ~/.cache/popef-toolkit. */
   readonly cacheDir?: string;
-  /** Write the cache now, not at exit (tests). */
-  readonly writeNow?: boolean;
 }
 
 /** Caches larger than this are not read (ours are about 0.35 MiB). */
@@ -84,9 +82,10 @@ export function launch(file: string, options: LaunchOptions = {}): LaunchResult 
   const exports = runWrapped(script, file);
   if (cache !== 'hit') {
     // At exit the cache holds everything this run compiled, not only the top level.
-    const write = (): void => writeCache(dir, cachePath, script);
-    if (options.writeNow === true) write();
-    else process.once('exit', write);
+    process.once('exit', (code) => {
+      // A run that failed (exit 2 and up) took an error path: the next one is likelier to show what the command usually compiles.
+      if (code < 2) writeCache(dir, cachePath, script);
+    });
   }
   return { exports, cache, detail: cachePath };
 }
@@ -176,8 +175,19 @@ function writeCache(dir: string, cachePath: string, script: vm.Script): void {
   }
 }
 
+/** A temporary file older than this is left from a run killed while writing its cache. */
+const STALE_TEMP_MS = 10 * 60 * 1000;
+
 function pruneOldest(dir: string): void {
-  const files = readdirSync(dir)
+  const names = readdirSync(dir);
+  for (const name of names.filter((n) => n.endsWith('.tmp'))) {
+    try {
+      if (Date.now() - statSync(join(dir, name)).mtimeMs > STALE_TEMP_MS) rmSync(join(dir, name), { force: true });
+    } catch {
+      // Gone already, or another run's.
+    }
+  }
+  const files = names
     .filter((name) => name.endsWith('.bin'))
     .map((name) => {
       try {

@@ -17,7 +17,7 @@ interface Outcome {
 }
 
 /** Launches `bundle` in a new process and reports what the launcher did and what the bundle computed. */
-function launchIn(bundle: string, cacheDir: string, env: Record<string, string> = {}, argv: string[] = ['dump']): Outcome {
+function launchIn(bundle: string, cacheDir: string, env: Record<string, string> = {}, argv: string[] = ['dump'], status = 0): Outcome {
   // As in the package, the launcher sits beside the bundle (package names resolve from there).
   const launcher = join(dirname(bundle), 'launch.cjs');
   copyFileSync(LAUNCH, launcher);
@@ -26,7 +26,7 @@ function launchIn(bundle: string, cacheDir: string, env: Record<string, string> 
     const r = launch(${JSON.stringify(bundle)}, { cacheDir: ${JSON.stringify(cacheDir)}, argv: ${JSON.stringify(argv)}, env: process.env });
     Promise.resolve(r.exports.value()).then((value) => console.log(JSON.stringify({ cache: r.cache, detail: r.detail, value })));`;
   const r = spawnSync(process.execPath, ['-e', driver], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: cacheDir, ...env } });
-  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.status, status, r.stderr);
   return JSON.parse(r.stdout) as Outcome;
 }
 
@@ -89,6 +89,15 @@ describe('the launcher keeps compiled code between runs', () => {
     assert.equal(launchIn(bundle, cache, {}, ['validate']).cache, 'hit');
   });
 
+  it('writes no cache after a failed run (exit 2 or more), whose error path is not what the command usually runs', () => {
+    const { bundle, cache } = setUp(`exports.value = () => { process.exitCode = Number(process.env.CODE); return 'ran'; };`);
+    assert.equal(launchIn(bundle, cache, { CODE: '2' }, ['dump'], 2).cache, 'miss');
+    assert.equal(launchIn(bundle, cache, { CODE: '2' }, ['dump'], 2).cache, 'miss');
+    assert.deepEqual(cacheFiles(cache), []);
+    assert.equal(launchIn(bundle, cache, { CODE: '1' }, ['validate'], 1).cache, 'miss', 'exit 1 (findings) is a normal run');
+    assert.equal(launchIn(bundle, cache, { CODE: '1' }, ['validate'], 1).cache, 'hit');
+  });
+
   it('uses no cache that someone else could have written', () => {
     const { bundle, cache } = setUp(`exports.value = () => 'safe';`);
     mkdirSync(cache, { mode: 0o700 });
@@ -138,7 +147,7 @@ describe('the launcher keeps compiled code between runs', () => {
     assert.deepEqual([hit.cache, hit.value], ['hit', 'imported']);
   });
 
-  it('keeps at most 32 cache files, dropping the oldest', () => {
+  it('keeps at most 32 cache files, dropping the oldest, and removes what a killed write left', () => {
     const { bundle, cache } = setUp(`exports.value = () => 0;`);
     mkdirSync(cache, { mode: 0o700 });
     for (let i = 0; i < 40; i++) {
@@ -146,7 +155,14 @@ describe('the launcher keeps compiled code between runs', () => {
       writeFileSync(old, 'x', { mode: 0o600 });
       utimesSync(old, 1000 + i, 1000 + i);
     }
+    // What a run killed while writing its cache leaves, and what a run writing now has.
+    const killed = join(cache, 'dump-x.bin.123-abc.tmp');
+    const writing = join(cache, 'dump-x.bin.456-def.tmp');
+    writeFileSync(killed, 'x');
+    utimesSync(killed, 1000, 1000);
+    writeFileSync(writing, 'x');
     launchIn(bundle, cache);
+    assert.deepEqual(readdirSync(cache).filter((f) => f.endsWith('.tmp')), ['dump-x.bin.456-def.tmp']);
     const left = cacheFiles(cache);
     assert.equal(left.length, 32);
     assert.ok(left.some((f) => f.startsWith('dump-')), 'the new cache is kept');
