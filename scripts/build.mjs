@@ -1,0 +1,49 @@
+// Builds dist/: the library with tsc (ES modules and their .d.ts), then the
+// CLI with esbuild as one CommonJS bundle (dist/bin.cjs) and the launcher
+// that loads it (dist/launch.cjs). Why CommonJS and a launcher: README,
+// "Start-up and the compile cache".
+import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { sep } from 'node:path';
+import { build } from 'esbuild';
+
+const require = createRequire(import.meta.url);
+
+/**
+ * commander requires child_process when it loads, for the executable
+ * subcommands popef does not have; loading it (with net and dgram) is about
+ * 1.5 ms of every start. commander gets a stand-in that loads it on first use.
+ */
+const lazyChildProcessForCommander = {
+  name: 'lazy-child-process-for-commander',
+  setup(b) {
+    b.onResolve({ filter: /^node:child_process$/ }, (args) =>
+      args.importer.includes(`${sep}node_modules${sep}commander${sep}`) ? { path: 'child_process', namespace: 'popef-lazy' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'popef-lazy' }, () => ({
+      contents: "let loaded; module.exports = new Proxy({}, { get: (_, key) => (loaded ??= require('node:child_process'))[key] });",
+      loader: 'js',
+    }));
+  },
+};
+
+rmSync('dist', { recursive: true, force: true });
+execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+await build({
+  entryPoints: ['src/cli/bin.ts', 'src/cli/launch.ts'],
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  minify: true,
+  logLevel: 'warning',
+  outdir: 'dist',
+  outExtension: { '.js': '.cjs' },
+  // Large, and needed only by serve, run --plugin triton and PNG inputs: loaded from node_modules when used.
+  external: ['@grpc/grpc-js', 'protobufjs', 'ajv', 'pngjs'],
+  // The sources are ES modules; in the bundle, import.meta.url is the bundle's own URL.
+  define: { 'import.meta.url': '__popefBundleUrl' },
+  banner: { js: "var __popefBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  plugins: [lazyChildProcessForCommander],
+});
