@@ -4,9 +4,10 @@ import { main } from './main.js';
 import { processIo } from './io.js';
 
 /**
- * The process entry (bundled into dist/popef.mjs): turns Ctrl-C into a
- * cooperative abort, so that partial outputs are removed, and sets the exit
- * code. A second Ctrl-C exits at once.
+ * The process entry (bundled into dist/bin.cjs, which bin/popef.cjs loads
+ * through dist/launch.cjs): turns Ctrl-C into a cooperative abort, so that
+ * partial outputs are removed, and sets the exit code. A second Ctrl-C
+ * exits at once.
  */
 export async function runProcess(): Promise<void> {
   // A reader that goes away (popef dump ... | head) ends the output, not with a stack trace.
