@@ -65,42 +65,46 @@ function contentsToBytes(input: Message, model: string): Uint8Array {
       continue;
     }
     const size = protocolElementBytes(tensorType as 'FP32');
-    const b = Buffer.alloc(values.length * size);
+    const b = new Uint8Array(values.length * size);
+    // DataView setters keep the low bytes of a value that does not fit, as
+    // Triton does (it copies the least significant bytes of each int32 for
+    // INT8 and INT16); Buffer's writers would throw a RangeError instead.
+    const view = new DataView(b.buffer);
     values.forEach((v, i) => {
       const at = i * size;
       switch (tensorType) {
         case 'BOOL':
-          b.writeUInt8(v === true ? 1 : 0, at);
+          view.setUint8(at, v === true ? 1 : 0);
           break;
         case 'INT8':
-          b.writeInt8(toInt(v), at);
+          view.setInt8(at, toInt(v));
           break;
         case 'INT16':
-          b.writeInt16LE(toInt(v), at);
+          view.setInt16(at, toInt(v), true);
           break;
         case 'INT32':
-          b.writeInt32LE(toInt(v), at);
+          view.setInt32(at, toInt(v), true);
           break;
         case 'INT64':
-          b.writeBigInt64LE(BigInt(String(v)), at);
+          view.setBigInt64(at, BigInt(String(v)), true);
           break;
         case 'UINT8':
-          b.writeUInt8(toInt(v), at);
+          view.setUint8(at, toInt(v));
           break;
         case 'UINT16':
-          b.writeUInt16LE(toInt(v), at);
+          view.setUint16(at, toInt(v), true);
           break;
         case 'UINT32':
-          b.writeUInt32LE(toInt(v), at);
+          view.setUint32(at, toInt(v), true);
           break;
         case 'UINT64':
-          b.writeBigUInt64LE(BigInt(String(v)), at);
+          view.setBigUint64(at, BigInt(String(v)), true);
           break;
         case 'FP32':
-          b.writeFloatLE(Number(v), at);
+          view.setFloat32(at, Number(v), true);
           break;
         default:
-          b.writeDoubleLE(Number(v), at);
+          view.setFloat64(at, Number(v), true);
       }
     });
     out = b;
