@@ -63,7 +63,7 @@ export { applyScaffold, checkModelName, planScaffold, type ScaffoldOptions, type
 export { anchorRole, userAnchors, type AnchorRole } from './inspect/anchor-roles.js';
 export { buildReport, type DumpReport } from './inspect/report.js';
 
-export type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, RunOptions, Tensor, TensorSpec } from './run/plugin-api.js';
+export type { Availability, ExecutionPlugin, ModelRequest, ModelTensors, OpenedModel, RunOptions, Tensor, TensorSpec } from './run/plugin-api.js';
 export { ChildProcessPlugin, type ChildPluginOptions } from './run/child-plugin.js';
 export { ipuBridgePath, ipuPlugin, loadPlugin, type PluginContext } from './run/load-plugin.js';
 export { PROTOCOL as PLUGIN_PROTOCOL } from './run/protocol.js';

@@ -2,8 +2,8 @@ import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { raceDeadline } from './deadline.js';
 import { sameTensorInfo } from '../schema/model.js';
-import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, RunOptions, Tensor, TensorSpec } from './plugin-api.js';
-import { byteLength, userTensorSpecs } from './tensor.js';
+import type { Availability, ExecutionPlugin, ModelRequest, ModelTensors, OpenedModel, RunOptions, Tensor, TensorSpec } from './plugin-api.js';
+import { byteLength, modelTensorSpecs } from './tensor.js';
 
 /**
  * Every plugin reaches its callers through this wrapper, because a plugin is
@@ -68,7 +68,7 @@ class GuardedPlugin implements ExecutionPlugin {
   }
 
   async open(request: ModelRequest): Promise<OpenedModel> {
-    const expected = await modelTensors(request);
+    const expected = request.tensors ?? (await modelTensors(request));
     const opened = await this.step('open the model', () => this.inner.open(request));
     try {
       checkDeclared(this.name, 'inputs', opened.inputs, expected.inputs);
@@ -102,12 +102,10 @@ class GuardedPlugin implements ExecutionPlugin {
 }
 
 /** The user anchors of the requested executable: what any plugin must take and give. */
-async function modelTensors(request: ModelRequest): Promise<{ inputs: TensorSpec[]; outputs: TensorSpec[] }> {
+async function modelTensors(request: ModelRequest): Promise<ModelTensors> {
   const set = await ModelSet.open(request.files);
   try {
-    const model = set.model(request.executable);
-    if (model.metadata === undefined) return { inputs: [], outputs: [] };
-    return userTensorSpecs(model.metadata, new Set(model.tensors.map((t) => t.name)));
+    return modelTensorSpecs(set, request.executable);
   } finally {
     await set.close();
   }

@@ -35,6 +35,21 @@ export interface ModelRequest {
   readonly executable: string;
   /** Plugin-specific options (--plugin-option KEY=VALUE). */
   readonly options: Readonly<Record<string, string>>;
+  /**
+   * The model's user-provided tensors, when the caller has read the files
+   * already (popef run and popef serve have). Every plugin is checked
+   * against them (src/run/guarded-plugin.ts), which otherwise reads the
+   * files again: about a second over 1,000,000 anchors, for each instance
+   * `popef serve` opens. They must be what the files hold. A plugin may use
+   * them too.
+   */
+  readonly tensors?: ModelTensors;
+}
+
+/** A model's user-provided tensors, by anchor name (userTensorSpecs). */
+export interface ModelTensors {
+  readonly inputs: readonly TensorSpec[];
+  readonly outputs: readonly TensorSpec[];
 }
 
 export interface RunOptions {

@@ -1,4 +1,5 @@
 import { ErrorCode, PopefError } from '../errors.js';
+import type { ModelSet } from '../format/model-set.js';
 import { userAnchors } from '../inspect/anchor-roles.js';
 import { elementBytes, sameTensorInfo, type DataType, type Metadata } from '../schema/model.js';
 import type { Tensor, TensorSpec } from './plugin-api.js';
@@ -163,6 +164,13 @@ export function checkAgainstSpec(t: Tensor, spec: TensorSpec, label: string): vo
   if (t.data.byteLength !== byteLength(spec)) {
     throw new PopefError(ErrorCode.InvalidInput, `input "${label}" has ${t.data.byteLength} bytes, but ${spec.dtype} [${spec.shape.join(', ')}] needs ${byteLength(spec)}`, {});
   }
+}
+
+/** The user-provided tensors of one executable of an open model set (what ModelRequest.tensors holds). */
+export function modelTensorSpecs(set: ModelSet, executable: string): { inputs: TensorSpec[]; outputs: TensorSpec[] } {
+  const model = set.model(executable);
+  if (model.metadata === undefined) return { inputs: [], outputs: [] };
+  return userTensorSpecs(model.metadata, new Set(model.tensors.map((t) => t.name)));
 }
 
 /** The tensors a plugin exposes for a model: its user-provided anchors, by anchor name, dtype and full shape. */

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { isPopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { resolveTarget } from '../run/model-target.js';
-import type { ExecutionPlugin, OpenedModel, TensorSpec } from '../run/plugin-api.js';
+import type { ExecutionPlugin, ModelTensors, OpenedModel, TensorSpec } from '../run/plugin-api.js';
+import { modelTensorSpecs } from '../run/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../triton/model-config.js';
 import { validateRepository, type ModelReport } from '../triton/repository/validate.js';
 import { protocolFromConfig } from '../triton/protocol-datatypes.js';
@@ -86,8 +87,10 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
     for (const [anchor, client] of target.clientNames) anchorOf.set(client, anchor);
     const set = await ModelSet.open(target.files);
     let executable: string;
+    let tensors: ModelTensors;
     try {
       executable = set.model().name;
+      tensors = modelTensorSpecs(set, executable);
     } finally {
       await set.close();
     }
@@ -101,7 +104,7 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
     for (let i = 0; i < count; i++) {
       const plugin = await options.createPlugin();
       plugins.push(plugin);
-      opened.push(await plugin.open({ files: target.files, executable, options: options.pluginOptions ?? {} }));
+      opened.push(await plugin.open({ files: target.files, executable, options: options.pluginOptions ?? {}, tensors }));
     }
     const first = opened[0];
     if (first === undefined) throw new Error('no instance opened');

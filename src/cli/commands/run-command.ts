@@ -7,9 +7,9 @@ import { renderRunText, type RunReport } from '../../present/run-report.js';
 import { compareValues, type Comparison } from '../../run/compare.js';
 import { loadPlugin } from '../../run/load-plugin.js';
 import { resolveTarget } from '../../run/model-target.js';
-import type { ExecutionPlugin, Tensor, TensorSpec } from '../../run/plugin-api.js';
+import type { ExecutionPlugin, ModelTensors, Tensor, TensorSpec } from '../../run/plugin-api.js';
 import { latency, summarize, topK } from '../../run/stats.js';
-import { toNumbers } from '../../run/tensor.js';
+import { modelTensorSpecs, toNumbers } from '../../run/tensor.js';
 import { loadInput, randomTensor } from '../../run/tensor-io/inputs.js';
 import { readNpy, writeNpy } from '../../run/tensor-io/npy.js';
 import { writeFilesAtomically } from '../../triton/write-files.js';
@@ -98,8 +98,10 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
   // The executable to run: checked here, so that plugins get a valid model set.
   const set = await ModelSet.open(target.files);
   let executable: string;
+  let tensors: ModelTensors;
   try {
     executable = set.model(flags.executable).name;
+    tensors = modelTensorSpecs(set, executable);
   } finally {
     await set.close();
   }
@@ -121,7 +123,7 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
         throw new PopefError(ErrorCode.PluginUnavailable, `plugin "${p.name}" cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
       }
     }
-    const model = await plugin.open({ files: target.files, executable, options: pluginOptions });
+    const model = await plugin.open({ files: target.files, executable, options: pluginOptions, tensors });
 
     // Inputs, by the name the user knows (client name, or anchor name).
     const byName = new Map<string, TensorSpec>();
@@ -227,7 +229,7 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
 
     if (reference !== undefined) {
       // The same inputs through the second plugin; its outputs play the expected values.
-      const other = await reference.open({ files: target.files, executable, options: pluginOptions });
+      const other = await reference.open({ files: target.files, executable, options: pluginOptions, tensors });
       const theirs = await other.run(inputs);
       await other.close();
       const comparisons: (Comparison & { name: string; atol: number; rtol: number; note?: string })[] = [];
