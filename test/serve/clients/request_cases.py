@@ -69,6 +69,16 @@ def main():
         out[f"{key}/live"] = client.is_server_live()
         out[f"{key}/model-ready"] = client.is_model_ready(model)
         out[f"{key}/unknown-model-ready"] = client.is_model_ready("nosuch")
+        # After every case: which requests the server counted, and how (Triton counts none that fail before they reach the model).
+        stats = client.get_inference_statistics(model, as_json=True) if module is grpcclient else client.get_inference_statistics(model)
+        model_stats = stats["model_stats"][0]
+        inference = model_stats.get("inference_stats", {})
+        out[f"{key}/statistics-counts"] = {
+            "inference_count": int(model_stats.get("inference_count", 0)),
+            "execution_count": int(model_stats.get("execution_count", 0)),
+            "success": int(inference.get("success", {}).get("count", 0)),
+            "fail": int(inference.get("fail", {}).get("count", 0)),
+        }
     print(json.dumps(out, indent=1, sort_keys=True))
 
 
