@@ -55,10 +55,15 @@ function clean(value: unknown): unknown {
   const proto = Object.getPrototypeOf(value) as unknown;
   if (proto !== Object.prototype && proto !== null) return value;
   let out: Record<string, unknown> | undefined;
-  for (const [k, v] of Object.entries(value)) {
+  const record = value as Record<string, unknown>;
+  // for-in, not Object.entries: no [key, value] pair allocated per property
+  // of a report that usually needs no change. A plain object's prototype
+  // has no enumerable properties, so for-in sees only its own.
+  for (const k in record) {
+    const v = record[k];
     const c = clean(v);
     if (c !== v) {
-      out ??= { ...(value as Record<string, unknown>) };
+      out ??= { ...record };
       out[k] = c;
     }
   }
