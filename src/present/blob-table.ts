@@ -1,10 +1,10 @@
-import type { ChalkInstance } from 'chalk';
+import type { Colour } from './colour.js';
 import Table from 'cli-table3';
 import type { DumpReport } from '../inspect/report.js';
 import { typeLabel } from './blob-labels.js';
 
 /** The blob inventory as a cli-table3 table (a File column only when there are several files). */
-export function blobTable(report: DumpReport, c: ChalkInstance): string {
+export function blobTable(report: DumpReport, c: Colour): string {
   const several = report.files.length > 1;
   const head = [...(several ? ['File'] : []), '#', 'Type', 'Name', 'Offset', 'Size', 'Payload', 'Compression', 'CRC-32'];
   const table = new Table({

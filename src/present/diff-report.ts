@@ -1,4 +1,4 @@
-import type { ChalkInstance } from 'chalk';
+import type { Colour } from './colour.js';
 import type { Change, DiffReport } from '../inspect/diff.js';
 
 const show = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
@@ -9,7 +9,7 @@ function line(c: Change): string {
   return `~ ${c.subject}: ${c.field ?? ''} ${show(c.before)} -> ${show(c.after)}`;
 }
 
-export function renderDiffText(r: DiffReport, c: ChalkInstance): string {
+export function renderDiffText(r: DiffReport, c: Colour): string {
   const out = [c.bold(`--- a: ${r.a.join(' + ')}`), c.bold(`+++ b: ${r.b.join(' + ')}`)];
   for (const change of r.changes) {
     const text = line(change);

@@ -1,9 +1,9 @@
 import Table from 'cli-table3';
 import type { DoctorReport } from '../run/sdk-doctor.js';
-import type { ChalkInstance } from 'chalk';
+import type { Colour } from './colour.js';
 
 /** `popef doctor` as text: the interpreter, the imports, the SDK calls (missing ones first), the devices, the verdict. */
-export function renderDoctorText(report: DoctorReport, c: ChalkInstance): string {
+export function renderDoctorText(report: DoctorReport, c: Colour): string {
   const yes = (ok: boolean, text = ok ? 'yes' : 'no'): string => (ok ? c.green(text) : c.red(text));
   const out: string[] = [];
   const p = report.python;

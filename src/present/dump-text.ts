@@ -1,4 +1,4 @@
-import type { ChalkInstance } from 'chalk';
+import type { Colour } from './colour.js';
 import type { AnchorRole } from '../inspect/anchor-roles.js';
 import type { AnchorReport, DumpReport, MetadataReport, ModelReport } from '../inspect/report.js';
 
@@ -28,7 +28,7 @@ export function tensorInfoLine(dtype: string, size: number | string, shape: read
   return `{ dtype: ${dtype}, sizeInBytes: ${size}, shape ${list(shape)} }`;
 }
 
-function anchorLines(a: AnchorReport, c: ChalkInstance): string[] {
+function anchorLines(a: AnchorReport, c: Colour): string[] {
   return [
     `    Name: ${c.cyan(JSON.stringify(a.name))}:`,
     `      TensorInfo: ${tensorInfoLine(a.dtype, a.sizeInBytes, a.shape)}`,
@@ -38,7 +38,7 @@ function anchorLines(a: AnchorReport, c: ChalkInstance): string[] {
   ];
 }
 
-function metadataLines(m: MetadataReport, model: ModelReport, full: boolean, c: ChalkInstance): string[] {
+function metadataLines(m: MetadataReport, model: ModelReport, full: boolean, c: Colour): string[] {
   const out = [
     c.bold('Metadata:'),
     `  Executable: ${JSON.stringify(m.executable)}`,
@@ -74,7 +74,7 @@ function metadataLines(m: MetadataReport, model: ModelReport, full: boolean, c: 
   return out;
 }
 
-function anchorsSection(m: MetadataReport, mode: 'user' | 'all', c: ChalkInstance): string[] {
+function anchorsSection(m: MetadataReport, mode: 'user' | 'all', c: Colour): string[] {
   const out = [c.bold('Anchors:')];
   for (const [role, heading] of ROLE_HEADINGS) {
     const anchors = m.anchors.filter((a) => a.role === role);
@@ -90,7 +90,7 @@ function anchorsSection(m: MetadataReport, mode: 'user' | 'all', c: ChalkInstanc
  * Renders the popef_dump-style text report. The blob table comes rendered
  * (`blobs`), so that views without it never load the table library.
  */
-export function renderDumpText(report: DumpReport, sections: TextSections, c: ChalkInstance, blobs = ''): string {
+export function renderDumpText(report: DumpReport, sections: TextSections, c: Colour, blobs = ''): string {
   const out: string[] = [];
   for (const f of report.files) out.push(`PopEF file: ${f.path}`);
   const several = report.models.length > 1;

@@ -1,4 +1,4 @@
-import type { ChalkInstance } from 'chalk';
+import type { Colour } from './colour.js';
 import Table from 'cli-table3';
 import type { Comparison } from '../run/compare.js';
 import type { Latency, TensorSummary } from '../run/stats.js';
@@ -26,7 +26,7 @@ function num(x: number): string {
 
 const ms = (x: number): string => `${x < 10 ? x.toFixed(3) : x.toFixed(1)} ms`;
 
-export function renderRunText(r: RunReport, c: ChalkInstance): string {
+export function renderRunText(r: RunReport, c: Colour): string {
   const out: string[] = [];
   out.push(`${c.bold('Model:')} ${r.model} (executable "${r.executable}"), plugin ${r.plugin}`);
   const table = new Table({

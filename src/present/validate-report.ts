@@ -1,4 +1,4 @@
-import type { ChalkInstance } from 'chalk';
+import type { Colour } from './colour.js';
 import { join } from 'node:path';
 import { printable } from './printable.js';
 import { RULES, type Finding, type RuleId } from '../triton/repository/findings.js';
@@ -34,7 +34,7 @@ function summaryLine(run: ValidateRun): string {
   return `${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')} in ${plural(s.models, 'model')}`;
 }
 
-export function renderValidateText(run: ValidateRun, c: ChalkInstance): string {
+export function renderValidateText(run: ValidateRun, c: Colour): string {
   const out: string[] = [];
   run.reports.forEach((r, index) => {
     out.push(c.bold(`${run.shownRoots[index] ?? r.repository} (${r.models.length} model${r.models.length === 1 ? '' : 's'}, Triton ${run.tritonVersion})`));

@@ -48,7 +48,7 @@ export async function diffCommand(
       const report = diffModelSets(left, right, { ignore: flags.ignore });
       if (flags.json === true) writeJson(io, report);
       else if (flags.markdown === true) io.stdout(renderDiffMarkdown(withPrintableStrings(report)));
-      else io.stdout(renderDiffText(withPrintableStrings(report), chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
+      else io.stdout(renderDiffText(withPrintableStrings(report), await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
       return report.identical ? ExitCode.Ok : ExitCode.Findings;
     } finally {
       await right.close();

@@ -42,7 +42,7 @@ export function registerDoctor(program: Command, io: CliIo, run: (handler: Handl
           else {
             const { renderDoctorText } = await import('../../present/doctor-report.js');
             const { chooseColour } = await import('../../present/colour.js');
-            io.stdout(renderDoctorText(report, chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
+            io.stdout(renderDoctorText(report, await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
           }
           return report.problems.length === 0 ? 0 : 1;
         } finally {

@@ -82,7 +82,7 @@ export async function dumpFiles(
     } else if (options.markdown === true) {
       io.stdout(renderDumpMarkdown(withPrintableStrings(report)));
     } else {
-      const colour = chooseColour({ flag: colourFlag, env: io.env, isTTY: io.stdoutIsTTY });
+      const colour = await chooseColour({ flag: colourFlag, env: io.env, isTTY: io.stdoutIsTTY });
       const sections = sectionsFor(options);
       const shown = withPrintableStrings(report);
       const table = sections.blobs ? (await import('../../present/blob-table.js')).blobTable(shown, colour) : '';

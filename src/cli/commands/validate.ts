@@ -84,7 +84,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
             break;
           default: {
             const { chooseColour } = await import('../../present/colour.js');
-            io.stdout(present.renderValidateText(withPrintableStrings(result), chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
+            io.stdout(present.renderValidateText(withPrintableStrings(result), await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
           }
         }
         return summarize(reports).errors > 0 ? ExitCode.Findings : ExitCode.Ok;
