@@ -55,14 +55,14 @@ const WRAPPER_TAIL = '\n})';
 
 export function launch(file: string, options: LaunchOptions = {}): LaunchResult {
   const env = options.env ?? process.env;
+  const disabled = env.POPEF_NO_COMPILE_CACHE ?? env.NODE_DISABLE_COMPILE_CACHE;
+  if (disabled !== undefined && disabled !== '' && disabled !== '0') {
+    return { exports: requireBundle(file), cache: 'off', detail: 'disabled by the environment' };
+  }
   const nodeCache = (module as { enableCompileCache?: () => unknown }).enableCompileCache;
   if (nodeCache !== undefined) {
     nodeCache();
     return { exports: requireBundle(file), cache: 'off', detail: "Node's own compile cache (module.enableCompileCache)" };
-  }
-  const disabled = env.POPEF_NO_COMPILE_CACHE ?? env.NODE_DISABLE_COMPILE_CACHE;
-  if (disabled !== undefined && disabled !== '' && disabled !== '0') {
-    return { exports: requireBundle(file), cache: 'off', detail: 'disabled by the environment' };
   }
   const dir = options.cacheDir ?? defaultCacheDir(env);
   if (dir === undefined) return { exports: requireBundle(file), cache: 'off', detail: 'no home directory for the cache' };
