@@ -7,7 +7,6 @@ import { ChildProcessPlugin } from './child-plugin.js';
 import { CpuPlugin } from './cpu-plugin.js';
 import { guardPlugin } from './guarded-plugin.js';
 import type { ExecutionPlugin } from './plugin-api.js';
-import { TritonPlugin } from './triton-plugin.js';
 import { importModule } from './import-module.js';
 
 export interface PluginContext {
@@ -62,7 +61,11 @@ async function findPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPl
   if (spec === 'ipu') return ipuPlugin(ctx);
   // POPEF_ONNXRUNTIME_MODULE names another module to import (tests use it to simulate a missing onnxruntime-node).
   if (spec === 'cpu') return new CpuPlugin({ moduleName: ctx.env.POPEF_ONNXRUNTIME_MODULE });
-  if (spec === 'triton') return new TritonPlugin({ url: ctx.url, timeoutMs: ctx.requestTimeoutMs });
+  if (spec === 'triton') {
+    // Imported when asked for: it brings @grpc/grpc-js and protobufjs, a hundred files popef run --plugin cpu has no use for.
+    const { TritonPlugin } = await import('./triton-plugin.js');
+    return new TritonPlugin({ url: ctx.url, timeoutMs: ctx.requestTimeoutMs });
+  }
   const looksLikePath = spec.startsWith('.') || spec.startsWith('/') || spec.includes('\\');
   const path = resolve(ctx.cwd, spec);
   if (looksLikePath && !existsSync(path)) {

@@ -1,6 +1,8 @@
 import { extname } from 'node:path';
 import { inflateSync } from 'node:zlib';
-import { PNG } from 'pngjs';
+import { createRequire } from 'node:module';
+import type * as PngModule from 'pngjs';
+import type { PNG } from 'pngjs';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { FILE_LIMITS, readRegularFile } from '../../io/local-file.js';
 import type { Tensor, TensorSpec } from '../plugin-api.js';
@@ -174,7 +176,8 @@ function pngTensor(bytes: Buffer, spec: TensorSpec, label: string, file: string,
   checkPngComplete(bytes, elementCount(spec.shape), label, file);
   let png: PNG;
   try {
-    png = PNG.sync.read(bytes);
+    // pngjs is loaded by the first PNG input, not with every popef run.
+    png = (createRequire(import.meta.url)('pngjs') as typeof PngModule).PNG.sync.read(bytes);
   } catch (error) {
     throw inputError(label, file, `not a readable PNG: ${(error as Error).message}`);
   }
