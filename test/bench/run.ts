@@ -61,6 +61,31 @@ async function measure(cmd: string, args: string[], runs: number, node = false, 
   return { ms: median(times), rssMiB: rss.length > 0 ? Math.max(...rss) / 1024 : NaN };
 }
 
+interface Case {
+  readonly label: string;
+  readonly args: string[];
+  readonly env: NodeJS.ProcessEnv;
+}
+
+/**
+ * Median wall time (ms) of each Node command, run in turn `runs` times, so
+ * that every ratio compares runs made at the same moments (this machine's
+ * speed drifts by a third over minutes). One run of each first: it writes
+ * a command's compile cache.
+ */
+function interleaved(cases: readonly Case[], runs: number): number[] {
+  const once = (c: Case): number => {
+    const start = process.hrtime.bigint();
+    const r = spawnSync(process.execPath, c.args, { env: c.env, stdio: ['ignore', 'ignore', 'pipe'] });
+    if (r.status !== 0 && r.status !== 1) throw new Error(`${c.label} failed: ${r.stderr.toString()}`);
+    return Number(process.hrtime.bigint() - start) / 1e6;
+  };
+  for (const c of cases) once(c);
+  const times = cases.map(() => [] as number[]);
+  for (let i = 0; i < runs; i++) cases.forEach((c, k) => times[k]?.push(once(c)));
+  return times.map(median);
+}
+
 /** Writes a model with an executable of `size` bytes (streamed, never whole in memory) and realistic metadata. */
 async function makeModel(path: string, size: number): Promise<void> {
   const chunk = new Uint8Array(16 * MiB).map((_, i) => (i * 2654435761) >>> 24);
@@ -112,24 +137,30 @@ try {
 
   // The 4 GiB just written is still being flushed to disk; that work would land in the timings below.
   spawnSync('sync');
-  console.log('\n[issue 3] popef dump (CLI, median of 10)');
-  const baseline = await measure(process.execPath, ['-e', '1'], 10, true);
-  console.log(`  node -e 1: ${fmt(baseline.ms, 1)} ms, ${fmt(baseline.rssMiB, 1)} MiB`);
-  for (const flags of [[], ['--json']]) {
-    const s = await measure(process.execPath, [BIN, 'dump', ...flags, small], 10, true);
-    const b = await measure(process.execPath, [BIN, 'dump', ...flags, big], 10, true);
-    const label = flags.length === 0 ? 'default' : flags.join(' ');
-    console.log(
-      `  dump ${label}: 4 MiB ${fmt(s.ms, 1)} ms, 4 GiB ${fmt(b.ms, 1)} ms (x${fmt(b.ms / baseline.ms)} of node -e, target <= 1.5; ` +
-        `4 GiB/4 MiB ${fmt(b.ms / s.ms)}, target <= 1.10), peak RSS ${fmt(b.rssMiB, 1)} MiB (target < 80)`,
-    );
+  console.log('\n[issue 3] popef dump (CLI), interleaved with node -e 1, median of 10');
+  {
+    const rows: { label: string; args: string[] }[] = [{ label: 'node -e 1', args: ['-e', '1'] }];
+    for (const flags of [[], ['--json']]) for (const file of [small, big]) rows.push({ label: `${flags.join(' ')} ${file}`, args: [BIN, 'dump', ...flags, file] });
+    const ms = interleaved(rows.map((r) => ({ ...r, env: process.env })), 10);
+    // One at a time: measure() collects peak RSS through one shared file.
+    const rss: number[] = [];
+    for (const r of rows) rss.push((await measure(process.execPath, r.args, 0, true)).rssMiB);
+    const base = ms[0] ?? NaN;
+    console.log(`  node -e 1: ${fmt(base, 1)} ms, ${fmt(rss[0] ?? NaN, 1)} MiB`);
+    for (const [i, label] of ['default', '--json'].entries()) {
+      const s = ms[1 + 2 * i] ?? NaN;
+      const b = ms[2 + 2 * i] ?? NaN;
+      console.log(
+        `  dump ${label}: 4 MiB ${fmt(s, 1)} ms, 4 GiB ${fmt(b, 1)} ms (x${fmt(b / base)} of node -e, target <= 1.5; ` +
+          `4 GiB/4 MiB ${fmt(b / s)}, target <= 1.10), peak RSS ${fmt(rss[2 + 2 * i] ?? NaN, 1)} MiB (target < 80)`,
+      );
+    }
   }
 
   console.log('\n[issue 14] start-up beside node -e 1 (dump of the 4 GiB file, and other commands), interleaved, median of 30');
   {
-    // One run of each case first (which writes the dump command's cache).
     const env = process.env;
-    const cases: { label: string; args: string[]; env: NodeJS.ProcessEnv }[] = [
+    const cases: Case[] = [
       { label: 'node -e 1', args: ['-e', '1'], env },
       { label: 'popef dump, compile cache', args: [BIN, 'dump', big], env },
       { label: 'popef dump, no cache (first run)', args: [BIN, 'dump', big], env: { ...env, POPEF_NO_COMPILE_CACHE: '1' } },
@@ -137,19 +168,10 @@ try {
       { label: 'popef validate (small repository)', args: [BIN, 'validate', join(ROOT, 'fixtures/repos/clean')], env },
       { label: 'popef config (MNIST)', args: [BIN, 'config', join(ROOT, 'fixtures/mnist/executable.popef')], env },
     ];
-    for (const c of cases) spawnSync(process.execPath, c.args, { env: c.env, stdio: 'ignore' });
-    const times = cases.map(() => [] as number[]);
-    for (let i = 0; i < 30; i++) {
-      cases.forEach((c, k) => {
-        const start = process.hrtime.bigint();
-        const r = spawnSync(process.execPath, c.args, { env: c.env, stdio: ['ignore', 'ignore', 'pipe'] });
-        times[k]?.push(Number(process.hrtime.bigint() - start) / 1e6);
-        if (r.status !== 0 && r.status !== 1) throw new Error(`${c.label} failed: ${r.stderr.toString()}`);
-      });
-    }
-    const base = median(times[0] ?? []);
+    const ms = interleaved(cases, 30);
+    const base = ms[0] ?? NaN;
     cases.forEach((c, k) => {
-      const m = median(times[k] ?? []);
+      const m = ms[k] ?? NaN;
       console.log(`  ${c.label.padEnd(36)} ${fmt(m, 1)} ms  x${fmt(m / base)}${k === 1 ? ' (target <= 1.5)' : ''}`);
     });
   }
