@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates src/schema/generated/ from schemas/popef.fbs with pinned flags.
-# The output is committed; test/schema/generated-drift.test.ts fails when it
+# The output is committed; test/schema/schema-drift.test.ts fails when it
 # no longer matches what this script produces. Never edit the output by hand.
 #
 # Pinned: flatc 2.0.8 (Debian bookworm's flatbuffers-compiler), flags

@@ -10,7 +10,9 @@ import { ENUMS, ENUM_VALUE_SINCE, MESSAGES, isEnumName, isMessageName, knownIn, 
  * predate the field). parsePbtxt(printPbtxt(x)) equals canonicalize(x).
  */
 
-export const DEFAULT_TRITON_VERSION = '21.05';
+import { DEFAULT_TRITON_VERSION } from './triton-release.js';
+
+export { DEFAULT_TRITON_VERSION };
 
 export interface PrintOptions {
   /**

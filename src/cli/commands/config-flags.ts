@@ -1,5 +1,6 @@
 /** The options `popef config` and `popef scaffold` share: commander only, so registering the commands stays cheap. */
 import { Option, type Command } from 'commander';
+import { DEFAULT_TRITON_VERSION } from '../../triton/triton-release.js';
 import { parseIntOption } from './options.js';
 
 /** The options `popef config` and `popef scaffold` share. */
@@ -37,7 +38,6 @@ export function addConfigOptions(command: Command): Command {
       ]),
     )
     .addOption(new Option('--max-queue-delay-us <n>', 'max_queue_delay_microseconds for dynamic batching').argParser(parseIntOption(0, Number.MAX_SAFE_INTEGER)))
-    // 21.05: the release the Poplar backend documents (DEFAULT_TRITON_VERSION of the printer).
-    .option('--triton-version <version>', 'refuse fields newer than this Triton release (YY.MM, or latest)', '21.05');
+    .option('--triton-version <version>', 'refuse fields newer than this Triton release (YY.MM, or latest)', DEFAULT_TRITON_VERSION);
 }
 

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import { writeJson, type CliIo } from '../io.js';
 import type { Handler } from '../main.js';
+import { DEFAULT_TRITON_VERSION } from '../../triton/triton-release.js';
 import { chosenFormat } from './options.js';
 
 interface Flags {
@@ -35,7 +36,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github']))
     .option('--json', 'the same as --format json')
     .option('--strict', 'treat warnings as errors')
-    .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', '21.05')
+    .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', DEFAULT_TRITON_VERSION)
     .option('--model <name>', 'check only this model directory (repeatable)', (v: string, prev?: string[]) => [...(prev ?? []), v])
     .option('--backend-directory <dir>', 'also check that each backend library exists there (<dir>/<backend>/libtriton_<backend>.so)')
     .option('--max-findings-per-rule <n>', 'findings of one rule listed per model, the rest counted in one closing finding (a number, or all)', '100')

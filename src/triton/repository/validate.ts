@@ -8,7 +8,7 @@ import { parseNameMap, type ParsedNameMap } from '../name-map.js';
 import type { SourcePos } from '../pbtxt-lexer.js';
 import { parsePbtxt } from '../pbtxt-parser.js';
 import type { ModelConfig } from '../model-config.js';
-import { DEFAULT_TRITON_VERSION } from '../pbtxt-printer.js';
+import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
 import { checkConfig, escapes } from './config-rules.js';
 import { validateEnsembleConfig } from './ensemble-rules.js';
 import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
