@@ -72,5 +72,5 @@ export { latency, summarize, topK, type Latency, type TensorSummary } from './ru
 export { fromNumbers, toNumbers } from './run/tensor.js';
 export { loadInput, randomTensor, type ImageOptions, type RandomOptions } from './run/tensor-io/inputs.js';
 export { readNpy, writeNpy } from './run/tensor-io/npy.js';
-export { validateRepository, summarize as summarizeFindings, type ModelReport, type RepositoryReport, type ValidateOptions } from './triton/repository/validate.js';
+export { validateRepository, summarizeFindings, type ModelReport, type RepositoryReport, type ValidateOptions } from './triton/repository/validate.js';
 export { RULES, type Finding, type RuleId, type Severity } from './triton/repository/findings.js';

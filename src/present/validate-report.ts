@@ -2,7 +2,7 @@ import type { Colour } from './colour.js';
 import { join } from 'node:path';
 import { printable } from './printable.js';
 import { RULES, type Finding, type RuleId } from '../triton/repository/findings.js';
-import { summarize, type RepositoryReport } from '../triton/repository/validate.js';
+import { summarizeFindings, type RepositoryReport } from '../triton/repository/validate.js';
 
 /**
  * Renderings of `popef validate` results: text for people, JSON for
@@ -29,7 +29,7 @@ function location(f: Finding, path: string | undefined): string {
 }
 
 function summaryLine(run: ValidateRun): string {
-  const s = summarize(run.reports);
+  const s = summarizeFindings(run.reports);
   const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
   return `${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')} in ${plural(s.models, 'model')}`;
 }
@@ -71,7 +71,7 @@ export function validateJson(run: ValidateRun): unknown {
       findings: r.findings,
       models: r.models.map((m) => ({ name: m.name, findings: m.findings })),
     })),
-    summary: summarize(run.reports),
+    summary: summarizeFindings(run.reports),
   };
 }
 

@@ -44,7 +44,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .addHelpText('after', HELP)
     .action((repositories: string[], flags: Flags) => {
       run(async () => {
-        const { validateRepository, summarize } = await import('../../triton/repository/validate.js');
+        const { validateRepository, summarizeFindings } = await import('../../triton/repository/validate.js');
         const present = await import('../../present/validate-report.js');
         const { withPrintableStrings } = await import('../../present/printable.js');
         const { VERSION } = await import('../../version.js');
@@ -88,7 +88,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
             io.stdout(present.renderValidateText(withPrintableStrings(result), await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
           }
         }
-        return summarize(reports).errors > 0 ? ExitCode.Findings : ExitCode.Ok;
+        return summarizeFindings(reports).errors > 0 ? ExitCode.Findings : ExitCode.Ok;
       });
     });
 }

@@ -548,7 +548,7 @@ export async function validateRepository(root: string, options: ValidateOptions 
 }
 
 /** Counts of errors and warnings over reports. */
-export function summarize(reports: readonly RepositoryReport[]): { errors: number; warnings: number; models: number } {
+export function summarizeFindings(reports: readonly RepositoryReport[]): { errors: number; warnings: number; models: number } {
   const all = reports.flatMap((r) => [...r.findings, ...r.models.flatMap((m) => m.findings)]);
   return {
     errors: all.filter((f) => f.severity === 'error').length,
