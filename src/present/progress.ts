@@ -1,4 +1,8 @@
-import type { CliIo } from '../cli/io.js';
+/** Where a bar is drawn: the CLI's io has both (a presenter does not depend on the CLI above it). */
+export interface ProgressTarget {
+  readonly stderr: (text: string) => void;
+  readonly stderrIsTTY: boolean;
+}
 
 /** Files above this size get a progress bar when verified on a terminal. */
 export const PROGRESS_THRESHOLD = 256 * 1024 * 1024;
@@ -18,7 +22,7 @@ const NONE: Progress = { update: () => undefined, finish: () => undefined, stop:
  * above the threshold; redrawn at most ten times a second. Piped output
  * never sees it.
  */
-export function progressBar(io: CliIo, label: string, total: number, threshold = PROGRESS_THRESHOLD): Progress {
+export function progressBar(io: ProgressTarget, label: string, total: number, threshold = PROGRESS_THRESHOLD): Progress {
   if (!io.stderrIsTTY || total < threshold) return NONE;
   let last = 0;
   let drawn = false;
