@@ -22,8 +22,9 @@ import { crc32 } from 'node:zlib';
  * - V8 checks its own version and flags, but of the source only its length,
  *   so a cache made for other code of the same length would be accepted.
  *   The key therefore carries a CRC-32 of the bundle's bytes.
- * - Each command gets its own file: a cache holds what the run that wrote
- *   it compiled, so the cache `popef --help` writes would not help `dump`.
+ * - Each command, and each output format of it, gets its own file: a cache
+ *   holds what the run that wrote it compiled, so the cache `popef --help`
+ *   writes would not help `dump`, nor the one `dump` writes `dump --json`.
  * - Cached code is code: the directory and each file must belong to this
  *   user and be writable by no one else, or the cache is not used.
  */
@@ -37,7 +38,7 @@ export interface LaunchResult {
 
 export interface LaunchOptions {
   readonly env?: NodeJS.ProcessEnv;
-  /** The command word (the first argument that is not an option), which selects the cache file. */
+  /** The command line, whose command word and output format select the cache file. */
   readonly argv?: readonly string[];
   /** Where cache files go; default $XDG_CACHE_HOME/popef-toolkit or ~/.cache/popef-toolkit. */
   readonly cacheDir?: string;
@@ -69,7 +70,7 @@ export function launch(file: string, options: LaunchOptions = {}): LaunchResult 
   const bytes = readFileSync(file);
   // esbuild writes ASCII (it escapes the rest), which decodes faster as Latin-1, to the same string.
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
-  const key = `${commandWord(options.argv ?? process.argv.slice(2))}-${crc32(bytes).toString(16).padStart(8, '0')}-${bytes.length}-v8-${process.versions.v8}-${process.arch}.bin`;
+  const key = `${cacheName(options.argv ?? process.argv.slice(2))}-${crc32(bytes).toString(16).padStart(8, '0')}-${bytes.length}-v8-${process.versions.v8}-${process.arch}.bin`;
   const usable = privateDirectory(dir);
   if (usable !== true) return { exports: requireBundle(file), cache: 'off', detail: usable };
   const cachePath = join(dir, key);
@@ -115,10 +116,17 @@ function defaultCacheDir(env: NodeJS.ProcessEnv): string | undefined {
   return home === '' ? undefined : join(home, '.cache', 'popef-toolkit');
 }
 
-/** The cache file for a command: its word when it looks like one, else "other". */
-function commandWord(argv: readonly string[]): string {
+/**
+ * The cache file for a run: the command's word when it looks like one, else
+ * "other", and the output format when one is asked for (`dump --json` runs
+ * other code than `dump`, and a cache holds only what its first run compiled).
+ */
+function cacheName(argv: readonly string[]): string {
   const word = argv.find((a) => !a.startsWith('-'));
-  return word !== undefined && /^[a-z][a-z-]{0,15}$/.test(word) ? word : 'other';
+  const command = word !== undefined && /^[a-z][a-z-]{0,15}$/.test(word) ? word : 'other';
+  const at = argv.indexOf('--format');
+  const format = at >= 0 ? argv[at + 1] : argv.includes('--json') ? 'json' : argv.includes('--markdown') ? 'markdown' : undefined;
+  return format !== undefined && /^[a-z]{1,10}$/.test(format) ? `${command}.${format}` : command;
 }
 
 const uid = (): number | undefined => process.getuid?.();

@@ -79,14 +79,19 @@ describe('the launcher keeps compiled code between runs', () => {
     assert.equal(launchIn(bundle, cache).cache, 'hit');
   });
 
-  it('keeps one cache per command, since each holds what its own run compiled', () => {
+  it('keeps one cache per command and output format, since each holds what its own run compiled', () => {
     const { bundle, cache } = setUp(`exports.value = () => 1;`);
     launchIn(bundle, cache, {}, ['dump', 'x.popef']);
+    launchIn(bundle, cache, {}, ['dump', '--json', 'x.popef']);
+    launchIn(bundle, cache, {}, ['dump', 'x.popef', '--format', 'json']);
     launchIn(bundle, cache, {}, ['--no-color', 'validate', 'models']);
+    launchIn(bundle, cache, {}, ['validate', 'models', '--format', 'sarif']);
+    launchIn(bundle, cache, {}, ['validate', 'models', '--format', '../../x']);
     launchIn(bundle, cache, {}, ['--help']);
     launchIn(bundle, cache, {}, ['../a path/with spaces']);
-    assert.deepEqual(cacheFiles(cache).map((f) => f.split('-')[0]).sort(), ['dump', 'other', 'validate']);
+    assert.deepEqual(cacheFiles(cache).map((f) => f.split('-')[0]).sort(), ['dump', 'dump.json', 'other', 'validate', 'validate.sarif']);
     assert.equal(launchIn(bundle, cache, {}, ['validate']).cache, 'hit');
+    assert.equal(launchIn(bundle, cache, {}, ['dump', '--markdown']).cache, 'miss');
   });
 
   it('writes no cache after a failed run (exit 2 or more), whose error path is not what the command usually runs', () => {
