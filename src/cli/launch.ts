@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync, constants } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, constants } from 'node:fs';
 import { isAscii } from 'node:buffer';
 import module from 'node:module';
 import { homedir } from 'node:os';
@@ -56,23 +56,23 @@ const WRAPPER_TAIL = '\n})';
 
 export function launch(file: string, options: LaunchOptions = {}): LaunchResult {
   const env = options.env ?? process.env;
+  const plain = (detail: string): LaunchResult => ({ exports: module.createRequire(file)(file) as Record<string, unknown>, cache: 'off', detail });
   const disabled = env.POPEF_NO_COMPILE_CACHE ?? env.NODE_DISABLE_COMPILE_CACHE;
-  if (disabled !== undefined && disabled !== '' && disabled !== '0') {
-    return { exports: requireBundle(file), cache: 'off', detail: 'disabled by the environment' };
-  }
+  if (disabled !== undefined && disabled !== '' && disabled !== '0') return plain('disabled by the environment');
   const nodeCache = (module as { enableCompileCache?: () => unknown }).enableCompileCache;
   if (nodeCache !== undefined) {
     nodeCache();
-    return { exports: requireBundle(file), cache: 'off', detail: "Node's own compile cache (module.enableCompileCache)" };
+    return plain("Node's own compile cache (module.enableCompileCache)");
   }
   const dir = options.cacheDir ?? defaultCacheDir(env);
-  if (dir === undefined) return { exports: requireBundle(file), cache: 'off', detail: 'no home directory for the cache' };
+  if (dir === undefined) return plain('no home directory for the cache');
+  // Before the bundle is read: a directory that cannot be used means a plain require, which reads it itself.
+  const usable = privateDirectory(dir);
+  if (usable !== true) return plain(usable);
   const bytes = readFileSync(file);
   // esbuild writes ASCII (it escapes the rest), which decodes faster as Latin-1, to the same string.
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   const key = `${cacheName(options.argv ?? process.argv.slice(2))}-${crc32(bytes).toString(16).padStart(8, '0')}-${bytes.length}-v8-${process.versions.v8}-${process.arch}.bin`;
-  const usable = privateDirectory(dir);
-  if (usable !== true) return { exports: requireBundle(file), cache: 'off', detail: usable };
   const cachePath = join(dir, key);
   const cachedData = readPrivateFile(cachePath);
   const script = new vm.Script(WRAPPER_HEAD + source + WRAPPER_TAIL, {
@@ -89,10 +89,6 @@ export function launch(file: string, options: LaunchOptions = {}): LaunchResult 
     });
   }
   return { exports, cache, detail: cachePath };
-}
-
-function requireBundle(file: string): Record<string, unknown> {
-  return module.createRequire(file)(file) as Record<string, unknown>;
 }
 
 /** Runs the compiled wrapper as Node runs a CommonJS module. */
@@ -156,14 +152,8 @@ function readPrivateFile(path: string): Buffer | undefined {
   try {
     const st = fstatSync(fd);
     if (!st.isFile() || (st.uid !== uid() && uid() !== undefined) || (st.mode & 0o022) !== 0 || st.size > MAX_CACHE_BYTES) return undefined;
-    const out = Buffer.allocUnsafe(st.size);
-    let got = 0;
-    while (got < out.length) {
-      const n = readSync(fd, out, got, out.length - got, got);
-      if (n === 0) break;
-      got += n;
-    }
-    return got === out.length ? out : undefined;
+    // Cache files are only ever replaced whole (written aside, then renamed), so this reads one complete file.
+    return readFileSync(fd);
   } catch {
     return undefined;
   } finally {
