@@ -192,10 +192,13 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
       comparison: null,
     };
 
+    // The file of each output, by client name: worked out once, only when outputs are saved or compared (a clash is an error only then).
+    let fileNames: Map<string, string> | undefined;
+    const fileOf = (name: string): string => (fileNames ??= outputFileNames([...outputs.values()].map((t) => client(t.name)))).get(name) ?? outputFileName(name);
+
     if (flags.saveOutputs !== undefined) {
       const dir = resolve(io.cwd, flags.saveOutputs);
-      const names = outputFileNames([...outputs.values()].map((t) => client(t.name)));
-      const files = [...outputs.values()].map((t) => ({ path: join(dir, names.get(client(t.name)) ?? ''), content: writeNpy(t) }));
+      const files = [...outputs.values()].map((t) => ({ path: join(dir, fileOf(client(t.name))), content: writeNpy(t) }));
       await writeFilesAtomically(files, { force: flags.force });
     }
 
@@ -205,10 +208,9 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
       const comparisons: (Comparison & { name: string; atol: number; rtol: number; note?: string })[] = [];
       const single = path.endsWith('.npy');
       if (single && outputs.size !== 1) throw usage(`--expect ${flags.expect} is one .npy file, but the model has ${outputs.size} outputs`, 'give a directory with NAME.npy per output');
-      const names = outputFileNames([...outputs.values()].map((t) => client(t.name)));
       for (const t of outputs.values()) {
         const name = client(t.name);
-        const file = single ? path : join(path, names.get(name) ?? '');
+        const file = single ? path : join(path, fileOf(name));
         const bytes = await readRegularFile(file, { what: `the expected values of output "${name}"`, limit: FILE_LIMITS.input }).catch((error: unknown) => {
           if (isNotFound(error)) {
             throw new PopefError(ErrorCode.Io, `no expected values for output "${name}"`, { file, suggestion: 'save them with popef run --save-outputs' });
