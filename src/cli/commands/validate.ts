@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { resolve } from 'node:path';
+import { ErrorCode, PopefError } from '../../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { writeJson, type CliIo } from '../io.js';
 import type { Handler } from '../main.js';
@@ -54,8 +55,8 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
         }
         const perRule = flags.maxFindingsPerRule === 'all' ? Infinity : Number(flags.maxFindingsPerRule);
         if (!(perRule >= 1) || (perRule !== Infinity && !Number.isInteger(perRule))) {
-          io.stderr(`popef: error: --max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all\n`);
-          return ExitCode.Error;
+          // Through the one error funnel, as every other bad option value.
+          throw new PopefError(ErrorCode.InvalidInput, `--max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all`, { suggestion: 'give a number of findings, or all' });
         }
         const reports = [];
         for (const repository of repositories) {
