@@ -4,6 +4,7 @@ import { ErrorCode, PopefError } from '../../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { writeJson, type CliIo } from '../io.js';
 import type { Handler } from '../main.js';
+import { MAX_FINDINGS_PER_RULE } from '../../triton/repository/finding-limit.js';
 import { DEFAULT_TRITON_VERSION } from '../../triton/triton-release.js';
 import { chosenFormat } from './options.js';
 
@@ -40,7 +41,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', DEFAULT_TRITON_VERSION)
     .option('--model <name>', 'check only this model directory (repeatable)', (v: string, prev?: string[]) => [...(prev ?? []), v])
     .option('--backend-directory <dir>', 'also check that each backend library exists there (<dir>/<backend>/libtriton_<backend>.so)')
-    .option('--max-findings-per-rule <n>', 'findings of one rule listed per model, the rest counted in one closing finding (a number, or all)', '100')
+    .option('--max-findings-per-rule <n>', 'findings of one rule listed per model, the rest counted in one closing finding (a number, or all)', String(MAX_FINDINGS_PER_RULE))
     .option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)')
     .addHelpText('after', HELP)
     .action((repositories: string[], flags: Flags) => {

@@ -9,6 +9,7 @@ import type { SourcePos } from '../pbtxt-lexer.js';
 import { parsePbtxt } from '../pbtxt-parser.js';
 import type { ModelConfig } from '../model-config.js';
 import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
+import { MAX_FINDINGS_PER_RULE } from './finding-limit.js';
 import { checkConfig, escapes } from './config-rules.js';
 import { validateEnsembleConfig } from './ensemble-rules.js';
 import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
@@ -40,8 +41,7 @@ export interface ValidateOptions {
   readonly maxFindingsPerRule?: number;
 }
 
-/** The default of ValidateOptions.maxFindingsPerRule. */
-export const MAX_FINDINGS_PER_RULE = 100;
+export { MAX_FINDINGS_PER_RULE };
 
 export interface ModelReport {
   readonly name: string;
