@@ -31,8 +31,9 @@ ALL = OPERATIONS
 # need: "required", the Python spelling is shown by public code and the
 # operations in `uses` check it before they start; "inferred", the Python
 # spelling is taken from the C++ API (no public Python code shows it),
-# checked the same way but reported by doctor as unverified when absent;
-# "guarded", feature-detected where it is used, with a fallback (FALLBACKS).
+# checked the same way (unless it has a fallback, WITH_FALLBACK) but
+# reported by doctor as unverified when absent; "guarded", feature-detected
+# where it is used, with a fallback.
 #
 # uses: the operations that make the call; "export:feed" means export makes
 # it only for a model with feed blobs.
@@ -90,14 +91,18 @@ SDK_CALLS = [
 ]
 # Scalar metadata fields: setters written, getters read, all inferred from
 # C++. The three of GUARDED_FIELDS have a fallback (their value is the
-# default in nearly every model), so that a binding that spells them
-# otherwise costs a warning, not the operation.
+# default in nearly every model: a missing setter leaves the SDK's default,
+# with a warning when the model's value differs; a missing getter reads the
+# default, with a warning), so that a binding that spells them otherwise
+# costs a warning, not the operation.
 FIELDS = ("Executable", "NumIpus", "IpuVersion", "IsPOD", "NumProcesses", "IsInference", "SeedHandle")
 GUARDED_FIELDS = {"IsPOD": False, "NumProcesses": 1, "SeedHandle": ""}
+WITH_FALLBACK = set()
 for _field in FIELDS:
-    _need = "guarded" if _field in GUARDED_FIELDS else "inferred"
-    SDK_CALLS.append(("popef", "Metadata.set" + _field, _need, WRITE))
-    SDK_CALLS.append(("popef", "Metadata." + _field[0].lower() + _field[1:], _need, READ))
+    for _path, _uses in (("Metadata.set" + _field, WRITE), ("Metadata." + _field[0].lower() + _field[1:], READ)):
+        SDK_CALLS.append(("popef", _path, "inferred", _uses))
+        if _field in GUARDED_FIELDS:
+            WITH_FALLBACK.add(_path)
 SDK_CALLS += [("popef", "Metadata.replicationFactor", "inferred", READ)]
 for _field in ("Name", "Handle", "TensorInfo", "IsPerReplica", "Type", "Programs"):
     SDK_CALLS.append(("popef", "Anchor.set" + _field, "inferred", WRITE))
@@ -177,7 +182,7 @@ class Sdk:
         """The calls (required or inferred, not guarded) that `operation` makes for a model with these blob kinds and this SDK lacks."""
         modules = self.modules()
         return [(m, path, need) for (m, path, need, uses) in SDK_CALLS
-                if need != "guarded" and uses_call(uses, operation, kinds) and lookup(modules[m], path) is None]
+                if need != "guarded" and path not in WITH_FALLBACK and uses_call(uses, operation, kinds) and lookup(modules[m], path) is None]
 
     def require(self, operation, kinds=KINDS):
         """Stops `operation` before it starts when this SDK lacks a call it makes for the model at hand."""
@@ -207,7 +212,8 @@ class Sdk:
         calls = []
         for (m, path, need, uses) in SDK_CALLS:
             present = modules[m] is not None and lookup(modules[m], path) is not None
-            calls.append({"module": m, "call": path, "need": need, "present": present, "uses": list(uses)})
+            fallback = need == "guarded" or path in WITH_FALLBACK
+            calls.append({"module": m, "call": path, "need": need, "present": present, "uses": list(uses), "fallback": fallback})
         # Each operation for a model without feed blobs (the common case) and
         # for one with every kind of blob.
         operations = []
