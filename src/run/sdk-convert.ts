@@ -72,7 +72,7 @@ export async function importSdkFiles(
   files: readonly string[],
   out: string,
   options: ImportOptions = {},
-): Promise<{ blobs: number; bytes: number; warnings: string[] }> {
+): Promise<{ blobs: number; bytes: number; warnings: string[]; sdkVersion: string | null }> {
   // The bridge's SDK would block for ever on a FIFO: every input must be a regular file, checked here.
   for (const f of files) await (await openRegularFile(f, f, 'the file')).handle.close();
   await available(bridge);
@@ -141,7 +141,8 @@ export async function importSdkFiles(
     exchange.finish();
     checkModelContents(contents);
     await writer.close();
-    return { blobs, bytes: progress.bytes, warnings: stringsOf(current.message.warnings) };
+    const sdkVersion = typeof current.message.sdkVersion === 'string' ? current.message.sdkVersion : null;
+    return { blobs, bytes: progress.bytes, warnings: stringsOf(current.message.warnings), sdkVersion };
   } catch (error) {
     await writer.abort();
     // A bridge left mid-stream cannot take further requests.

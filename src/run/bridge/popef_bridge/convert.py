@@ -68,7 +68,7 @@ def do_import(channel, sdk, id_, message, warnings):
         channel.write_chunked({"type": "blob", "id": id_, "kind": "feed", "name": f.info.name(), "tensorInfo": info, "sampleCount": count}, data)
     for o in reader.opaqueBlobs():
         channel.write_chunked({"type": "blob", "id": id_, "kind": "opaque", "name": o.name, "executable": o.executable}, payload_bytes(sdk, o.data()))
-    reply = {"type": "imported", "id": id_}
+    reply = {"type": "imported", "id": id_, "sdkVersion": sdk.version()}
     if warnings:
         reply["warnings"] = list(warnings)
     channel.write_message(reply)
