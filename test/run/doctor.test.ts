@@ -109,7 +109,7 @@ describe('src/run/bridge/SDK-API.md', () => {
   it('has one row per SDK call of the bridge, with the same need and the same operations', async () => {
     const table = await readFile(join(ROOT, 'src/run/bridge/SDK-API.md'), 'utf8');
     const rows = [...table.matchAll(/^\| `(popef|model_runtime)` \| `([^`]+)` \| (required|guarded|inferred) \| ([^|]+) \|/gm)].map((m) => `${m[1] ?? ''} ${m[2] ?? ''} ${m[3] ?? ''} ${(m[4] ?? '').trim()}`);
-    const listed = spawnSync('python3', ['-c', 'import sys; sys.path.insert(0, sys.argv[1]); from popef_bridge import sdk as b; print("\\n".join("%s %s %s %s" % (c[0], c[1], c[2], ", ".join(c[3])) for c in b.SDK_CALLS))', join(ROOT, 'src/run/bridge')], { encoding: 'utf8' });
+    const listed = spawnSync('python3', ['-B', '-c', 'import sys; sys.path.insert(0, sys.argv[1]); from popef_bridge import sdk as b; print("\\n".join("%s %s %s %s" % (c[0], c[1], c[2], ", ".join(c[3])) for c in b.SDK_CALLS))', join(ROOT, 'src/run/bridge')], { encoding: 'utf8' });
     assert.equal(listed.status, 0, listed.stderr);
     assert.deepEqual([...rows].sort(), listed.stdout.trim().split('\n').sort());
     assert.equal(new Set(rows).size, rows.length, 'no row twice');
