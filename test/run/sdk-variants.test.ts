@@ -141,6 +141,31 @@ describe('a simulated release without the inferred calls, on a model with feeds'
   });
 });
 
+describe('each operation needs only the calls it makes for the model at hand', { skip }, () => {
+  it('an SDK without Writer.createFeedData: run of a model with feeds and export of one without work, export with feeds stops naming it', async () => {
+    const env = sim('3.4.0', { POPEF_SIM_SDK_DROP: 'popef.Writer.createFeedData' });
+    const run = await runCli(['run', fixture('feed/executable.popef'), '--plugin', 'ipu', '--random'], { env });
+    assert.equal(run.code, 0, run.stderr);
+    await inTempDir(async (dir) => {
+      const ok = await runCli(['export', fixture('mnist/executable.popef'), '-o', join(dir, 'mnist.popef')], { env });
+      assert.equal(ok.code, 0, ok.stderr);
+      const refused = await runCli(['export', fixture('feed/executable.popef'), '-o', join(dir, 'feed.popef')], { env });
+      assert.equal(refused.code, 2);
+      assert.match(refused.stderr, /this Poplar SDK \(release 3\.4\.0\) has no popef\.Writer\.createFeedData, which the bridge needs for this/);
+      assert.deepEqual(await readdir(dir), ['mnist.popef']);
+    });
+  });
+
+  it('an SDK without Writer.createOpaqueBlob: a model with opaque blobs does not run, one without does', async () => {
+    const env = sim('3.4.0', { POPEF_SIM_SDK_DROP: 'popef.Writer.createOpaqueBlob' });
+    const without = await runCli(['run', fixture('bert/executable.popef'), '--plugin', 'ipu', '--random'], { env });
+    assert.equal(without.code, 0, without.stderr);
+    const withOpaque = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'ipu', '--random'], { env });
+    assert.equal(withOpaque.code, 2);
+    assert.match(withOpaque.stderr, /has no popef\.Writer\.createOpaqueBlob, which the bridge needs for this/);
+  });
+});
+
 describe('popef import leaves nothing when the SDK fails at any stage', { skip }, () => {
   for (const stage of ['metadata', 'executable', 'tensor', 'feed', 'opaque']) {
     it(`the SDK's reader fails on the ${stage}`, async () => {
