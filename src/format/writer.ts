@@ -5,7 +5,7 @@ import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { encodeDescriptor, encodeMetadata } from '../schema/encode.js';
 import type { RawDescriptor } from '../schema/decode.js';
-import { DATA_TYPES, TENSOR_TYPES, sizeInBytes, type Metadata, type TensorInfo } from '../schema/model.js';
+import { TENSOR_TYPES, isDataType, sizeInBytes, type Metadata, type TensorInfo } from '../schema/model.js';
 import { BlobType, Codec, HEADER_SIZE, LAYOUT_VERSION, Limits } from './constants.js';
 import { END_OF_SEGMENT, END_PAYLOAD_SIZE, align, encodeHeader } from './header.js';
 import { PopefFile } from './reader.js';
@@ -374,7 +374,7 @@ function checkU32List(field: string, values: readonly number[]): void {
 }
 
 function checkTensorInfo(field: string, info: TensorInfo): void {
-  if (!(DATA_TYPES as readonly string[]).includes(info.dtype)) invalid(`${field}: unknown dtype ${JSON.stringify(info.dtype)}`, `${field}.dtype`);
+  if (!isDataType(info.dtype)) invalid(`${field}: unknown dtype ${JSON.stringify(info.dtype)}`, `${field}.dtype`);
   if (info.shape.length > Limits.maxRank) invalid(`${field}: rank ${info.shape.length} exceeds ${Limits.maxRank}`, `${field}.shape`);
   info.shape.forEach((d, i) => checkCount(`${field}.shape[${i}]`, d));
 }

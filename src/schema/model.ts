@@ -3,29 +3,16 @@
  * `schema/` sees. No generated FlatBuffers type escapes `schema/`.
  */
 
-/** Element types, in the order of Graphcore's DataType documentation. */
-export const DATA_TYPES = [
-  'BOOL', 'F8', 'F16', 'F32', 'F64', 'S8', 'U8', 'S16', 'U16', 'S32', 'U32', 'S64', 'U64', 'F8143', 'F8152',
-] as const;
-export type DataType = (typeof DATA_TYPES)[number];
+import { elementBytes, type DataType } from './data-types.js';
+
+// The element types and their facts live in data-types.ts, one record keyed by the type.
+export { DATA_TYPES, elementBytes, isDataType, type DataType } from './data-types.js';
 
 export const TENSOR_TYPES = ['UNKNOWN', 'INPUT', 'OUTPUT'] as const;
 export type TensorType = (typeof TENSOR_TYPES)[number];
 
-const ELEMENT_BYTES: Readonly<Record<DataType, number>> = {
-  BOOL: 1, F8: 1, F16: 2, F32: 4, F64: 8, S8: 1, U8: 1, S16: 2, U16: 2, S32: 4, U32: 4, S64: 8, U64: 8, F8143: 1, F8152: 1,
-};
-
-export function isDataType(value: string): value is DataType {
-  return (DATA_TYPES as readonly string[]).includes(value);
-}
-
 export function isTensorType(value: string): value is TensorType {
   return (TENSOR_TYPES as readonly string[]).includes(value);
-}
-
-export function elementBytes(dtype: DataType): number {
-  return ELEMENT_BYTES[dtype];
 }
 
 export interface TensorInfo {

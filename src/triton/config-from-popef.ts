@@ -1,5 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import { userAnchors } from '../inspect/anchor-roles.js';
+import { DATA_TYPE_INFO, recordOfDataTypes } from '../schema/data-types.js';
 import type { Anchor, DataType, Metadata } from '../schema/model.js';
 import type { ModelConfig, ModelInput, ModelOutput, TritonDataType } from './model-config.js';
 
@@ -16,24 +17,12 @@ import type { ModelConfig, ModelInput, ModelOutput, TritonDataType } from './mod
  * - names default to input_N / output_N, Graphcore's convention.
  */
 
-/** PopEF dtype -> Triton data type; F8 formats have no Triton equivalent. */
-export const POPEF_TO_TRITON: Readonly<Record<DataType, TritonDataType | undefined>> = {
-  BOOL: 'TYPE_BOOL',
-  U8: 'TYPE_UINT8',
-  U16: 'TYPE_UINT16',
-  U32: 'TYPE_UINT32',
-  U64: 'TYPE_UINT64',
-  S8: 'TYPE_INT8',
-  S16: 'TYPE_INT16',
-  S32: 'TYPE_INT32',
-  S64: 'TYPE_INT64',
-  F16: 'TYPE_FP16',
-  F32: 'TYPE_FP32',
-  F64: 'TYPE_FP64',
-  F8: undefined,
-  F8143: undefined,
-  F8152: undefined,
-};
+/** PopEF dtype -> Triton data type (DATA_TYPE_INFO's `triton`); F8 formats have no Triton equivalent. */
+export const POPEF_TO_TRITON: Readonly<Record<DataType, TritonDataType | undefined>> = recordOfDataTypes((dtype) => {
+  // Typed here so that a registry name model_config.proto does not have fails to compile.
+  const triton: TritonDataType | undefined = DATA_TYPE_INFO[dtype].triton;
+  return triton;
+});
 
 export interface ConfigOptions {
   /** `name:` of the config; omitted when undefined (Triton then uses the directory name). */
