@@ -60,32 +60,7 @@ export const Codec = {
 } as const;
 export type Codec = (typeof Codec)[keyof typeof Codec];
 
-/** FlatBuffers file identifiers. */
-export const METADATA_IDENTIFIER = 'PEFM';
-export const DESCRIPTOR_IDENTIFIER = 'PEFD';
-
-/**
- * Limits on values read from a file, checked before anything is allocated.
- * Each is far above what a real model needs and far below what would let a
- * hostile file exhaust memory (CWE-789, CWE-400).
- */
-export const Limits = {
-  /** Blobs in one file: real files hold a handful; each costs a header read. */
-  maxBlobsPerFile: 1_000_000,
-  /** A descriptor holds a name and a tensor info: 1 MiB is generous. */
-  maxDescriptorBytes: 1024 * 1024,
-  /** Room for maxAnchors anchors (about 92 bytes each with short names); real metadata is kilobytes. */
-  maxMetadataBytes: 256 * 1024 * 1024,
-  /** Anchors per metadata. */
-  maxAnchors: 1_000_000,
-  /** Dimensions of one tensor (Poplar tensors rarely exceed 8). */
-  maxRank: 64,
-  /** Programs listed per anchor or program flow phase. */
-  maxPrograms: 100_000,
-  /** Options per engine/device option list. */
-  maxOptions: 100_000,
-  /** Bytes of one string (names, handles, option values). */
-  maxStringBytes: 1024 * 1024,
-  /** FlatBuffers table nesting in our schema is at most 4; allow slack. */
-  maxTableDepth: 16,
-} as const;
+// The FlatBuffers identifiers and the limits on values read from a file are
+// shared with src/schema/ (which decodes the metadata), on the floor below:
+// they live there, in a leaf, so that schema/ never imports format/.
+export { DESCRIPTOR_IDENTIFIER, Limits, METADATA_IDENTIFIER } from '../schema/limits.js';

@@ -1,6 +1,6 @@
 import { ByteBuffer } from 'flatbuffers';
 import { ErrorCode, PopefError } from '../errors.js';
-import { DESCRIPTOR_IDENTIFIER, Limits, METADATA_IDENTIFIER } from '../format/constants.js';
+import { DESCRIPTOR_IDENTIFIER, Limits, METADATA_IDENTIFIER } from './limits.js';
 import { BlobDescriptor as FbBlobDescriptor } from './generated/popef/open/blob-descriptor.js';
 import { Metadata as FbMetadata } from './generated/popef/open/metadata.js';
 import type { TensorInfo as FbTensorInfo } from './generated/popef/open/tensor-info.js';
