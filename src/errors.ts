@@ -40,6 +40,8 @@ export const ErrorCode = {
   Io: 'E_IO',
   /** The destination exists and overwriting was not allowed. */
   Exists: 'E_EXISTS',
+  /** A command line the CLI cannot use: an unknown command or option, a missing argument, a malformed option value. */
+  Usage: 'E_USAGE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
