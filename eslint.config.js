@@ -80,7 +80,7 @@ const runTimeImport = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'src/schema/generated/**', 'coverage/**', '.bench/**', '.venv/**', '.install-test/**'] },
+  { ignores: ['dist/**', 'docs/api/**', 'node_modules/**', 'src/schema/generated/**', 'coverage/**', '.bench/**', '.venv/**', '.install-test/**'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

@@ -56,6 +56,7 @@ export interface ErrorLocation {
   readonly field?: string;
 }
 
+/** What a PopefError carries besides its code and message. */
 export interface PopefErrorOptions extends ErrorLocation {
   /** One sentence telling the user what to do about it. */
   readonly suggestion?: string;
@@ -112,6 +113,7 @@ export class PopefError extends Error {
     return `${head}${this.message}`;
   }
 
+  /** The error as plain data (code, message, location, hint), for JSON output. */
   toJSON(): Record<string, unknown> {
     return {
       code: this.code,

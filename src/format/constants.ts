@@ -10,6 +10,7 @@ export const BLOB_MAGIC = Uint8Array.of(0x8a, 0x50, 0x45, 0x46, 0x4f, 0x0d, 0x0a
 /** The layout version this code writes and fully understands. */
 export const LAYOUT_MAJOR = 1;
 export const LAYOUT_MINOR = 0;
+/** The layout version written into every blob header, as "major.minor" (FORMAT.md section 3). */
 export const LAYOUT_VERSION = `${LAYOUT_MAJOR}.${LAYOUT_MINOR}`;
 
 /** Fixed header size; descriptors start right after it. */
@@ -43,6 +44,7 @@ export const BlobType = {
   OPAQUE: 4,
 } as const;
 export type KnownBlobType = (typeof BlobType)[keyof typeof BlobType];
+/** A blob type's name in Graphcore's documentation (`POPLAR_EXECUTABLE`, `METADATA`, ...). */
 export type BlobTypeName = keyof typeof BlobType;
 
 export function blobTypeName(code: number): BlobTypeName | undefined {

@@ -15,6 +15,7 @@
 /** What a dtype's elements are as numbers; `undefined` where popef-toolkit has no conversion (the F8 formats pass through as raw bytes). */
 export type NumberKind = 'bool' | 'uint' | 'int' | 'float';
 
+/** The facts DATA_TYPE_INFO holds for each element type. */
 export interface DataTypeFacts {
   /** The `DataType` code in the metadata (schemas/popef.fbs, FORMAT.md section 5.2). */
   readonly code: number;

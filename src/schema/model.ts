@@ -8,13 +8,17 @@ import { elementBytes, type DataType } from './data-types.js';
 // The element types and their facts live in data-types.ts, one record keyed by the type.
 export { DATA_TYPES, elementBytes, isDataType, type DataType } from './data-types.js';
 
+/** Anchor types, in code order. */
 export const TENSOR_TYPES = ['UNKNOWN', 'INPUT', 'OUTPUT'] as const;
+/** An anchor type: `UNKNOWN`, `INPUT` or `OUTPUT`. */
 export type TensorType = (typeof TENSOR_TYPES)[number];
 
+/** Whether `value` names an anchor type. */
 export function isTensorType(value: string): value is TensorType {
   return (TENSOR_TYPES as readonly string[]).includes(value);
 }
 
+/** A tensor's element type and shape. */
 export interface TensorInfo {
   readonly dtype: DataType;
   /** Dimensions; [] is a scalar (one element). */
@@ -28,10 +32,12 @@ export function sizeInBytes(info: TensorInfo): bigint {
   return count * BigInt(elementBytes(info.dtype));
 }
 
+/** Whether two tensor infos have the same dtype and shape. */
 export function sameTensorInfo(a: TensorInfo, b: TensorInfo): boolean {
   return a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
 }
 
+/** A named tensor stream between host and device: a model input, output, weight or seed. */
 export interface Anchor {
   readonly name: string;
   readonly handle: string;
@@ -41,22 +47,26 @@ export interface Anchor {
   readonly programs: readonly number[];
 }
 
+/** The programs run to load, run once and save, by index. */
 export interface ProgramFlow {
   readonly load: readonly number[];
   readonly main: readonly number[];
   readonly save: readonly number[];
 }
 
+/** A program index and its name. */
 export interface ProgramName {
   readonly index: number;
   readonly name: string;
 }
 
+/** An engine or device option: a name and its value, both text. */
 export interface Option {
   readonly name: string;
   readonly value: string;
 }
 
+/** One executable's metadata: its anchors, program flow and device settings. */
 export interface Metadata {
   readonly executable: string;
   readonly anchors: readonly Anchor[];

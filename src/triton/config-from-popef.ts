@@ -24,6 +24,7 @@ export const POPEF_TO_TRITON: Readonly<Record<DataType, TritonDataType | undefin
   return triton;
 });
 
+/** Choices configFromPopef leaves to the caller. */
 export interface ConfigOptions {
   /** `name:` of the config; omitted when undefined (Triton then uses the directory name). */
   readonly modelName?: string;
@@ -41,6 +42,7 @@ export interface ConfigOptions {
   readonly dynamicBatching?: { readonly preferredBatchSizes?: readonly number[]; readonly maxQueueDelayMicroseconds?: number };
 }
 
+/** What configFromPopef makes. */
 export interface GeneratedConfig {
   readonly config: ModelConfig;
   /** Anchor name -> Triton name, in config order (inputs, then outputs). */
@@ -64,6 +66,7 @@ function batchDims(anchor: Anchor, metadata: Metadata): number {
   return anchor.isPerReplica && metadata.replicationFactor > 1 ? 2 : 1;
 }
 
+/** A Triton config.pbtxt (as a ModelConfig) and name map for one executable's metadata; `storedTensorNames` are the tensors with a data blob, which are not inputs. */
 export function configFromPopef(metadata: Metadata, storedTensorNames: ReadonlySet<string>, options: ConfigOptions = {}): GeneratedConfig {
   const { inputs, outputs } = userAnchors(metadata, storedTensorNames);
   if (inputs.length === 0 && outputs.length === 0) {

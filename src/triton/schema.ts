@@ -324,6 +324,7 @@ export const MESSAGES = {
   },
 } as const satisfies Record<string, Record<string, FieldSpec>>;
 
+/** The name of a ModelConfig message type (`inference.ModelConfig`, ...). */
 export type MessageName = keyof typeof MESSAGES;
 
 export function isEnumName(t: string): t is EnumName {
