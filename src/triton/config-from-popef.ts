@@ -5,8 +5,9 @@ import type { Anchor, DataType, Metadata } from '../schema/model.js';
 import type { ModelConfig, ModelInput, ModelOutput, TritonDataType } from './model-config.js';
 
 /**
- * config.pbtxt and name_map.json from a PopEF model's anchors
- * (triton-facts.md section 4.3):
+ * config.pbtxt and name_map.json from a PopEF model's anchors, as
+ * Graphcore's example repositories have them
+ * (https://github.com/graphcore/examples, vision/cnns/pytorch/tests/tritonserver/models):
  * - inputs and outputs are the user-provided anchors (the rule of
  *   `popef dump --user-anchors`), in anchor order;
  * - the leading dimension is the micro-batch and is left out of `dims`
