@@ -59,15 +59,24 @@ describe('lint: the floors of docs/ARCHITECTURE.md', () => {
 
   it('below the boundary, no presentation library; outside src/schema, no generated code', async () => {
     assert.match((await complaints('src/run/tensor.ts', "export * from 'chalk';\n")).join(), /presentation belongs in src\/present/);
-    assert.match((await complaints('src/format/reader.ts', "export * from '../schema/generated/popef/open/metadata.js';\n")).join(), /generated FlatBuffers code/);
+    assert.match(
+      (await complaints('src/format/reader.ts', "export * from '../schema/generated/popef/open/metadata.js';\n")).join(),
+      /generated FlatBuffers code/,
+    );
     assert.deepEqual(await complaints('src/schema/decode.ts', "export * from './generated/popef/open/metadata.js';\n"), []);
   });
 });
 
 describe('lint: run-time import() only through src/run/import-module.ts', () => {
   it('refuses a computed specifier and a package the bundle leaves out', async () => {
-    assert.match((await complaints('src/run/load-plugin.ts', 'export const f = (s: string): Promise<unknown> => import(s);\n')).join(), /use importModule\(\)/);
-    assert.match((await complaints('src/serve/server.ts', "export const f = (): Promise<unknown> => import('@grpc/grpc-js');\n")).join(), /left out of the CLI bundle/);
+    assert.match(
+      (await complaints('src/run/load-plugin.ts', 'export const f = (s: string): Promise<unknown> => import(s);\n')).join(),
+      /use importModule\(\)/,
+    );
+    assert.match(
+      (await complaints('src/serve/server.ts', "export const f = (): Promise<unknown> => import('@grpc/grpc-js');\n")).join(),
+      /left out of the CLI bundle/,
+    );
   });
 
   it('allows literal relative imports, bundled packages, and import-module.ts itself', async () => {

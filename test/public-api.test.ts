@@ -14,7 +14,13 @@ const nameOf = (line: string): string => line.slice(line.indexOf(' ') + 1);
 /** Every export of src/index.ts as "kind name", sorted: value (function, class, const) or type. */
 function exportedNames(): string[] {
   const entry = join(ROOT, 'src/index.ts');
-  const program = ts.createProgram([entry], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, strict: true, noEmit: true });
+  const program = ts.createProgram([entry], {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    strict: true,
+    noEmit: true,
+  });
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(entry);
   assert.ok(source);
@@ -24,7 +30,14 @@ function exportedNames(): string[] {
     .getExportsOfModule(module)
     .map((symbol) => {
       const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
-      const kind = target.flags & ts.SymbolFlags.Class ? 'class' : target.flags & ts.SymbolFlags.Function ? 'function' : target.flags & ts.SymbolFlags.Value ? 'const' : 'type';
+      const kind =
+        target.flags & ts.SymbolFlags.Class
+          ? 'class'
+          : target.flags & ts.SymbolFlags.Function
+            ? 'function'
+            : target.flags & ts.SymbolFlags.Value
+              ? 'const'
+              : 'type';
       return `${kind} ${symbol.name}`;
     })
     .sort((a, b) => nameOf(a).localeCompare(nameOf(b)));

@@ -57,7 +57,9 @@ export type DataType = keyof typeof DATA_TYPE_INFO;
 export type DataTypeInfo<T extends DataType = DataType> = (typeof DATA_TYPE_INFO)[T];
 
 /** Every element type, in code order. */
-export const DATA_TYPES: readonly DataType[] = (Object.keys(DATA_TYPE_INFO) as DataType[]).sort((a, b) => DATA_TYPE_INFO[a].code - DATA_TYPE_INFO[b].code);
+export const DATA_TYPES: readonly DataType[] = (Object.keys(DATA_TYPE_INFO) as DataType[]).sort(
+  (a, b) => DATA_TYPE_INFO[a].code - DATA_TYPE_INFO[b].code,
+);
 
 const BY_CODE: ReadonlyMap<number, DataType> = new Map(DATA_TYPES.map((dtype) => [DATA_TYPE_INFO[dtype].code, dtype]));
 

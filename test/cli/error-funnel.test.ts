@@ -20,7 +20,11 @@ describe('the error funnel: commander usage errors', () => {
     [['dump', '--nope', 'x.popef'], /^unknown option '--nope'/, 'popef dump --help'],
     [['dump'], /^missing required argument 'file'$/, 'popef dump --help'],
     [['run', 'x.popef', '--seed', 'abc'], /^option '--seed <n>' argument 'abc' is invalid\. expected an integer, got "abc"$/, 'popef run --help'],
-    [['validate', 'repo', '--format', 'xml'], /^option '--format <format>' argument 'xml' is invalid\. Allowed choices are text, json, junit, sarif, github\.$/, 'popef validate --help'],
+    [
+      ['validate', 'repo', '--format', 'xml'],
+      /^option '--format <format>' argument 'xml' is invalid\. Allowed choices are text, json, junit, sarif, github\.$/,
+      'popef validate --help',
+    ],
     [['frobnicate'], /^unknown command 'frobnicate'$/, 'popef --help'],
   ];
   for (const [args, message, help] of cases) {

@@ -25,7 +25,9 @@ async function pythonFiles(dir: string): Promise<string[]> {
 
 /** Every dict literal of a Python file keyed by dtype names (it holds "F8152"), as [key, value] text pairs. */
 function dtypeDicts(source: string): [string, string][][] {
-  return [...source.matchAll(/\{[^{}]*"F8152"[^{}]*\}/g)].map((m) => [...m[0].matchAll(/"(\w+)"\s*:\s*("[^"]*"|\d+)/g)].map((p) => [p[1] ?? '', p[2] ?? '']));
+  return [...source.matchAll(/\{[^{}]*"F8152"[^{}]*\}/g)].map((m) =>
+    [...m[0].matchAll(/"(\w+)"\s*:\s*("[^"]*"|\d+)/g)].map((p) => [p[1] ?? '', p[2] ?? '']),
+  );
 }
 
 /** NumPy spellings of one type ('bool', 'i1', '<i1') as the '|b1' / '<f4' form of DATA_TYPE_INFO. */
@@ -48,7 +50,10 @@ async function pythonTables(dirs: readonly string[]): Promise<{ file: string; en
 
 describe('DATA_TYPE_INFO, the one dtype registry', () => {
   it('codes are unique and DATA_TYPES lists them in code order from 0', () => {
-    assert.deepEqual(DATA_TYPES.map((d) => DATA_TYPE_INFO[d].code), DATA_TYPES.map((_, i) => i));
+    assert.deepEqual(
+      DATA_TYPES.map((d) => DATA_TYPE_INFO[d].code),
+      DATA_TYPES.map((_, i) => i),
+    );
     for (const d of DATA_TYPES) assert.equal(dataTypeOfCode(DATA_TYPE_INFO[d].code), d);
     assert.equal(dataTypeOfCode(DATA_TYPES.length), undefined);
   });
@@ -109,22 +114,34 @@ describe('the copies of the dtype list outside TypeScript agree with DATA_TYPE_I
   it('src/run/PROTOCOL.md: the DTYPE names of a tensor announcement', async () => {
     const text = await read('src/run/PROTOCOL.md');
     const sentence = /where DTYPE is a PopEF data type name: ([^.]*)\./.exec(text)?.[1] ?? '';
-    assert.deepEqual([...sentence.matchAll(/`(\w+)`/g)].map((m) => m[1]), DATA_TYPES);
+    assert.deepEqual(
+      [...sentence.matchAll(/`(\w+)`/g)].map((m) => m[1]),
+      DATA_TYPES,
+    );
   });
 
   it('the simulated SDK (fixtures/sim-sdk): the DataType enum codes', async () => {
     const source = await read('fixtures/sim-sdk/popef.py');
     const body = /class DataType\(enum\.Enum\):\n((?:\s+\w+ = \d+\n)+)/.exec(source)?.[1] ?? '';
     const codes = [...body.matchAll(/(\w+) = (\d+)/g)].map((m) => [m[1], Number(m[2])]);
-    assert.deepEqual(codes, DATA_TYPES.map((d) => [d, DATA_TYPE_INFO[d].code]));
+    assert.deepEqual(
+      codes,
+      DATA_TYPES.map((d) => [d, DATA_TYPE_INFO[d].code]),
+    );
   });
 
   it('the Python tables of the bridge and the simulated SDK: sizes and NumPy types, wherever they live', async () => {
     const tables = await pythonTables(['src/run/bridge', 'fixtures/sim-sdk']);
     const files = new Set(tables.map((t) => t.file.split('/').slice(0, 3).join('/')));
     // One table at least in each: a table that moved out of reach must not pass by being missed.
-    assert.ok([...files].some((f) => f.startsWith('src/run/bridge')), 'no dtype table found under src/run/bridge');
-    assert.ok([...files].some((f) => f.startsWith('fixtures/sim-sdk')), 'no dtype table found under fixtures/sim-sdk');
+    assert.ok(
+      [...files].some((f) => f.startsWith('src/run/bridge')),
+      'no dtype table found under src/run/bridge',
+    );
+    assert.ok(
+      [...files].some((f) => f.startsWith('fixtures/sim-sdk')),
+      'no dtype table found under fixtures/sim-sdk',
+    );
     for (const { file, entries } of tables) {
       const numeric = entries.every(([, v]) => /^\d+$/.test(v));
       const expected = DATA_TYPES.filter((d) => numeric || DATA_TYPE_INFO[d].npy !== undefined);
