@@ -75,7 +75,7 @@ export class PopefWriter {
     if (options.force !== true && (await exists(path))) {
       throw new PopefError(ErrorCode.Exists, 'destination already exists', {
         file: path,
-        suggestion: 'use --force to overwrite it, or choose another name',
+        suggestion: 'choose another name, or pass force: true to replace it',
       });
     }
     await removeStaleSiblings(path);

@@ -47,7 +47,7 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
   if (existing && options.force !== true) {
     throw new PopefError(ErrorCode.Exists, 'output directory already exists', {
       file: outDir,
-      suggestion: 'use --force to replace it, or choose another directory',
+      suggestion: 'choose another directory, or pass force: true to replace it',
     });
   }
   if (existing) await checkReplaceable(path, outDir);

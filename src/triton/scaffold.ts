@@ -113,7 +113,7 @@ export async function planScaffold(
   if (replaces.length > 0 && options.force !== true) {
     throw new PopefError(ErrorCode.Exists, `${replaces.join(' and ')} already exist${replaces.length === 1 ? 's' : ''}`, {
       file: modelDir,
-      suggestion: 'use --force to replace them, or choose another --model or --version',
+      suggestion: 'choose another model name or version, or pass force: true to replace them',
     });
   }
   return { repository, model, version, modelDir, files: out, replaces };

@@ -2,7 +2,10 @@
 // error funnel (src/cli/main.ts): "popef: error: ... [E_USAGE]", a hint, exit 2.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { runCli } from '../helpers.js';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ErrorCode, PopefWriter, isPopefError } from '../../src/index.js';
+import { fixture, inTempDir, runCli } from '../helpers.js';
 
 const USAGE = /^popef: error: (.+) \[E_USAGE\]\n {2}hint: (.+)\n$/;
 
@@ -67,5 +70,25 @@ describe('the error funnel: option values the CLI checks itself', () => {
   it('popef help with an unknown command names the commands', async () => {
     const e = await usageError(['help', 'frobnicate']);
     assert.match(e.message, /^unknown command 'frobnicate'; the commands: dump, diff, .*doctor$/);
+  });
+});
+
+describe('library errors speak the library, the CLI adds its flags', () => {
+  it('an existing destination: the library names its force option, the CLI names --force', async () => {
+    await inTempDir(async (dir) => {
+      const path = join(dir, 'model.popef');
+      await writeFile(path, 'x');
+      await assert.rejects(PopefWriter.create(path), (error: unknown) => {
+        assert.ok(isPopefError(error));
+        assert.equal(error.code, ErrorCode.Exists);
+        assert.equal(error.suggestion, 'choose another name, or pass force: true to replace it');
+        return true;
+      });
+      const config = ['config', fixture('mnist/executable.popef'), '-o', join(dir, 'config.pbtxt')];
+      assert.equal((await runCli(config)).code, 0);
+      const r = await runCli(config);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /\[E_EXISTS\]\n {2}hint: use --force to replace it, or choose another name\n$/);
+    });
   });
 });
