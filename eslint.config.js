@@ -1,5 +1,5 @@
 // Lint: type-checked typescript-eslint rules, plus the architecture of
-// docs/ARCHITECTURE.md:
+// src/ARCHITECTURE.md:
 // - the floors: a module imports only from its own floor or the floors
 //   below (cli -> present -> serve -> run -> triton -> inspect/manifest ->
 //   format -> schema -> io -> the root leaves errors.ts, version.ts,
@@ -8,7 +8,7 @@
 //   depend on the CLI's libraries;
 // - only src/schema/ may touch the generated FlatBuffers code;
 // - a run-time import() goes through src/run/import-module.ts (the
-//   launcher's rule, docs/ARCHITECTURE.md "The launcher and import()").
+//   launcher's rule, src/ARCHITECTURE.md "The launcher and import()").
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { BUNDLE_EXTERNALS } from './scripts/bundle-externals.mjs';
@@ -20,7 +20,7 @@ export const FLOORS = [['cli'], ['present'], ['serve'], ['run'], ['triton'], ['i
 /** Root modules every floor may use; they import no folder of src/. */
 const ROOT_LEAVES = ['src/errors.ts', 'src/version.ts', 'src/package-root.ts', 'src/json-schemas.ts'];
 
-const ARCHITECTURE = 'docs/ARCHITECTURE.md';
+const ARCHITECTURE = 'src/ARCHITECTURE.md';
 
 /** One no-restricted-imports block per floor (ESLint replaces, not merges, a rule's options). */
 function floorImports(index) {
@@ -80,7 +80,7 @@ const runTimeImport = {
 };
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'docs/api/**', 'node_modules/**', 'src/schema/generated/**', 'coverage/**', '.bench/**', '.venv/**', '.install-test/**'] },
+  { ignores: ['dist/**', 'dist/api/**', 'node_modules/**', 'src/schema/generated/**', 'coverage/**', '.bench/**', '.venv/**', '.install-test/**'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

@@ -1,4 +1,4 @@
-// The rules of docs/ARCHITECTURE.md that lint enforces (eslint.config.js):
+// The rules of src/ARCHITECTURE.md that lint enforces (eslint.config.js):
 // probes that break each rule once, linted as if they were real modules, so
 // a rule that stops firing fails here rather than silently.
 import assert from 'node:assert/strict';
@@ -19,7 +19,7 @@ async function complaints(filePath: string, code: string): Promise<string[]> {
   return (result?.messages ?? []).map((m) => `${m.ruleId ?? ''}: ${m.message}`);
 }
 
-describe('lint: the floors of docs/ARCHITECTURE.md', () => {
+describe('lint: the floors of src/ARCHITECTURE.md', () => {
   const upward: [string, string][] = [
     ['src/io/cursor.ts', '../format/reader.js'],
     ['src/schema/model.ts', '../format/constants.js'],

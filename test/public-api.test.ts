@@ -1,7 +1,7 @@
 // The library's public surface: every name src/index.ts exports, with its
 // kind, pinned in test/golden/api/exports.txt. Adding, renaming or removing
 // an export is an API change: it shows up here as a golden diff to review
-// (UPDATE_GOLDEN=1), and docs/api (npm run docs:api) documents it.
+// (UPDATE_GOLDEN=1), and dist/api (npm run docs:api) documents it.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';

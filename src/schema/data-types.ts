@@ -6,7 +6,7 @@
  * cpu-plugin.ts's typed arrays) are exhaustive records keyed by the same
  * type, so the compiler names each of them; the JSON schemas, the
  * specifications and the Python tables are checked against this record by
- * test/schema/data-types.test.ts. docs/ARCHITECTURE.md ("Adding a dtype")
+ * test/schema/data-types.test.ts. src/ARCHITECTURE.md ("Adding a dtype")
  * lists the whole path.
  *
  * This module is a leaf: it imports nothing, so every floor may use it.
