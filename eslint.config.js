@@ -41,7 +41,7 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    ignores: ['src/cli/**', 'src/present/**'],
+    ignores: ['src/cli/**', 'src/present/**', 'src/view/**'],
     rules: {
       'no-restricted-globals': [
         'error',
@@ -50,9 +50,9 @@ export default tseslint.config(
       ],
     },
   },
-  restrictImports(['src/**/*.ts'], ['src/cli/**', 'src/present/**', 'src/schema/**'], { presentation: true, upward: true, generated: true }),
+  restrictImports(['src/**/*.ts'], ['src/cli/**', 'src/present/**', 'src/view/**', 'src/schema/**'], { presentation: true, upward: true, generated: true }),
   restrictImports(['src/schema/**/*.ts'], [], { presentation: true, upward: true, generated: false }),
-  restrictImports(['src/cli/**/*.ts', 'src/present/**/*.ts'], [], { presentation: false, upward: false, generated: true }),
+  restrictImports(['src/cli/**/*.ts', 'src/present/**/*.ts', 'src/view/**/*.ts'], [], { presentation: false, upward: false, generated: true }),
   {
     files: ['**/*.js', '**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
