@@ -50,7 +50,10 @@ export function inflate(stored: AsyncIterable<Uint8Array>): Inflation {
   });
   // Chromium, Firefox and Safari reject bytes after the end of the zlib
   // stream, so a stream that ends cleanly consumed everything it was given.
-  const output = input.pipeThrough(new DecompressionStream('deflate'));
+  // Cast: DOM's and Node's typings of DecompressionStream disagree on the byte array type it takes
+  // (lint sees Node's, where it is not needed; the page's tsconfig sees DOM's).
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
+  const output = input.pipeThrough(new DecompressionStream('deflate') as unknown as TransformStream<Uint8Array, Uint8Array>);
   const reader = output.getReader();
   return {
     chunks: {

@@ -9,7 +9,7 @@ import { HttpSource } from '../io/http-source.js';
 import { humanBytes } from '../present/human-bytes.js';
 import { checkConfigText } from '../triton/repository/check-text.js';
 import { configFiles, type ConfigFormState } from './config-form.js';
-import { esc } from './html.js';
+import { esc } from '../present/html.js';
 import { anchorsHtml, blobsHtml, diffHtml, metadataHtml, summaryHtml } from './sections.js';
 
 /**

@@ -4,7 +4,7 @@ import { NO_COLOUR } from '../present/colour.js';
 import { renderDiffText } from '../present/diff-report.js';
 import { renderDumpText } from '../present/dump-text.js';
 import { humanBytes } from '../present/human-bytes.js';
-import { esc, table } from './html.js';
+import { esc, table } from '../present/html.js';
 
 /**
  * The page's views of a dump report. The first is `popef dump`'s own text,

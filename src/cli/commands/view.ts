@@ -31,7 +31,7 @@ export function registerView(program: Command, io: CliIo, run: (handler: Handler
     .option('--port <n>', 'the port to listen on (default: a free one)', parseIntOption(0, 65535))
     .option('--open', 'open the page in the desktop browser (xdg-open, open or start)')
     .option('--export <dir>', 'write the page to DIR/index.html instead of serving it')
-    .option('--force', 'with --export, replace an index.html that popef view wrote')
+    .option('-f, --force', 'with --export, replace an index.html that popef view wrote')
     .addHelpText('after', HELP)
     .action((files: string[], flags: ViewFlags) => {
       run(async () => {
