@@ -29,6 +29,11 @@ export interface ConfigTextCheck {
   readonly strict?: boolean;
 }
 
+/**
+ * The findings of the config and popef/* rules for `text`, as `popef validate`
+ * reports them (rule, severity, message, line:column, hint), without reading
+ * any file: a parse failure is one `config/parse` finding.
+ */
 export function checkConfigText(text: string, options: ConfigTextCheck): Finding[] {
   const { model, file } = options;
   let parsed: ReturnType<typeof parsePbtxt>;
