@@ -14,15 +14,14 @@ import type { ExecutionPlugin, Tensor } from '../../src/run/plugin-api.js';
 import type { InstanceEvent } from '../../src/serve/served-model.js';
 import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { protocolCodec } from '../../src/triton/inference-protocol.js';
-import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
+import { ROOT, tempDir } from '../helpers.js';
+import { scaffoldMnist } from './serving.js';
 
 const IMAGE_BYTES = 28 * 28 * 4;
 const OUTPUT = 'softmax/Softmax:0';
 
 async function mnistRepository(dir: string, configure: (config: string) => string = (c) => c): Promise<string> {
-  const repo = join(dir, 'models');
-  const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', `${OUTPUT}=output_labels`]);
-  assert.equal(r.code, 0, r.stderr);
+  const repo = await scaffoldMnist(dir);
   const path = join(repo, 'mnist', 'config.pbtxt');
   await writeFile(path, configure(await readFile(path, 'utf8')));
   return repo;
