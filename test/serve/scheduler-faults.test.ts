@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { credentials, makeGenericClientConstructor, Metadata, type ServiceError } from '@grpc/grpc-js';
 import { ChildProcessPlugin } from '../../src/run/child-plugin.js';
@@ -199,6 +200,39 @@ describe('popef serve: instances', () => {
       assert.deepEqual(index.find((m) => m.name === 'mnist'), { name: 'mnist', version: '1', state: 'UNAVAILABLE', reason: 'no instance of the model could be started: no device left' });
       assert.equal((await fetch(`${base}/v2/models/mnist/ready`)).status, 400);
     });
+  });
+});
+
+describe('popef serve (the CLI) logs each instance change on standard error', () => {
+  it('FAILED with the reason, then READY once restarted; the model keeps answering', { timeout: 90_000 }, async () => {
+    const temp = await tempDir();
+    const repo = await mnistRepository(temp.dir);
+    // Every process of the echo plugin dies on its second run.
+    const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--no-grpc', '--plugin', join(ROOT, 'test/run/echo-plugin')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ECHO_PLUGIN_MODE: 'zeros', ECHO_PLUGIN_EXIT_ON_RUN: '2' },
+    });
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      const until = async (what: () => boolean): Promise<void> => {
+        const deadline = Date.now() + 60_000;
+        while (!what() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      };
+      await until(() => /HTTP on [^:]+:\d+/.test(stderr));
+      const base = `http://127.0.0.1:${/HTTP on [^:]+:(\d+)/.exec(stderr)?.[1] ?? ''}`;
+      assert.equal((await infer(base, image(1))).status, 200);
+      assert.equal((await infer(base, image(2))).status, 500);
+      assert.equal((await infer(base, image(3))).status, 200);
+      await until(() => /instance 'mnist_0': READY/.test(stderr));
+      assert.match(stderr, /popef serve: model 'mnist' instance 'mnist_0': FAILED, restarting: plugin "[^"]*echo-plugin" exited with status \d+ during run/);
+      assert.match(stderr, /popef serve: model 'mnist' instance 'mnist_0': READY: restarted after: plugin /);
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+      await temp.cleanup();
+    }
   });
 });
 

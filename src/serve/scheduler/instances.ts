@@ -76,10 +76,18 @@ export class InstanceSet {
     return this.all.length;
   }
 
-  /** The least busy ready instance with room for a run. */
-  free(): Instance | undefined {
+  /**
+   * The least busy ready instance with room for another execution: as many
+   * as its plugin takes runs at once, or, for the dynamic batcher, one (a
+   * Triton instance executes one batch at a time, and the requests that
+   * arrive meanwhile form the next batch).
+   */
+  free(oneAtATime: boolean): Instance | undefined {
     let best: Instance | undefined;
-    for (const i of this.all) if (i.state === 'ready' && i.busy < i.capacity && (best === undefined || i.busy < best.busy)) best = i;
+    for (const i of this.all) {
+      const room = oneAtATime ? 1 : i.capacity;
+      if (i.state === 'ready' && i.busy < room && (best === undefined || i.busy < best.busy)) best = i;
+    }
     return best;
   }
 

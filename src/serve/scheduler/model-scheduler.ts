@@ -1,5 +1,5 @@
 import { ErrorCode, isPopefError } from '../../errors.js';
-import type { Tensor } from '../../run/plugin-api.js';
+import type { OpenedModel, Tensor } from '../../run/plugin-api.js';
 import { RequestError } from '../status.js';
 import { assembleRuns, splitOutputs, type BatchLayout } from './batch-tensors.js';
 import { chooseBatch } from './dynamic-batcher.js';
@@ -58,6 +58,21 @@ export interface SchedulerOptions {
   readonly batcher: BatcherSettings | undefined;
   readonly layout: BatchLayout;
   readonly stats: ModelStats;
+}
+
+/** The runs of one batch, as many at once as the plugin takes; results in run order. */
+async function runAll(model: OpenedModel, runs: readonly Map<string, Tensor>[], capacity: number): Promise<Map<string, Tensor>[]> {
+  if (runs.length === 1 && runs[0] !== undefined) return [await model.run(runs[0])];
+  const results: Map<string, Tensor>[] = new Array<Map<string, Tensor>>(runs.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < runs.length) {
+      const i = next++;
+      results[i] = await model.run(runs[i] as Map<string, Tensor>);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(capacity, runs.length) }, lane));
+  return results;
 }
 
 export class ModelScheduler {
@@ -143,7 +158,7 @@ export class ModelScheduler {
     if (instances === undefined) return;
     for (;;) {
       if (this.queue.size === 0) break;
-      const instance = instances.free();
+      const instance = instances.free(this.options.batcher !== undefined);
       if (instance === undefined) {
         // Busy: expired requests must still leave on time (Triton checks them while it waits for a slot).
         this.armTimeoutCheck(now);
@@ -177,8 +192,7 @@ export class ModelScheduler {
     const computeStart = monotonicNs();
     try {
       const runs = assembleRuns(this.options.layout, jobs.map((j) => j.request.tensors), rows);
-      const results: Map<string, Tensor>[] = [];
-      for (const run of runs) results.push(await current.model.run(run));
+      const results = await runAll(current.model, runs, instance.capacity);
       const computeEnd = monotonicNs();
       const outputs = splitOutputs(this.options.layout, results, rows);
       recordExecution(this.options.stats, jobs.reduce((n, j) => n + j.rows, 0), computeStart, computeEnd);
