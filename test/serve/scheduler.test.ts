@@ -9,6 +9,9 @@ import { chooseBatch } from '../../src/serve/scheduler/dynamic-batcher.js';
 import { batcherSettings, priorityOf, PriorityQueue, type Queued } from '../../src/serve/scheduler/queue-policy.js';
 import type { ModelConfig } from '../../src/triton/model-config.js';
 import { RequestError } from '../../src/serve/status.js';
+import { InstanceSet, type StartedInstance } from '../../src/serve/scheduler/instances.js';
+import { ModelScheduler } from '../../src/serve/scheduler/model-scheduler.js';
+import { emptyStats } from '../../src/serve/scheduler/model-stats.js';
 
 interface Item extends Queued {
   readonly id: string;
@@ -92,5 +95,61 @@ describe('PriorityQueue (scheduler_utils.cc)', () => {
     const q3 = new PriorityQueue<Item>(none);
     q3.enqueue(0, item('a', 1, 0, 1000));
     assert.deepEqual([q3.sweep(now + 5 * MS).rejected, q3.size], [[], 1]);
+  });
+});
+
+describe('ModelScheduler', () => {
+  /** Two instances of a plugin double whose runs take as long as the first input value says (ms); it records the order runs finish in. */
+  function setup(config: ModelConfig, finished: number[]): ModelScheduler {
+    const opened = (): StartedInstance => ({
+      plugin: { name: 'double', probe: () => Promise.resolve({ available: true }), open: () => Promise.reject(new Error('unused')), dispose: () => Promise.resolve() },
+      model: {
+        inputs: [{ name: 'x', dtype: 'F32', shape: [1, 1] }],
+        outputs: [{ name: 'y', dtype: 'F32', shape: [1, 1] }],
+        run: async (inputs) => {
+          const x = inputs.get('x')?.data ?? new Uint8Array(4);
+          const ms = new DataView(x.buffer, x.byteOffset, 4).getFloat32(0, true);
+          await new Promise((r) => setTimeout(r, ms));
+          finished.push(ms);
+          return new Map([['y', { name: 'y', dtype: 'F32' as const, shape: [1, 1], data: x }]]);
+        },
+        close: () => Promise.resolve(),
+      },
+    });
+    const scheduler = new ModelScheduler({
+      modelName: 'm',
+      modelVersion: '1',
+      batcher: batcherSettings(config),
+      layout: { inputs: [{ name: 'x', dtype: 'F32', shape: [1, 1] }], outputs: [{ name: 'y', dtype: 'F32', shape: [1, 1] }], batched: true },
+      stats: emptyStats(),
+    });
+    scheduler.attach(new InstanceSet([opened(), opened()], { model: 'm', start: () => Promise.resolve(opened()), onChange: () => undefined, onAllDown: () => undefined }));
+    return scheduler;
+  }
+
+  const request = (ms: number, priority = 0): Parameters<ModelScheduler['enqueue']>[0] => {
+    const data = new Uint8Array(4);
+    new DataView(data.buffer).setFloat32(0, ms, true);
+    return { batch: 1, tensors: new Map([['x', { name: 'x', dtype: 'F32', shape: [1, 1], data }]]), priority, logPrefix: '' };
+  };
+
+  it('preserve_ordering answers in queue order across instances; without it, as the runs finish', async () => {
+    for (const preserve of [true, false]) {
+      const finished: number[] = [];
+      const answered: number[] = [];
+      const scheduler = setup({ max_batch_size: 1, dynamic_batching: { preserve_ordering: preserve } }, finished);
+      await Promise.all([150, 10].map((ms) => scheduler.enqueue(request(ms)).then(() => answered.push(ms))));
+      assert.deepEqual(finished, [10, 150]);
+      assert.deepEqual(answered, preserve ? [150, 10] : [10, 150]);
+    }
+  });
+
+  it('joins a batch in priority order; each request gets its own row back', async () => {
+    const finished: number[] = [];
+    const scheduler = setup({ max_batch_size: 4, dynamic_batching: { max_queue_delay_microseconds: 100_000, priority_levels: 2, default_priority_level: 2 } }, finished);
+    const answers = await Promise.all([[1, 2], [2, 1], [3, 0], [4, 1]].map(([ms, p]) => scheduler.enqueue(request(ms ?? 0, p)).then((out) => new DataView((out.get('y')?.data ?? new Uint8Array(4)).buffer).getFloat32((out.get('y')?.data.byteOffset ?? 0), true))));
+    // One batch of four, run row by row: level 1 first (2, 4), then level 2 (1, 3).
+    assert.deepEqual(finished, [2, 4, 1, 3]);
+    assert.deepEqual(answers, [1, 2, 3, 4]);
   });
 });
