@@ -162,11 +162,13 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
     }
     const first = input.shape[0];
     if (first === undefined) throw invalidArg(`${prefix}input '${input.name}' has no shape but model requires batch dimension for '${model.name}'`);
-    if (batch === 0) batch = first;
+    // Triton keeps the batch size in a uint32: a negative first dimension (gRPC's shape is int64) wraps around,
+    // passes the max_batch_size check as a negative int, and is refused by the byte-size check with the wrapped size.
+    if (batch === 0) batch = first >>> 0;
     else if (first !== batch) throw invalidArg(`${prefix}input '${input.name}' batch size does not match other inputs for '${model.name}'`);
     shapes.set(input.name, input.shape.slice(1));
   }
-  if (batch > model.maxBatchSize) throw invalidArg(`${prefix}inference request batch-size must be <= ${model.maxBatchSize} for '${model.name}'`);
+  if ((batch | 0) > model.maxBatchSize) throw invalidArg(`${prefix}inference request batch-size must be <= ${model.maxBatchSize} for '${model.name}'`);
 
   const tensors = new Map<string, Tensor>();
   for (const input of request.inputs) {
@@ -198,7 +200,7 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
     }
     // ShapeWithBatchDim: a batch of 0 adds no dimension, so such a request is sized as one row.
     const withBatch = model.maxBatchSize > 0 && batch !== 0 ? [batch, ...shape] : shape;
-    const expectedBytes = tritonByteSize(withBatch, protocolElementBytes(config.datatype));
+    const expectedBytes = elementCount(withBatch) * protocolElementBytes(config.datatype);
     if (input.data.byteLength !== expectedBytes) {
       throw invalidArg(`${prefix}input byte size mismatch for input '${input.label ?? input.name}' for model '${model.name}'. Expected ${expectedBytes}, got ${input.data.byteLength}`);
     }
@@ -208,11 +210,6 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
   // executable cannot run it either, so it is refused here, before any plugin sees it.
   if (model.maxBatchSize > 0 && batch <= 0) throw invalidArg(`${prefix}inference request batch-size must be >= 1 for '${model.name}'`);
   return { batch, tensors, outputs: request.outputs };
-}
-
-/** Triton's GetByteSize: -1 when a dimension is negative (unknown). */
-function tritonByteSize(shape: readonly number[], elementBytes: number): number {
-  return shape.some((d) => d < 0) ? -1 : elementCount(shape) * elementBytes;
 }
 
 function toAnchorTensor(config: ServedTensor, data: Uint8Array, batch: number, maxBatchSize: number): Tensor {

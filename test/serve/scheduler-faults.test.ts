@@ -9,7 +9,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { credentials, makeGenericClientConstructor, Metadata, type ServiceError } from '@grpc/grpc-js';
+import { credentials, makeGenericClientConstructor, Metadata, type Client, type ServiceError } from '@grpc/grpc-js';
 import { ChildProcessPlugin } from '../../src/run/child-plugin.js';
 import type { ExecutionPlugin, Tensor } from '../../src/run/plugin-api.js';
 import type { InstanceEvent } from '../../src/serve/served-model.js';
@@ -89,10 +89,39 @@ async function withServer(configure: (c: string) => string, createPlugin: () => 
   }
 }
 
+/** A bare gRPC client of ModelInfer (no tritonclient needed). */
+function grpcClient(server: RunningServer): Client {
+  const codec = (name: string): ((v: Record<string, unknown>) => Buffer) => (v) => protocolCodec(name).encode(v);
+  const decode = (name: string): ((b: Buffer) => Record<string, unknown>) => (b) => protocolCodec(name).decode(b);
+  const Service = makeGenericClientConstructor(
+    {
+      ModelInfer: {
+        path: '/inference.GRPCInferenceService/ModelInfer',
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: codec('ModelInferRequest'),
+        requestDeserialize: decode('ModelInferRequest'),
+        responseSerialize: codec('ModelInferResponse'),
+        responseDeserialize: decode('ModelInferResponse'),
+      },
+    },
+    'GRPCInferenceService',
+  );
+  return new Service(`127.0.0.1:${server.grpcPort ?? 0}`, credentials.createInsecure());
+}
+
+/** One ModelInfer call; resolves with its error, or null. */
+function grpcInfer(client: Client, shape: readonly number[], data: Buffer, deadline = Date.now() + 30_000): Promise<ServiceError | null> {
+  return new Promise((resolve) => {
+    const request = { model_name: 'mnist', inputs: [{ name: 'digit_image', datatype: 'FP32', shape }], raw_input_contents: [data] };
+    (client as unknown as { ModelInfer: (r: unknown, m: Metadata, o: { deadline: number }, cb: (e: ServiceError | null) => void) => void }).ModelInfer(request, new Metadata(), { deadline }, (e) => resolve(e));
+  });
+}
+
 describe('popef serve: errors of one request stay with it', () => {
-  it('a batch of 0 is refused with 400 before the plugin runs; the next good request is answered', async () => {
+  it('a batch of 0 (or below) is refused with 400 before the plugin runs; the next good request is answered', async () => {
     const seen: number[] = [];
-    await withServer((c) => c, () => Promise.resolve(recorder(1, seen)), async (base) => {
+    await withServer((c) => c, () => Promise.resolve(recorder(1, seen)), async (base, server) => {
       const empty = await infer(base, Buffer.alloc(0), [0, 1, 28, 28]);
       assert.equal(empty.status, 400);
       // Triton sizes a batch-0 input as one row (ShapeWithBatchDim has no batch dimension then).
@@ -103,6 +132,12 @@ describe('popef serve: errors of one request stay with it', () => {
       const tooMany = await infer(base, Buffer.concat([image(1), image(1)]), [2, 1, 28, 28]);
       assert.equal(tooMany.status, 400);
       assert.deepEqual(await tooMany.json(), { error: "[request id: <id_unknown>] inference request batch-size must be <= 1 for 'mnist'" });
+      // Over gRPC the shape is int64: Triton's uint32 batch size wraps a negative one, and the byte size refuses it.
+      const client = grpcClient(server);
+      const negative = await grpcInfer(client, [-1, 1, 28, 28], image(1));
+      assert.equal(negative?.code, 3);
+      assert.equal(negative.details, "[request id: <id_unknown>] input byte size mismatch for input 'digit_image' for model 'mnist'. Expected 13469017437120, got 3136");
+      client.close();
       assert.deepEqual(seen, []);
       const good = await infer(base, image(7));
       assert.equal(good.status, 200);
@@ -250,23 +285,8 @@ describe('popef serve: cancelled requests are not run', () => {
       const clients = [2, 3, 4, 5, 6].map(() => new AbortController());
       const gone = [2, 3, 4, 5, 6].map((v, i) => infer(base, image(v), [1, 1, 28, 28], { signal: clients[i]?.signal }).then(() => 'answered', () => 'aborted'));
       // And three gRPC calls with a deadline 1 s away.
-      const Client = makeGenericClientConstructor({
-        ModelInfer: {
-          path: '/inference.GRPCInferenceService/ModelInfer',
-          requestStream: false,
-          responseStream: false,
-          requestSerialize: (v: Record<string, unknown>) => protocolCodec('ModelInferRequest').encode(v),
-          requestDeserialize: (b: Buffer) => protocolCodec('ModelInferRequest').decode(b),
-          responseSerialize: (v: Record<string, unknown>) => protocolCodec('ModelInferResponse').encode(v),
-          responseDeserialize: (b: Buffer) => protocolCodec('ModelInferResponse').decode(b),
-        },
-      }, 'GRPCInferenceService');
-      const client = new Client(`127.0.0.1:${server.grpcPort ?? 0}`, credentials.createInsecure());
-      const call = (v: number): Promise<string> =>
-        new Promise((resolve) => {
-          const request = { model_name: 'mnist', inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28] }], raw_input_contents: [image(v)] };
-          (client as unknown as { ModelInfer: (r: unknown, m: Metadata, o: { deadline: number }, cb: (e: ServiceError | null) => void) => void }).ModelInfer(request, new Metadata(), { deadline: Date.now() + 1000 }, (e) => resolve(e === null ? 'answered' : `code ${e.code}`));
-        });
+      const client = grpcClient(server);
+      const call = (v: number): Promise<string> => grpcInfer(client, [1, 1, 28, 28], image(v), Date.now() + 1000).then((e) => (e === null ? 'answered' : `code ${e.code}`));
       const expired = [7, 8, 9].map(call);
       const pending = (): number => server.core.model('mnist', '').scheduler.pending;
       await until(() => pending() === 8);
