@@ -5,6 +5,7 @@ import { isProtocolDataType, protocolElementBytes } from '../triton/protocol-dat
 import { serializeBytes, type InferRequest, type RequestInput, type RequestedOutput } from './infer-request.js';
 import { statisticsReport, type InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
 import { asRequestError, invalidArg, type StatusCode } from './status.js';
+import { TransportBase } from './transport.js';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
@@ -149,14 +150,13 @@ export function fromModelInferRequest(message: Message): InferRequest {
 
 type Handler = (request: Message) => Message | Promise<Message>;
 
-export class GrpcTransport {
+export class GrpcTransport extends TransportBase {
+  readonly name = 'gRPC';
+  readonly portFlag = '--grpc-port';
   private readonly server: Server;
-  private readonly core: InferenceServer;
-  private readonly options: TransportOptions;
 
   constructor(core: InferenceServer, options: TransportOptions) {
-    this.core = core;
-    this.options = options;
+    super(core, options);
     this.server = new Server({ 'grpc.max_receive_message_length': options.maxRequestSize, 'grpc.max_send_message_length': -1 });
     const handlers: Record<string, [string, string, Handler, boolean?]> = {
       ServerLive: ['ServerLiveRequest', 'ServerLiveResponse', () => ({ live: core.live() })],
