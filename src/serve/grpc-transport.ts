@@ -6,6 +6,7 @@ import { serializeBytes, type InferRequest, type RequestInput, type RequestedOut
 import { statisticsReport, type InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
 import { asRequestError, invalidArg, type StatusCode } from './status.js';
 import { TransportBase } from './transport.js';
+import { grpcRequestParameters } from './grpc-parameters.js';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
@@ -118,12 +119,7 @@ function contentsToBytes(input: Message, model: string): Uint8Array {
 export function fromModelInferRequest(message: Message): InferRequest {
   const model = str(message.model_name);
   const raw = list(message.raw_input_contents) as Uint8Array[];
-  const params = (message.parameters ?? {}) as Record<string, Message>;
-  for (const key of Object.keys(params)) {
-    if (key.startsWith('triton_')) {
-      throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response");
-    }
-  }
+  grpcRequestParameters((message.parameters ?? {}) as Record<string, Message>);
   const inputs: RequestInput[] = [];
   let index = 0;
   for (const item of list(message.inputs)) {

@@ -194,6 +194,13 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     assert.deepEqual((a['grpc/ok'] as { outputs: unknown }).outputs, [['output_labels', 'FP32', [1, 10]]]);
   });
 
+  it('the same answers to gRPC request parameters, perf_analyzer\'s triton_enable_empty_final_response among them', () => {
+    const run = (grpc: number): Record<string, string> => JSON.parse(python([join(CLIENTS, 'grpc_raw_cases.py'), `127.0.0.1:${grpc}`, 'mnist'])) as Record<string, string>;
+    const [mine, real] = [run(ours.grpc), run(theirs.grpcPort)];
+    assert.equal(real['empty-final-response-true'], 'OK');
+    assert.deepEqual(mine, real);
+  });
+
   it('popef run --plugin triton speaks to the real server: requests accepted, its errors passed on', async () => {
     for (const url of [`grpc://127.0.0.1:${theirs.grpcPort}`, `http://127.0.0.1:${theirs.httpPort}`]) {
       const r = await runCli(['run', join(repo, 'mnist'), '--plugin', 'triton', '--url', url, '--random']);
