@@ -14,18 +14,28 @@ import { RequestError, invalidArg } from './status.js';
 
 export type JsonObject = Record<string, unknown>;
 
+/**
+ * A request body's JSON, as TritonJson's Parse reads it (rapidjson on a
+ * buffer): a NUL byte ends the text, errors are INTERNAL with an offset, and
+ * a root that is not an object parses, its members then being absent. The
+ * messages of rapidjson's syntax errors are not reproduced (JSON.parse's
+ * are given), only their status and the empty-document case.
+ */
 export function parseJson(text: string): JsonObject {
-  if (text.trim() === '') throw invalidArg('failed to parse the request JSON buffer: The document is empty. at 0');
+  const nul = text.indexOf('\0');
+  const json = nul < 0 ? text : text.slice(0, nul);
+  const fail = (message: string, at: number): RequestError => new RequestError('INTERNAL', `failed to parse the request JSON buffer: ${message} at ${at}`);
+  // rapidjson's whitespace is these four only.
+  const blank = /^[ \n\r\t]*/.exec(json)?.[0].length ?? 0;
+  if (blank === json.length) throw fail('The document is empty.', blank);
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(json);
   } catch (error) {
     const message = (error as Error).message;
-    const at = /position (\d+)/.exec(message)?.[1] ?? String(text.length);
-    throw invalidArg(`failed to parse the request JSON buffer: ${message.replace(/ in JSON at position \d+.*$/, '')} at ${at}`);
+    throw fail(message.replace(/ in JSON at position \d+.*$/, ''), Number(/position (\d+)/.exec(message)?.[1] ?? json.length));
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidArg('failed to parse the request JSON buffer: The document root must be an object at 0');
-  return value as JsonObject;
+  return asObject(value) ?? {};
 }
 
 export function member(obj: JsonObject, key: string): unknown {
@@ -53,28 +63,57 @@ function requireString(obj: JsonObject, key: string): string {
  * taken from `binary` in order; and whether outputs not listed go back as
  * binary data (the request's binary_data_output).
  */
+/** What Triton reads each known parameter as (MemberAsX), with the words of its message. */
+const PARAMETER_KINDS: Readonly<Record<string, readonly [(v: unknown) => boolean, string]>> = {
+  sequence_id: [(v) => isUnsigned(v) || typeof v === 'string', 'string'],
+  sequence_start: [(v) => typeof v === 'boolean', 'boolean'],
+  sequence_end: [(v) => typeof v === 'boolean', 'boolean'],
+  priority: [isUnsigned, 'unsigned-integer'],
+  timeout: [isUnsigned, 'unsigned-integer'],
+  binary_data_output: [(v) => typeof v === 'boolean', 'boolean'],
+};
+
+function isUnsigned(v: unknown): boolean {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0;
+}
+
+/**
+ * The request's `parameters`, checked as ParseJsonTritonParams checks them
+ * (http_server.cc): known keys by type, `triton_` keys refused, any other
+ * key passed on if it is a string, a number or a boolean. Returns
+ * binary_data_output, when given.
+ */
+function requestParameters(parameters: unknown): boolean | undefined {
+  if (parameters === undefined) return undefined;
+  const object = asObject(parameters);
+  if (object === undefined) throw new RequestError('INTERNAL', 'failed to get request params.: attempt to get members for non-object');
+  let binaryOutputs: boolean | undefined;
+  for (const [key, value] of Object.entries(object)) {
+    const known = PARAMETER_KINDS[key];
+    if (known !== undefined) {
+      const [accepts, what] = known;
+      if (!accepts(value)) throw new RequestError('INTERNAL', `Unable to parse '${key}': attempt to access JSON non-${what} as ${what}`);
+      if (key === 'binary_data_output') binaryOutputs = value as boolean;
+    } else if (key.startsWith('triton_')) {
+      throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
+    } else if (!['string', 'number', 'boolean'].includes(typeof value)) {
+      throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
+    }
+  }
+  return binaryOutputs;
+}
+
 export function parseInferBody(model: string, version: string, header: JsonObject, binary: Buffer, hasHeaderLength: boolean): { request: InferRequest; binaryOutputs: boolean } {
   const id = member(header, 'id');
   if (id !== undefined && typeof id !== 'string') throw missingOr('id', 'string', id);
-  let binaryOutputs: boolean | undefined;
-  const parameters = asObject(member(header, 'parameters'));
-  if (parameters !== undefined) {
-    for (const [key, value] of Object.entries(parameters)) {
-      if (key === 'binary_data_output') {
-        if (typeof value !== 'boolean') throw missingOr('binary_data_output', 'boolean', value);
-        binaryOutputs = value;
-      } else if (key.startsWith('triton_')) {
-        throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
-      }
-    }
-  }
+  const binaryOutputs = requestParameters(member(header, 'parameters'));
   const inputsJson = member(header, 'inputs');
   if (!Array.isArray(inputsJson)) throw missingOr('inputs', 'array', inputsJson);
   let offset = 0;
   const inputs: RequestInput[] = [];
   for (const raw of inputsJson) {
-    const input = asObject(raw);
-    if (input === undefined) throw jsonAccess('attempt to access JSON non-object as object');
+    // Triton looks members up in a non-object as in an object with none: it then has no data.
+    const input = asObject(raw) ?? {};
     const params = asObject(member(input, 'parameters'));
     const hasData = member(input, 'data') !== undefined;
     const hasBinary = params !== undefined && member(params, 'binary_data_size') !== undefined;

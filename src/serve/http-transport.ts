@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
+import { encodeBody, responseEncoding } from './http-encoding.js';
 import { fromInferBody, inferResponse, member, parseJson } from './http-infer-body.js';
 import { statisticsReport, type InferenceServer, type InferResult, type TransportOptions } from './inference-server.js';
 import { RequestError, asRequestError, httpStatusOf } from './status.js';
@@ -80,19 +81,23 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | typeof 
   });
 }
 
+/** The model name as the path spells it: Triton does not percent-decode it, and neither do we. */
 function modelOf(match: RegExpExecArray): string {
-  return decodeURIComponent(match.groups?.model ?? '');
+  return match.groups?.model ?? '';
 }
 
 function versionOf(match: RegExpExecArray): string {
   return match.groups?.version ?? '';
 }
 
-/** An infer answer: JSON alone, or the JSON header then the binary outputs. */
-function inferAnswer(result: InferResult, defaultBinary: boolean): Answer {
+/** An infer answer: JSON alone, or the JSON header then the binary outputs; compressed as Accept-Encoding asks. */
+async function inferAnswer(result: InferResult, defaultBinary: boolean, acceptEncoding: string | undefined): Promise<Answer> {
   const { json: header, binary } = inferResponse(result, defaultBinary);
-  if (binary.length === 0) return { status: 200, parts: [header], headers: { 'Content-Type': 'application/json' } };
-  return { status: 200, parts: [header, ...binary], headers: { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(header.byteLength) } };
+  const headers: Record<string, string> =
+    binary.length === 0 ? { 'Content-Type': 'application/json' } : { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(header.byteLength) };
+  const encoding = responseEncoding(acceptEncoding);
+  if (encoding === 'identity') return { status: 200, parts: [header, ...binary], headers };
+  return { status: 200, parts: [await encodeBody(encoding, [header, ...binary])], headers: { ...headers, 'Content-Encoding': encoding } };
 }
 
 export class HttpTransport extends TransportBase {
@@ -156,11 +161,10 @@ export class HttpTransport extends TransportBase {
     // A body a route did not read is drained, so that the connection can carry the next request.
     req.resume();
     this.send(res, answer);
-    const model = found.match?.groups?.model;
     this.options.log?.({
       transport: 'http',
       method: `${req.method ?? ''} ${req.url ?? ''}`,
-      model: model === undefined ? undefined : safeDecode(model),
+      model: found.match?.groups?.model,
       status: answer.status,
       ms: performance.now() - started,
       error: answer.status >= 400 ? errorOf(answer) : undefined,
@@ -192,7 +196,7 @@ export class HttpTransport extends TransportBase {
     return this.withBody(req, async (body) => {
       const headerLength = req.headers[HEADER];
       const { request, binaryOutputs } = fromInferBody(model, version, body, typeof headerLength === 'string' ? headerLength : undefined);
-      return inferAnswer(await this.core.infer(request), binaryOutputs);
+      return inferAnswer(await this.core.infer(request), binaryOutputs, req.headers['accept-encoding']);
     });
   }
 
@@ -216,15 +220,6 @@ export class HttpTransport extends TransportBase {
       for (const p of parts) res.write(p);
       res.end();
     }
-  }
-}
-
-/** The log's model name: decoded when it decodes, as sent when not. */
-function safeDecode(name: string): string {
-  try {
-    return decodeURIComponent(name);
-  } catch {
-    return name;
   }
 }
 

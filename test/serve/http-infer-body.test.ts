@@ -20,16 +20,22 @@ const input = (extra: Record<string, unknown>): Record<string, unknown> => ({ na
 
 describe('HTTP infer body: refused bodies, with Triton\'s status class and message', () => {
   const rows: [string, Buffer, string | undefined, RequestError['status'], RegExp][] = [
-    ['an empty document', Buffer.from('  '), undefined, 'INVALID_ARG', /^failed to parse the request JSON buffer: The document is empty\. at 0$/],
-    ['a root that is not an object', json([1, 2]), undefined, 'INVALID_ARG', /The document root must be an object at 0$/],
+    ['an empty document', Buffer.from('  '), undefined, 'INTERNAL', /^failed to parse the request JSON buffer: The document is empty\. at 2$/],
+    ['a NUL byte, which ends the document', Buffer.from('\0{"inputs": []}'), undefined, 'INTERNAL', /^failed to parse the request JSON buffer: The document is empty\. at 0$/],
+    ['a syntax error', Buffer.from('{"inputs": ['), undefined, 'INTERNAL', /^failed to parse the request JSON buffer: .* at 12$/],
+    ['a root that is not an object, which has no inputs', json([null, null]), undefined, 'INTERNAL', /^Unable to parse 'inputs': attempt to access non-existing object member 'inputs'$/],
     ['no inputs', json({}), undefined, 'INTERNAL', /^Unable to parse 'inputs': attempt to access non-existing object member 'inputs'$/],
     ['inputs not an array', json({ inputs: 3 }), undefined, 'INTERNAL', /^Unable to parse 'inputs': attempt to access JSON non-array as array$/],
-    ['an input that is not an object', json({ inputs: [7] }), undefined, 'INTERNAL', /attempt to access JSON non-object as object/],
+    ['an input that is not an object, which has no data', json({ inputs: [[null, null]] }), undefined, 'INVALID_ARG', /But no field is set$/],
     ['an input with no data', json({ inputs: [input({})] }), undefined, 'INVALID_ARG', /But no field is set$/],
     ['an input with data and binary_data_size', json({ inputs: [input({ data: [1, 2], parameters: { binary_data_size: 8 } })] }), undefined, 'INVALID_ARG', /But set 'data' 'binary_data_size'$/],
     ['a name that is not a string', json({ inputs: [{ name: 1, datatype: 'FP32', shape: [1], data: [1] }] }), undefined, 'INTERNAL', /^Unable to parse 'name': attempt to access JSON non-string as string$/],
     ['a negative dimension', json({ inputs: [input({ shape: [-1], data: [1] })] }), undefined, 'INTERNAL', /non-unsigned-integer as unsigned-integer/],
-    ['a reserved parameter', json({ parameters: { triton_x: 1 }, inputs: [input({ data: [1, 2] })] }), undefined, 'INVALID_ARG', /reserved for Triton usage/],
+    ['a reserved parameter', json({ parameters: { triton_x: 1 }, inputs: [input({ data: [1, 2] })] }), undefined, 'INVALID_ARG', /reserved for Triton usage and should not be specified\.$/],
+    ['parameters that are not an object', json({ parameters: [1], inputs: [] }), undefined, 'INTERNAL', /^failed to get request params\.: attempt to get members for non-object$/],
+    ['a parameter of object type', json({ parameters: { a: { b: 1 } }, inputs: [] }), undefined, 'INVALID_ARG', /^parameter 'a' has invalid type\. It should be either 'int', 'bool', or 'string'\.$/],
+    ['a priority that is not unsigned', json({ parameters: { priority: -1 }, inputs: [] }), undefined, 'INTERNAL', /^Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer$/],
+    ['a sequence_end that is not a boolean', json({ parameters: { sequence_end: 1 }, inputs: [] }), undefined, 'INTERNAL', /^Unable to parse 'sequence_end': attempt to access JSON non-boolean as boolean$/],
     ['binary data without the header length', json({ inputs: [input({ parameters: { binary_data_size: 8 } })] }), undefined, 'INVALID_ARG', /must specify valid 'Infer-Header-Content-Length'/],
     ['a header length past the body', json({}), '999', 'INVALID_ARG', /^inference header size should be in range \(0, 2\), got: 999$/],
   ];

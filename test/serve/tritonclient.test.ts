@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
@@ -117,6 +118,11 @@ const triton = findTritonServer();
 const hasCc = spawnSync('cc', ['--version']).status === 0;
 const noTriton = missing ?? (triton === undefined ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)' : !hasCc ? 'no C compiler for the stand-in backend' : undefined);
 
+/** One JSON input of the MNIST image, all zeros, under a name. */
+function json784(name: string): string {
+  return JSON.stringify({ name, datatype: 'FP32', shape: [1, 1, 28, 28], data: new Array<number>(784).fill(0) });
+}
+
 /**
  * Raw HTTP requests tritonclient cannot send (malformed bodies and
  * headers): [name, path, init]. Compared by status and message.
@@ -143,6 +149,23 @@ function rawCases(): [string, string, RequestInit][] {
     ['unknown route', '/v2/nosuch', { method: 'GET' }],
     ['wrong method', '/v2/health/live', { method: 'POST' }],
     ['infer by GET', '/v2/models/mnist/infer', { method: 'GET' }],
+    ['statistics of an unknown model', '/v2/models/nosuch/stats', { method: 'GET' }],
+    ['statistics of an unknown version', '/v2/models/mnist/versions/9/stats', { method: 'GET' }],
+    ['an input that is not an object', '/v2/models/mnist/infer', post('{"inputs":[[null,null]]}')],
+    ['a body that is not an object', '/v2/models/mnist/infer', post('[null,null]')],
+    ['a NUL byte', '/v2/models/mnist/infer', post(Buffer.from([0]))],
+    ['blank', '/v2/models/mnist/infer', post('  ')],
+    ['a NUL after the document', '/v2/models/mnist/infer', post(Buffer.from('{"inputs":[]}\0garbage'))],
+    ['an id that is not a string', '/v2/models/mnist/infer', post('{"id":5,"inputs":[]}')],
+    ['a parameter of object type', '/v2/models/mnist/infer', post('{"parameters":{"a":{"b":1}},"inputs":[]}')],
+    ['parameters not an object', '/v2/models/mnist/infer', post('{"parameters":[1],"inputs":[]}')],
+    ['a negative priority', '/v2/models/mnist/infer', post('{"parameters":{"priority":-1},"inputs":[]}')],
+    ['a custom parameter', '/v2/models/mnist/infer', post('{"parameters":{"mine":"x"},"inputs":[]}')],
+    ['duplicate input names', '/v2/models/mnist/infer', post(`{"inputs":[${json784('digit_image')},${json784('digit_image')}]}`)],
+    ['an empty input name', '/v2/models/mnist/infer', post(`{"inputs":[${json784('')}]}`)],
+    ['a percent-encoded model name', '/v2/models/m%6Eist', { method: 'GET' }],
+    ['a percent-encoded unknown model', '/v2/models/no%20such/infer', post('{}')],
+    ['a malformed percent escape', '/v2/models/no%zzsuch', { method: 'GET' }],
   ];
 }
 
@@ -211,6 +234,43 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
       assert.equal(wrong.code, 2);
       assert.match(wrong.stderr, /Request for unknown model: 'mnist' version 9 is not found/);
     }
+  });
+
+  it('the same extensions, in Triton\'s order, listing only those served', async () => {
+    const extensions = async (port: number): Promise<string[]> => ((await (await fetch(`http://127.0.0.1:${port}/v2`)).json()) as { extensions: string[] }).extensions;
+    const [mine, real] = [await extensions(ours.http), await extensions(theirs.httpPort)];
+    assert.deepEqual(mine, real.filter((e) => mine.includes(e)));
+    assert.ok(mine.includes('parameters') && mine.includes('statistics'));
+  });
+
+  it('compresses what Triton compresses, as Accept-Encoding asks', async () => {
+    const body = `{"inputs":[${json784('digit_image')}]}`;
+    const cases: [string, RequestInit][] = [
+      ['/v2/models/mnist/infer', { method: 'POST', body, headers: { 'Accept-Encoding': 'gzip' } }],
+      ['/v2/models/mnist/infer', { method: 'POST', body, headers: { 'Accept-Encoding': 'gzip;q=0.4, deflate;q=0.6' } }],
+      ['/v2/models/mnist/infer', { method: 'POST', body, headers: { 'Accept-Encoding': 'br' } }],
+      ['/v2/models/mnist', { method: 'GET', headers: { 'Accept-Encoding': 'gzip' } }],
+      ['/v2/models/stats', { method: 'GET', headers: { 'Accept-Encoding': 'gzip' } }],
+      ['/v2/models/nosuch/infer', { method: 'POST', body, headers: { 'Accept-Encoding': 'gzip' } }],
+    ];
+    const encodings = async (port: number): Promise<string[]> => {
+      const out: string[] = [];
+      for (const [path, init] of cases) {
+        // node:http's client, which does not undo the encoding (fetch would).
+        out.push(await new Promise<string>((resolve, reject) => {
+          const req = httpRequest({ host: '127.0.0.1', port, path, method: init.method, headers: init.headers as Record<string, string> }, (res) => {
+            res.resume();
+            resolve(`${path} ${res.statusCode ?? 0} ${res.headers['content-encoding'] ?? 'identity'}`);
+          });
+          req.on('error', reject);
+          req.end(init.body as string | undefined);
+        }));
+      }
+      return out;
+    };
+    const [mine, real] = [await encodings(ours.http), await encodings(theirs.httpPort)];
+    assert.deepEqual(mine, real);
+    assert.match(real[0] ?? '', / 200 gzip$/);
   });
 
   it('the same status and message for malformed HTTP requests', async () => {
