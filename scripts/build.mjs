@@ -40,8 +40,8 @@ await build({
   logLevel: 'warning',
   outdir: 'dist',
   outExtension: { '.js': '.cjs' },
-  // Large, and needed only by serve, run --plugin triton and PNG inputs: loaded from node_modules when used.
-  external: ['@grpc/grpc-js', 'protobufjs', 'ajv', 'pngjs'],
+  // Large, and needed only by serve (prom-client: at its first metrics scrape), run --plugin triton and PNG inputs: loaded from node_modules when used.
+  external: ['@grpc/grpc-js', 'protobufjs', 'ajv', 'pngjs', 'prom-client'],
   // The sources are ES modules; in the bundle, import.meta.url is the bundle's own URL.
   define: { 'import.meta.url': '__popefBundleUrl' },
   banner: { js: "var __popefBundleUrl = require('node:url').pathToFileURL(__filename).href;" },

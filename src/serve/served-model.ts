@@ -101,6 +101,11 @@ class InstancePool {
     return new Promise((resolve) => this.waiting.push(resolve));
   }
 
+  /** Requests waiting for an instance. */
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
   release(instance: OpenedModel): void {
     const next = this.waiting.shift();
     if (next !== undefined) {
@@ -163,6 +168,11 @@ export class ServedModel implements RequestContract {
 
   get ready(): boolean {
     return this.stateValue === 'READY';
+  }
+
+  /** Requests waiting for an instance (Triton's pending request count). */
+  get pending(): number {
+    return this.pool.waitingCount;
   }
 
   /** Marks the model unavailable (its plugin died): requests still queued fail as not ready. */

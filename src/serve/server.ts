@@ -2,6 +2,7 @@ import { ErrorCode, PopefError } from '../errors.js';
 import type { ExecutionPlugin } from '../run/plugin-api.js';
 import { GrpcTransport } from './grpc-transport.js';
 import { HttpTransport } from './http-transport.js';
+import { MetricsTransport } from './metrics-transport.js';
 import { InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
 import { ModelRepository } from './model-repository.js';
 import type { ServedModel } from './served-model.js';
@@ -9,7 +10,7 @@ import type { Transport } from './transport.js';
 
 /**
  * `popef serve` as a library: loads the repositories into the plugin, then
- * listens on each transport asked for (HTTP, gRPC). stop() refuses new
+ * listens on each transport asked for (HTTP, gRPC, metrics). stop() refuses new
  * requests, lets running ones finish, closes the listeners, the models and
  * the plugin, in that order.
  */
@@ -24,6 +25,8 @@ export interface ServeOptions {
   /** undefined: no HTTP; 0: any free port. */
   readonly httpPort?: number;
   readonly grpcPort?: number;
+  /** undefined: no metrics service (--allow-metrics=false). */
+  readonly metricsPort?: number;
   readonly maxRequestSize: number;
   readonly log?: (entry: RequestLog) => void;
   readonly onModel?: (model: ServedModel) => void;
@@ -33,7 +36,8 @@ export interface RunningServer {
   readonly core: InferenceServer;
   readonly httpPort?: number;
   readonly grpcPort?: number;
-  /** Every transport listening, by name ('HTTP', 'gRPC'), with the port it bound. */
+  readonly metricsPort?: number;
+  /** Every transport listening, by name ('HTTP', 'gRPC', 'metrics'), with the port it bound. */
   readonly ports: ReadonlyMap<string, number>;
   stop(): Promise<void>;
 }
@@ -50,6 +54,7 @@ function plan(core: InferenceServer, options: ServeOptions): Planned[] {
   const wanted: [number | undefined, () => Transport][] = [
     [options.httpPort, () => new HttpTransport(core, transportOptions)],
     [options.grpcPort, () => new GrpcTransport(core, transportOptions)],
+    [options.metricsPort, () => new MetricsTransport(core, transportOptions)],
   ];
   return wanted.flatMap(([port, make]) => (port === undefined ? [] : [{ transport: make(), port }]));
 }
@@ -84,6 +89,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     core,
     httpPort: ports.get('HTTP'),
     grpcPort: ports.get('gRPC'),
+    metricsPort: ports.get('metrics'),
     ports,
     stop: () => {
       stopping ??= (async () => {

@@ -103,7 +103,7 @@ try {
 
   // The transport floor, then popef serve as a user starts it.
   const floor = await measureServer([join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'test/bench/null-server.ts')], 'null server');
-  const ours = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu'], 'popef serve');
+  const ours = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'], 'popef serve');
 
   // The real Triton server, Python backend, same graph and weights.
   let theirs: Figures[] | undefined;

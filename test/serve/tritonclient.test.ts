@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
 import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
+import { scaffoldMnist } from './mnist-repository.js';
 
 const PYTHON = join(ROOT, '.venv', 'bin', 'python');
 const hasClient = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import tritonclient.grpc, tritonclient.http, PIL']).status === 0;
@@ -27,20 +28,21 @@ interface Serving {
   readonly child: ChildProcess;
   readonly http: number;
   readonly grpc: number;
+  readonly metrics: number;
   stderr(): string;
   exited: Promise<number | null>;
 }
 
 /** Starts `popef serve` as a user would (the built CLI), on free ports; resolves once it says it is ready. */
 async function serve(repo: string, extra: readonly string[] = []): Promise<Serving> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const m = /HTTP on [^:]+:(\d+), gRPC on [^:]+:(\d+)/.exec(stderr);
-    if (m !== null) return { child, http: Number(m[1]), grpc: Number(m[2]), stderr: () => stderr, exited };
+    const m = /HTTP on [^:]+:(\d+), gRPC on [^:]+:(\d+), metrics on [^:]+:(\d+)/.exec(stderr);
+    if (m !== null) return { child, http: Number(m[1]), grpc: Number(m[2]), metrics: Number(m[3]), stderr: () => stderr, exited };
     if (child.exitCode !== null) throw new Error(`popef serve exited with ${child.exitCode}: ${stderr}`);
     if (Date.now() > deadline) throw new Error(`popef serve did not get ready: ${stderr}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -51,13 +53,6 @@ function python(args: readonly string[]): string {
   const r = spawnSync(PYTHON, args, { encoding: 'utf8', timeout: 120_000 });
   assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
   return r.stdout;
-}
-
-async function scaffoldMnist(dir: string): Promise<string> {
-  const repo = join(dir, 'models');
-  const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels']);
-  assert.equal(r.code, 0, r.stderr);
-  return repo;
 }
 
 describe("the walkthrough's tritonclient program against popef serve", { skip: process.env.CI === 'true' ? false : missing }, () => {
@@ -100,7 +95,7 @@ describe("the walkthrough's tritonclient program against popef serve", { skip: p
   });
 
   it('refuses a port in use with exit 2 and a message naming it', () => {
-    const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', String(server.http), '--grpc-port', '0', '--plugin', 'cpu'], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', String(server.http), '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, new RegExp(`cannot serve HTTP on 127\\.0\\.0\\.1:${server.http}: the port is in use`));
     assert.doesNotMatch(r.stderr, /\n\s+at /);
@@ -181,7 +176,7 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     repo = await scaffoldMnist(temp.dir);
     const backends = join(temp.dir, 'backends');
     await buildStandInBackends(backends, ['poplar']);
-    theirs = await startTriton(triton ?? '', repo, backends, 120_000);
+    theirs = await startTriton(triton ?? '', repo, backends, 120_000, ['--allow-metrics=true']);
     ours = await serve(repo);
   });
 
@@ -291,5 +286,36 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
       if (mine[0] !== real[0] || mine[1] !== real[1]) differences.push(`${name}: popef serve ${JSON.stringify(mine)}, Triton ${JSON.stringify(real)}`);
     }
     assert.deepEqual(differences, []);
+  });
+  it('the same metrics families, help texts, types and series on the metrics port; counts that move alike', async () => {
+    const scrape = async (port: number): Promise<{ meta: string[]; series: string[]; counts: Map<string, number> }> => {
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
+      const lines = (await res.text()).split('\n').filter((l) => l !== '');
+      const samples = lines.filter((l) => !l.startsWith('#')).map((l) => /^(.*) (\S+)$/.exec(l) ?? [l, l, '']);
+      return {
+        meta: lines.filter((l) => l.startsWith('#')),
+        series: samples.map(([, series]) => series ?? ''),
+        counts: new Map(samples.filter(([, series]) => /^nv_inference_(request_success|request_failure|count|exec_count|pending_request_count)[{ ]/.test(series ?? '')).map(([, series, value]) => [series ?? '', Number(value)])),
+      };
+    };
+    // The counts move alike for the same requests (earlier tests sent some requests to Triton alone).
+    const moved = async (port: number, httpPort: number): Promise<[string, number][]> => {
+      const before = await scrape(port);
+      const body = `{"inputs":[${json784('digit_image')}]}`;
+      for (const path of ['/v2/models/mnist/infer', '/v2/models/mnist/infer', '/v2/models/mnist/versions/1/infer', '/v2/models/mnist/infer']) {
+        await (await fetch(`http://127.0.0.1:${httpPort}${path}`, { method: 'POST', body: path.includes('versions') ? '{"inputs":[]}' : body })).text();
+      }
+      const after = await scrape(port);
+      return [...after.counts].map(([series, value]) => [series, value - (before.counts.get(series) ?? 0)]);
+    };
+    const [mine, real] = [await scrape(ours.metrics), await scrape(theirs.metricsPort)];
+    assert.deepEqual(mine.meta, real.meta);
+    assert.deepEqual(mine.series, real.series);
+    assert.ok(real.meta.length >= 30, real.meta.join('\n'));
+    const [mineMoved, realMoved] = [await moved(ours.metrics, ours.http), await moved(theirs.metricsPort, theirs.httpPort)];
+    assert.deepEqual(mineMoved, realMoved);
+    assert.deepEqual(realMoved.find(([series]) => series.startsWith('nv_inference_request_success')), ['nv_inference_request_success{model="mnist",version="1"}', 3]);
   });
 });
