@@ -1,7 +1,7 @@
 /**
  * popef serve under load, beside the real Triton server. The MNIST model
  * (scaffolded repository, cpu plugin) is served by `popef serve`; a client
- * in a second process (test/bench/serve-load.ts) keeps 1, 8 and 32
+ * in a second process (test/bench/serve-load.ts) keeps 1, 4 and 16
  * requests in flight over gRPC and over HTTP with binary tensors, and
  * reports throughput and p50/p99 latency. The server's own overhead is the
  * p50 latency at concurrency 1 minus the p50 of the same run called on the
@@ -28,7 +28,7 @@ import { findTritonServer, startTriton } from '../triton/oracle/tritonserver.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const CONCURRENCY = [1, 8, 32];
+const CONCURRENCY = [1, 4, 16];
 const dir = await mkdtemp(join(tmpdir(), 'popef-bench-serve-'));
 const silent = { stdout: () => undefined, stderr: () => undefined, stdoutIsTTY: false, stderrIsTTY: false, env: {}, cwd: dir, signal: new AbortController().signal };
 
