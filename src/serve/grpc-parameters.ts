@@ -1,4 +1,4 @@
-import type { ProtocolMessage } from '../triton/inference-protocol.js';
+import { toInt, type ProtocolMessage } from '../triton/inference-protocol.js';
 import { invalidArg } from './status.js';
 
 /**
@@ -21,6 +21,9 @@ type Choice = 'bool_param' | 'int64_param' | 'string_param' | 'double_param' | '
 export interface GrpcRequestParameters {
   /** triton_enable_empty_final_response: a decoupled stream ends with an empty final response. */
   readonly enableEmptyFinalResponse: boolean;
+  /** The scheduling parameters (the dynamic batcher's priority level, the queue timeout in microseconds). */
+  readonly priority?: number;
+  readonly timeoutUs?: number;
 }
 
 /** The kinds of value each key Triton reads accepts, with the words of its message naming them. */
@@ -35,6 +38,7 @@ const KNOWN: Readonly<Record<string, readonly [readonly Choice[], string]>> = {
 
 export function grpcRequestParameters(parameters: Readonly<Record<string, ProtocolMessage>>): GrpcRequestParameters {
   let enableEmptyFinalResponse = false;
+  const scheduling: { priority?: number; timeoutUs?: number } = {};
   for (const [key, value] of Object.entries(parameters)) {
     const choice = (value as { parameter_choice?: Choice }).parameter_choice;
     if (key.startsWith('triton_') && !(RESERVED_REQUEST_PARAMETERS as readonly string[]).includes(key)) {
@@ -47,9 +51,11 @@ export function grpcRequestParameters(parameters: Readonly<Record<string, Protoc
       // A priority is also checked for its sign.
       if (key === 'priority' && choice === 'int64_param' && BigInt(String(value.int64_param)) < 0n) throw invalidArg("invalid value for 'priority', expected value >= 0.");
       if (key === 'triton_enable_empty_final_response') enableEmptyFinalResponse = value.bool_param === true;
+      else if (key === 'priority') scheduling.priority = toInt(choice === 'int64_param' ? value.int64_param : value.uint64_param);
+      else if (key === 'timeout') scheduling.timeoutUs = toInt(value.int64_param);
     } else if (choice === undefined || choice === 'uint64_param') {
       throw invalidArg(`invalid value type for '${key}' parameter, expected int64_param, bool_param, or string_param.`);
     }
   }
-  return { enableEmptyFinalResponse };
+  return { enableEmptyFinalResponse, ...scheduling };
 }

@@ -81,32 +81,34 @@ function isUnsigned(v: unknown): boolean {
  * The request's `parameters`, checked as ParseJsonTritonParams checks them
  * (http_server.cc): known keys by type, `triton_` keys refused, any other
  * key passed on if it is a string, a number or a boolean. Returns
- * binary_data_output, when given.
+ * binary_data_output and the scheduling parameters, when given.
  */
-function requestParameters(parameters: unknown): boolean | undefined {
-  if (parameters === undefined) return undefined;
+function requestParameters(parameters: unknown): { binaryOutputs?: boolean; priority?: number; timeoutUs?: number } {
+  if (parameters === undefined) return {};
   const object = asObject(parameters);
   if (object === undefined) throw new RequestError('INTERNAL', 'failed to get request params.: attempt to get members for non-object');
-  let binaryOutputs: boolean | undefined;
+  const out: { binaryOutputs?: boolean; priority?: number; timeoutUs?: number } = {};
   for (const [key, value] of Object.entries(object)) {
     const known = PARAMETER_KINDS[key];
     if (known !== undefined) {
       const [accepts, what] = known;
       if (!accepts(value)) throw new RequestError('INTERNAL', `Unable to parse '${key}': attempt to access JSON non-${what} as ${what}`);
-      if (key === 'binary_data_output') binaryOutputs = value as boolean;
+      if (key === 'binary_data_output') out.binaryOutputs = value as boolean;
+      else if (key === 'priority') out.priority = value as number;
+      else if (key === 'timeout') out.timeoutUs = value as number;
     } else if (key.startsWith('triton_')) {
       throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
     } else if (!['string', 'number', 'boolean'].includes(typeof value)) {
       throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
     }
   }
-  return binaryOutputs;
+  return out;
 }
 
 export function parseInferBody(model: string, version: string, header: JsonObject, binary: Buffer, hasHeaderLength: boolean): { request: InferRequest; binaryOutputs: boolean } {
   const id = member(header, 'id');
   if (id !== undefined && typeof id !== 'string') throw missingOr('id', 'string', id);
-  const binaryOutputs = requestParameters(member(header, 'parameters'));
+  const { binaryOutputs, ...scheduling } = requestParameters(member(header, 'parameters'));
   const inputsJson = member(header, 'inputs');
   if (!Array.isArray(inputsJson)) throw missingOr('inputs', 'array', inputsJson);
   let offset = 0;
@@ -170,7 +172,7 @@ export function parseInferBody(model: string, version: string, header: JsonObjec
       outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs });
     }
   }
-  return { request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs }, binaryOutputs: binaryOutputs ?? false };
+  return { request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs, ...scheduling }, binaryOutputs: binaryOutputs ?? false };
 }
 
 /** The response body: JSON, then the binary outputs in order (Triton's layout). */

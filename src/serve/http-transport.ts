@@ -33,7 +33,7 @@ interface Route {
   readonly method: 'GET' | 'POST';
   /** Anchored; a named group `model` is the (still percent-encoded) model name, `version` its version. */
   readonly pattern: RegExp;
-  handle(req: IncomingMessage, match: RegExpExecArray): Answer | Promise<Answer>;
+  handle(req: IncomingMessage, match: RegExpExecArray, res: ServerResponse): Answer | Promise<Answer>;
 }
 
 const HEADER = 'inference-header-content-length';
@@ -132,7 +132,7 @@ export class HttpTransport extends TransportBase {
       route('GET', '^/v2/health/ready', () => empty(core.ready() ? 200 : 400)),
       route('GET', '^/v2', () => json(core.metadata())),
       route('GET', '^/v2/models/stats', () => json(statisticsReport(core.statistics('', '')))),
-      route('POST', `${MODEL}/infer`, (req, m) => this.infer(req, modelOf(m), versionOf(m))),
+      route('POST', `${MODEL}/infer`, (req, m, res) => this.infer(req, res, modelOf(m), versionOf(m))),
       route('GET', `${MODEL}/ready`, (_, m) => (core.modelReady(modelOf(m), versionOf(m)) ? empty(200) : failure(400, 'Model version not ready'))),
       route('GET', `${MODEL}/config`, (_, m) => json(configToJson(core.model(modelOf(m), versionOf(m)).config ?? {}))),
       route('GET', `${MODEL}/stats`, (_, m) => json(statisticsReport(core.statistics(modelOf(m), versionOf(m))))),
@@ -153,7 +153,7 @@ export class HttpTransport extends TransportBase {
     const found = this.find(req.method ?? '', (req.url ?? '/').split('?')[0] ?? '/');
     let answer: Answer;
     try {
-      answer = found.route === undefined ? found.miss : await found.route.handle(req, found.match);
+      answer = found.route === undefined ? found.miss : await found.route.handle(req, found.match, res);
     } catch (error) {
       const e = asRequestError(error);
       answer = failure(httpStatusOf(e.status), e.message);
@@ -190,13 +190,13 @@ export class HttpTransport extends TransportBase {
     return then(body);
   }
 
-  private infer(req: IncomingMessage, model: string, version: string): Promise<Answer> {
+  private infer(req: IncomingMessage, res: ServerResponse, model: string, version: string): Promise<Answer> {
     // The model must exist before the body is read, as in Triton (CheckTransactionPolicy comes first).
     this.core.model(model, version);
     return this.withBody(req, async (body) => {
       const headerLength = req.headers[HEADER];
       const { request, binaryOutputs } = fromInferBody(model, version, body, typeof headerLength === 'string' ? headerLength : undefined);
-      return inferAnswer(await this.core.infer(request), binaryOutputs, req.headers['accept-encoding']);
+      return inferAnswer(await this.core.infer({ ...request, signal: closedBeforeAnswer(res) }), binaryOutputs, req.headers['accept-encoding']);
     });
   }
 
@@ -221,6 +221,15 @@ export class HttpTransport extends TransportBase {
       res.end();
     }
   }
+}
+
+/** Aborts when the client closes the connection before its answer: that cancels the request (Triton does since 23.10). */
+function closedBeforeAnswer(res: ServerResponse): AbortSignal {
+  const client = new AbortController();
+  res.once('close', () => {
+    if (!res.writableEnded) client.abort();
+  });
+  return client.signal;
 }
 
 function errorOf(answer: Answer): string | undefined {

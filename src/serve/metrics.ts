@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type * as promClient from 'prom-client';
+import { importModule } from '../run/import-module.js';
 import type { InferenceServer } from './inference-server.js';
 import type { ModelStats } from './served-model.js';
 
@@ -84,12 +85,16 @@ export class MetricsRegistry {
 
   /** The text of a scrape. */
   async render(): Promise<string> {
-    this.registry ??= import('prom-client').then((client) => this.build(client));
+    // Through importModule, which the CLI's launcher can serve (src/ARCHITECTURE.md, "The launcher and import()").
+    this.registry ??= importModule('prom-client').then((loaded) => {
+      const module = loaded as PromClient & { default?: PromClient };
+      return this.build(typeof module.Registry === 'function' ? module : (module.default ?? module));
+    });
     return (await this.registry).metrics();
   }
 
   private models(): ModelEntry[] {
-    return this.core.statistics('', '').map((e) => ({ ...e, pending: this.core.model(e.name, e.version).pending }));
+    return this.core.statistics('', '').map((e) => ({ ...e, pending: this.core.model(e.name, e.version).scheduler.pending }));
   }
 
   private cpuUtilization(): number {

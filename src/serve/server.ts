@@ -5,14 +5,15 @@ import { HttpTransport } from './http-transport.js';
 import { MetricsTransport } from './metrics-transport.js';
 import { InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
 import { ModelRepository } from './model-repository.js';
-import type { ServedModel } from './served-model.js';
+import type { InstanceEvent, ServedModel } from './served-model.js';
 import type { Transport } from './transport.js';
 
 /**
- * `popef serve` as a library: loads the repositories into the plugin, then
- * listens on each transport asked for (HTTP, gRPC, metrics). stop() refuses new
- * requests, lets running ones finish, closes the listeners, the models and
- * the plugin, in that order.
+ * The server behind `popef serve` (not exported by src/index.ts: its types
+ * are not a stable API yet): loads the repositories into the plugin, then
+ * listens on each transport asked for (HTTP, gRPC, metrics). stop() refuses
+ * new requests, lets running ones finish, closes the listeners, the models
+ * and the plugin, in that order.
  */
 
 export interface ServeOptions {
@@ -30,6 +31,8 @@ export interface ServeOptions {
   readonly maxRequestSize: number;
   readonly log?: (entry: RequestLog) => void;
   readonly onModel?: (model: ServedModel) => void;
+  /** An instance failed, was restarted or given up (the CLI logs it). */
+  readonly onInstanceEvent?: (event: InstanceEvent) => void;
 }
 
 export interface RunningServer {
@@ -79,7 +82,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     for (const { transport, port } of transports) {
       ports.set(transport.name, await transport.listen(port, options.host).catch((e: unknown) => Promise.reject(portError(e, transport, options.host, port))));
     }
-    await repository.load(options.repositories, { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel });
+    await repository.load(options.repositories, { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel, onInstanceEvent: options.onInstanceEvent });
   } catch (error) {
     await Promise.allSettled([closeAll(), repository.close()]);
     throw error;

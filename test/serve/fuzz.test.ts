@@ -10,7 +10,7 @@ import { seededRandom } from '../../src/run/tensor-io/inputs.js';
 import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { protocolCodec } from '../../src/triton/inference-protocol.js';
 import { ROOT, tempDir } from '../helpers.js';
-import { scaffoldMnist } from './mnist-repository.js';
+import { scaffoldMnist } from './serving.js';
 
 const IMAGE = 28 * 28 * 4;
 const SEED = Number(process.env.FUZZ_SEED ?? 20261201);

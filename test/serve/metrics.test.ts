@@ -10,7 +10,7 @@ import { loadPlugin } from '../../src/run/load-plugin.js';
 import { cpuTicks, memoryBytes } from '../../src/serve/metrics.js';
 import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { ROOT, tempDir } from '../helpers.js';
-import { scaffoldMnist } from './mnist-repository.js';
+import { scaffoldMnist } from './serving.js';
 
 const promClientLoaded = (): boolean => Object.keys(createRequire(import.meta.url).cache).some((f) => f.includes(join('node_modules', 'prom-client')));
 

@@ -6,10 +6,10 @@ import { writeJson, type CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { MAX_FINDINGS_PER_RULE } from '../../triton/repository/finding-limit.js';
 import { DEFAULT_TRITON_VERSION } from '../../triton/triton-release.js';
-import { chosenFormat } from './options.js';
+import { checkTritonVersion, chosenFormat } from './options.js';
 
 interface Flags {
-  readonly format?: 'text' | 'json' | 'junit' | 'sarif' | 'github';
+  readonly format?: 'text' | 'json' | 'junit' | 'sarif' | 'github' | 'html';
   readonly json?: boolean;
   readonly strict?: boolean;
   readonly tritonVersion: string;
@@ -35,7 +35,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .command('validate')
     .description('check Triton model repositories offline, with Triton\'s rules and messages (exit 1 on errors)')
     .argument('<repository...>', 'model repositories (the directories given to tritonserver --model-repository)')
-    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github']))
+    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github', 'html']))
     .option('--json', 'the same as --format json')
     .option('--strict', 'treat warnings as errors')
     .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', DEFAULT_TRITON_VERSION)
@@ -50,14 +50,11 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
         const present = await import('../../present/validate-report.js');
         const { withPrintableStrings } = await import('../../present/printable.js');
         const { VERSION } = await import('../../version.js');
-        if (flags.tritonVersion !== 'latest' && !/^\d{2}\.\d{2}$/.test(flags.tritonVersion)) {
-          io.stderr(`popef: error: --triton-version "${flags.tritonVersion}" is not YY.MM (for example 21.05) or latest\n`);
-          return ExitCode.Error;
-        }
+        checkTritonVersion(flags.tritonVersion);
         const perRule = flags.maxFindingsPerRule === 'all' ? Infinity : Number(flags.maxFindingsPerRule);
         if (!(perRule >= 1) || (perRule !== Infinity && !Number.isInteger(perRule))) {
           // Through the one error funnel, as every other bad option value.
-          throw new PopefError(ErrorCode.InvalidInput, `--max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all`, { suggestion: 'give a number of findings, or all' });
+          throw new PopefError(ErrorCode.Usage, `--max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all`, { suggestion: 'give a number of findings, or all' });
         }
         const reports = [];
         for (const repository of repositories) {
@@ -85,6 +82,11 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
           case 'github':
             io.stdout(present.renderGithub(withPrintableStrings(result)));
             break;
+          case 'html': {
+            const { renderValidateHtml } = await import('../../present/validate-html.js');
+            io.stdout(renderValidateHtml(result));
+            break;
+          }
           default: {
             const { chooseColour } = await import('../../present/colour.js');
             io.stdout(present.renderValidateText(withPrintableStrings(result), await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
