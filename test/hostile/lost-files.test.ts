@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fixture, inTempDir } from '../helpers.js';
+import { assertCleanError, spawnPopef } from './spawn-popef.js';
+
+/**
+ * Commands that replace what is already there (--force) must replace only
+ * what they wrote themselves, and never the file they are reading.
+ */
+
+const MNIST = fixture('mnist/executable.popef');
+
+describe('--force never loses a user file', () => {
+  it('unpack --force refuses a web app with its own manifest.json, naming what is in the way', async () => {
+    await inTempDir(async (dir) => {
+      const w = join(dir, 'w');
+      await mkdir(join(w, 'src'), { recursive: true });
+      await writeFile(join(w, 'manifest.json'), '{"name":"pwa"}\n');
+      await writeFile(join(w, 'src/app.js'), 'code\n');
+      await writeFile(join(w, 'NOTES.md'), 'n\n');
+      const run = await spawnPopef(['unpack', MNIST, '-o', w, '--force']);
+      assertCleanError(run, 2, /its manifest\.json is not a popef manifest; --force replaces only an earlier unpack \[E_EXISTS\]/);
+      assert.equal(await readFile(join(w, 'src/app.js'), 'utf8'), 'code\n');
+      assert.equal(await readFile(join(w, 'NOTES.md'), 'utf8'), 'n\n');
+      assert.deepEqual((await readdir(dir)).sort(), ['w']);
+    });
+  });
+
+  it('unpack --force refuses an earlier unpack that has gained a file, naming it', async () => {
+    await inTempDir(async (dir) => {
+      const u = join(dir, 'u');
+      assert.equal((await spawnPopef(['unpack', MNIST, '-o', u])).code, 0);
+      await writeFile(join(u, 'NOTES.md'), 'mine\n');
+      assertCleanError(await spawnPopef(['unpack', MNIST, '-o', u, '--force']), 2, /holds a file its manifest does not list \("NOTES\.md"\); --force replaces only an earlier unpack/);
+      assert.equal(await readFile(join(u, 'NOTES.md'), 'utf8'), 'mine\n');
+      // Without the extra file the earlier unpack is replaced.
+      const { rm } = await import('node:fs/promises');
+      await rm(join(u, 'NOTES.md'));
+      const again = await spawnPopef(['unpack', MNIST, '-o', u, '--force']);
+      assert.equal(again.code, 0, again.stderr);
+    });
+  });
+
+  it('unpack -o . --force inside an earlier unpack refuses to delete the working directory', async () => {
+    await inTempDir(async (dir) => {
+      const u = join(dir, 'u');
+      assert.equal((await spawnPopef(['unpack', MNIST, '-o', u])).code, 0);
+      const before = (await readdir(u)).sort();
+      assertCleanError(await spawnPopef(['unpack', MNIST, '-o', '.', '--force'], { cwd: u }), 2, /the output directory is the working directory .*leave the shell in a deleted directory \[E_EXISTS\]/);
+      assertCleanError(await spawnPopef(['unpack', MNIST, '-o', '..', '--force'], { cwd: u }), 2, /is the working directory \(or holds it\)/);
+      assert.deepEqual((await readdir(u)).sort(), before);
+    });
+  });
+
+  it('pack m.json -o m.json --force refuses to overwrite its own manifest', async () => {
+    await inTempDir(async (dir) => {
+      const u = join(dir, 'u');
+      assert.equal((await spawnPopef(['unpack', MNIST, '-o', u])).code, 0);
+      const manifest = await readFile(join(u, 'manifest.json'), 'utf8');
+      assertCleanError(await spawnPopef(['pack', join(u, 'manifest.json'), '-o', join(u, 'manifest.json'), '--force']), 2, /the output is the manifest this pack reads; writing it would destroy its own input \[E_EXISTS\]/);
+      assert.equal(await readFile(join(u, 'manifest.json'), 'utf8'), manifest);
+    });
+  });
+
+  it('pack -o one of its payload files --force refuses to overwrite it', async () => {
+    await inTempDir(async (dir) => {
+      const u = join(dir, 'u');
+      assert.equal((await spawnPopef(['unpack', MNIST, '-o', u])).code, 0);
+      const payload = (await readdir(u)).find((name) => name.endsWith('.bin'));
+      assert.ok(payload !== undefined);
+      const bytes = await readFile(join(u, payload));
+      assertCleanError(await spawnPopef(['pack', 'manifest.json', '-o', payload, '--force'], { cwd: u }), 2, new RegExp(`the output is payload file "${payload.replace('.', '\\.')}" this pack reads`));
+      assert.deepEqual(await readFile(join(u, payload)), bytes);
+    });
+  });
+});
