@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, readdir, rename, symlink, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fixture, inTempDir } from '../helpers.js';
@@ -73,6 +74,67 @@ describe('--force never loses a user file', () => {
       const bytes = await readFile(join(u, payload));
       assertCleanError(await spawnPopef(['pack', 'manifest.json', '-o', payload, '--force'], { cwd: u }), 2, new RegExp(`the output is payload file "${payload.replace('.', '\\.')}" this pack reads`));
       assert.deepEqual(await readFile(join(u, payload)), bytes);
+    });
+  });
+});
+
+describe('scaffold: killed, linked, re-run', () => {
+  const host = hostname().replace(/[^A-Za-z0-9]/g, '_');
+  // A PID above the kernel's limit (2^22): the process that left it is surely gone.
+  const deadStaging = (repo: string, model: string): string => join(repo, `.${model}.popef-staging-${host}-${2 ** 22 + 7}-0000000000ab`);
+
+  /** The state a scaffold --force leaves when SIGKILLed after moving config.pbtxt aside, before moving the new one in. */
+  async function killedAfterConfigMovedAside(repo: string): Promise<{ oldConfig: string; newConfig: string }> {
+    assert.equal((await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist'])).code, 0);
+    const staging = deadStaging(repo, 'mnist');
+    await cp(join(repo, 'mnist'), staging, { recursive: true });
+    const oldConfig = await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8');
+    const newConfig = `# the new one\n${oldConfig}`;
+    await writeFile(join(staging, 'config.pbtxt'), newConfig);
+    await writeFile(join(staging, '1/marker'), 'new');
+    await writeFile(join(staging, '.popef-ready'), '');
+    await rename(join(repo, 'mnist/config.pbtxt'), `${staging}.old-config.pbtxt`);
+    return { oldConfig, newConfig };
+  }
+
+  it('scaffold --force killed mid-swap: a plain re-run finishes it (new config and version, nothing left beside)', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      const { newConfig } = await killedAfterConfigMovedAside(repo);
+      const rerun = await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist']);
+      assert.match(rerun.stderr, /popef: note: .*mnist: finished an interrupted scaffold \(moved in (1 and config\.pbtxt|config\.pbtxt and 1)\)/);
+      // The finished model now exists, so a run without --force refuses to replace it, as always.
+      assert.match(rerun.stderr, /already exist/);
+      assert.deepEqual((await readdir(repo)).sort(), ['mnist']);
+      assert.equal(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), newConfig);
+      assert.equal(await readFile(join(repo, 'mnist/1/marker'), 'utf8'), 'new');
+      assert.equal((await spawnPopef(['validate', repo])).code, 0);
+    });
+  });
+
+  it('scaffold --force killed mid-swap: re-run with --force ends with one whole model', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      const { oldConfig } = await killedAfterConfigMovedAside(repo);
+      const rerun = await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist', '--force']);
+      assert.equal(rerun.code, 0, rerun.stderr);
+      assert.deepEqual((await readdir(repo)).sort(), ['mnist']);
+      assert.deepEqual((await readdir(join(repo, 'mnist'))).sort(), ['1', 'config.pbtxt']);
+      assert.equal(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), oldConfig);
+      assert.equal((await spawnPopef(['validate', repo])).code, 0);
+    });
+  });
+
+  it('scaffold into a model directory that is a symlink leaving the repository is refused, nothing written there', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      await mkdir(join(dir, 'elsewhere'));
+      await mkdir(repo);
+      await symlink(join(dir, 'elsewhere'), join(repo, 'mnist'));
+      assertCleanError(await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist']), 2, /the model directory is a symbolic link that leaves the repository \(to .*elsewhere\); scaffold writes only inside the repository/);
+      assertCleanError(await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist', '--force']), 2, /leaves the repository/);
+      assert.deepEqual(await readdir(join(dir, 'elsewhere')), []);
+      assert.deepEqual(await readdir(repo), ['mnist']);
     });
   });
 });
