@@ -1,5 +1,6 @@
-import { copyFile, link, lstat, mkdir, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, link, lstat, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative } from 'node:path';
+import { makeDirectories, type MadeDirectories } from '../io/make-directories.js';
 import { deadStagings, removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 
@@ -196,11 +197,12 @@ export async function applyScaffold(plan: ScaffoldPlan, options: ScaffoldOptions
   const staging = tempSibling(plan.modelDir, 'staging');
   const backups: { from: string; to: string }[] = [];
   const moved: string[] = [];
+  let repository: MadeDirectories | undefined;
   try {
-    await mkdir(plan.repository, { recursive: true }).catch((error: unknown) => {
+    repository = await makeDirectories(plan.repository).catch((error: unknown) => {
       throw ioError(error, plan.repository, 'create the repository directory');
     });
-    await mkdir(join(staging, String(plan.version)), { recursive: true }).catch((error: unknown) => {
+    await makeDirectories(join(staging, String(plan.version))).catch((error: unknown) => {
       throw ioError(error, plan.repository, 'write into the repository');
     });
     const stopIfAsked = (): void => {
@@ -252,6 +254,8 @@ export async function applyScaffold(plan: ScaffoldPlan, options: ScaffoldOptions
     // Roll back: remove what was moved in, restore what was moved out.
     for (const path of moved.reverse()) await rm(path, { recursive: true, force: true }).catch(() => undefined);
     for (const b of backups.reverse()) await rename(b.to, b.from).catch(() => undefined);
+    await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+    await repository?.undo();
     throw error;
   } finally {
     await rm(staging, { recursive: true, force: true }).catch(() => undefined);
