@@ -69,11 +69,12 @@ async function readBounded(endpoint: Endpoint, res: Response, limit: number): Pr
   if (reader === undefined) return Buffer.alloc(0);
   try {
     for (;;) {
-      const step = await reader.read();
-      if (step.done) break;
-      size += step.value.byteLength;
+      const step = (await reader.read()) as { done: boolean; value?: Uint8Array };
+      const chunk = step.value;
+      if (step.done || chunk === undefined) break;
+      size += chunk.byteLength;
       if (size > limit) throw tooLarge(size);
-      chunks.push(Buffer.from(step.value.buffer, step.value.byteOffset, step.value.byteLength));
+      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     }
   } finally {
     await reader.cancel().catch(() => undefined);
