@@ -6,6 +6,7 @@ import type { RequestLog } from '../../serve/inference-server.js';
 import { startServer } from '../../serve/server.js';
 import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
+import { printable } from '../../present/printable.js';
 import type { CliIo } from '../io.js';
 import { positiveSecondsMs } from './options.js';
 import type { ServeFlags } from './serve.js';
@@ -48,7 +49,9 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     maxRequestSize: flags.maxRequestSize,
     log,
     onModel: (m) => {
-      const line = m.ready ? `model '${m.name}' version ${m.version}: READY` : `model '${m.name}': UNAVAILABLE: ${m.reason}`;
+      // A model's name is a directory name: one holding ESC or a newline must not recolour the terminal or forge a log line.
+      const name = printable(m.name, true);
+      const line = m.ready ? `model '${name}' version ${m.version}: READY` : `model '${name}': UNAVAILABLE: ${printable(m.reason, true)}`;
       io.stderr(flags.jsonLogs === true ? `${JSON.stringify({ time: new Date().toISOString(), model: m.name, version: m.version, state: m.state, reason: m.reason })}\n` : `popef serve: ${line}\n`);
     },
   });
