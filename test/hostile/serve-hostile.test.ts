@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fixture, inTempDir } from '../helpers.js';
-import { spawnPopef, until } from './spawn-popef.js';
+import { assertCleanError, spawnPopef, until } from './spawn-popef.js';
 
 /** `popef serve` under a hostile repository and hostile clients. */
 
@@ -37,5 +37,25 @@ describe('popef serve, hostile', () => {
       assert.match(served.stderr, /model 'nl\\x0afake: READY': UNAVAILABLE/);
       assert.ok(readyPort(served.stderr, 'HTTP') !== undefined);
     });
+  });
+});
+
+describe('popef serve, ports', () => {
+  it('a gRPC port in use prints only our message (no raw grpc-js line)', async () => {
+    const { createServer } = await import('node:net');
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      await inTempDir(async (dir) => {
+        const repo = join(dir, 'repo');
+        assert.equal((await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist'])).code, 0);
+        const run = await spawnPopef(['serve', repo, '--http-port', '0', '--grpc-port', String(port)]);
+        assertCleanError(run, 2, new RegExp(`cannot serve gRPC on 127\\.0\\.0\\.1:${port}: the port is in use \\[E_IO\\]`));
+        assert.ok(!/No address added/.test(run.stderr), run.stderr);
+      });
+    } finally {
+      taken.close();
+    }
   });
 });
