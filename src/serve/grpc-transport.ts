@@ -236,5 +236,10 @@ export class GrpcTransport {
       this.server.tryShutdown(() => resolve());
     });
   }
+
+  /** Ends every session left, a partial stream included (the running requests are done). */
+  closeAll(): void {
+    this.server.forceShutdown();
+  }
 }
 

@@ -1,9 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
 import type { InferRequest, RequestInput, RequestedOutput } from './infer-request.js';
 import { statisticsReport, type InferenceServer, type InferResult, type TransportOptions } from './inference-server.js';
+import type { BodyReservation } from './body-budget.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
 import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 
@@ -22,8 +24,12 @@ type JsonObject = Record<string, unknown>;
 
 class BodyTooLarge extends Error {}
 
-/** Reads the body, inflating gzip/deflate bodies, stopping as soon as it passes `limit` bytes. */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * Reads the body, inflating gzip/deflate bodies, stopping as soon as it
+ * passes `limit` bytes, or as soon as the server's budget of buffered bytes
+ * (body-budget.ts) is spent.
+ */
+function readBody(req: IncomingMessage, limit: number, reservation?: BodyReservation): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
@@ -42,13 +48,23 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const stop = (error: Error): void => {
+      source.removeAllListeners('data');
+      if (source !== req) (source as Transform).destroy();
+      req.resume();
+      reject(error);
+    };
     source.on('data', (chunk: Buffer) => {
       size += chunk.byteLength;
       if (size > limit) {
-        source.removeAllListeners('data');
-        if (source !== req) (source as Transform).destroy();
-        req.resume();
-        reject(new BodyTooLarge());
+        stop(new BodyTooLarge());
+        return;
+      }
+      try {
+        reservation?.take(chunk.byteLength);
+      } catch (error) {
+        chunks.length = 0;
+        stop(error as Error);
         return;
       }
       chunks.push(chunk);
@@ -203,12 +219,27 @@ export class HttpTransport {
   private readonly server: Server;
   private readonly core: InferenceServer;
   private readonly options: TransportOptions;
+  private stopping = false;
+  /** Each open connection and how many of its requests are unanswered. */
+  private readonly connections = new Map<Socket, number>();
 
   constructor(core: InferenceServer, options: TransportOptions) {
     this.core = core;
     this.options = options;
     this.server = createServer((req, res) => {
+      const socket = req.socket;
+      this.connections.set(socket, (this.connections.get(socket) ?? 0) + 1);
+      res.once('close', () => {
+        const left = (this.connections.get(socket) ?? 1) - 1;
+        this.connections.set(socket, left);
+        // Draining: a connection is closed once its last answer is out (it was sent with Connection: close).
+        if (this.stopping && left === 0) socket.destroySoon();
+      });
       void this.handle(req, res);
+    });
+    this.server.on('connection', (socket: Socket) => {
+      this.connections.set(socket, 0);
+      socket.once('close', () => this.connections.delete(socket));
     });
     // Keep-alive sockets must not hold a stopping server open for long.
     this.server.keepAliveTimeout = 5000;
@@ -225,12 +256,25 @@ export class HttpTransport {
     });
   }
 
-  /** Stops accepting connections; idle keep-alive connections are closed, busy ones finish their request. */
+  /**
+   * Stops accepting connections and closes at once every connection with no
+   * request in it: idle keep-alive ones and ones that never finished sending
+   * their headers (they would otherwise hold the stop for the whole grace).
+   * Busy ones finish their request, answered with Connection: close. The
+   * promise settles when the last connection is gone; `closeAll` ends the
+   * stragglers.
+   */
   close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeIdleConnections();
-    });
+    this.stopping = true;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const [socket, busy] of this.connections) if (busy === 0) socket.destroy();
+    return closed;
+  }
+
+  /** Ends every connection left (the running requests are done). */
+  closeAll(): void {
+    this.server.closeAllConnections();
+    for (const socket of this.connections.keys()) socket.destroy();
   }
 
   private sendJson(res: ServerResponse, status: number, value: unknown): void {
@@ -244,7 +288,7 @@ export class HttpTransport {
   private sendParts(res: ServerResponse, status: number, parts: readonly Buffer[], headers: Record<string, string>): void {
     if (res.headersSent) return;
     const length = parts.reduce((n, p) => n + p.byteLength, 0);
-    res.writeHead(status, { ...headers, 'Content-Length': String(length) });
+    res.writeHead(status, { ...headers, 'Content-Length': String(length), ...(this.stopping ? { Connection: 'close' } : {}) });
     // One write for headers and body: each extra write is a syscall, and they dominate a small answer's cost.
     if (parts.length <= 1 || length <= 1 << 20) res.end(parts.length === 1 ? parts[0] : Buffer.concat(parts, length));
     else {
@@ -337,7 +381,10 @@ export class HttpTransport {
   private async infer(req: IncomingMessage, res: ServerResponse, model: string, version: string): Promise<void> {
     // The model must exist before the body is read, as in Triton (CheckTransactionPolicy comes first).
     this.core.model(model, version);
-    const body = await readBody(req, this.options.maxRequestSize);
+    const reservation = this.options.budget?.open();
+    // Given back when the answer is out or the client has gone, whichever comes first.
+    res.once('close', () => reservation?.release());
+    const body = await readBody(req, this.options.maxRequestSize, reservation);
     const headerValue = req.headers[HEADER];
     let headerLength = body.byteLength;
     const hasHeaderLength = typeof headerValue === 'string';

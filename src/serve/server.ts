@@ -1,5 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import type { ExecutionPlugin } from '../run/plugin-api.js';
+import { BodyBudget } from './body-budget.js';
 import { GrpcTransport } from './grpc-transport.js';
 import { HttpTransport } from './http-transport.js';
 import { InferenceServer, type RequestLog } from './inference-server.js';
@@ -23,6 +24,8 @@ export interface ServeOptions {
   readonly httpPort?: number;
   readonly grpcPort?: number;
   readonly maxRequestSize: number;
+  /** The bytes of request bodies held across all requests (default: 8 bodies of maxRequestSize, at most 1 GiB). */
+  readonly maxBufferedBytes?: number;
   readonly log?: (entry: RequestLog) => void;
   readonly onModel?: (model: ServedModel) => void;
 }
@@ -46,7 +49,8 @@ function portError(error: unknown, what: string, host: string, port: number): Po
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const repository = new ModelRepository();
   const core = new InferenceServer(repository);
-  const transportOptions = { maxRequestSize: options.maxRequestSize, log: options.log };
+  const budget = new BodyBudget(options.maxBufferedBytes ?? Math.max(options.maxRequestSize, Math.min(8 * options.maxRequestSize, 1024 ** 3)));
+  const transportOptions = { maxRequestSize: options.maxRequestSize, budget, log: options.log };
   const http = options.httpPort === undefined ? undefined : new HttpTransport(core, transportOptions);
   const grpc = options.grpcPort === undefined ? undefined : new GrpcTransport(core, transportOptions);
   // Listen first, so that a port in use fails at once, and clients see "not ready" while models load.
@@ -68,7 +72,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     stop: () => {
       stopping ??= (async () => {
         core.stopAccepting();
-        await Promise.allSettled([http?.close(), grpc?.close(), repository.idle()]);
+        // Idle and half-sent connections close now; running requests finish, then whatever is left is cut.
+        const closed = Promise.allSettled([http?.close(), grpc?.close()]);
+        await repository.idle();
+        http?.closeAll();
+        grpc?.closeAll();
+        await closed;
         await repository.close();
       })();
       return stopping;

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdir } from 'node:fs/promises';
+import { connect as connectHttp2, type ClientHttp2Session } from 'node:http2';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fixture, inTempDir } from '../helpers.js';
@@ -57,5 +59,127 @@ describe('popef serve, ports', () => {
     } finally {
       taken.close();
     }
+  });
+});
+
+/** Starts `popef serve` on free ports and hands its ports to `body` while it runs; ends it with `signal`. */
+async function withServe(
+  args: readonly string[],
+  body: (ports: { http: number; grpc: number }) => Promise<void>,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<Awaited<ReturnType<typeof spawnPopef>>> {
+  return inTempDir(async (dir) => {
+    const repo = join(dir, 'repo');
+    assert.equal((await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist'])).code, 0);
+    let failure: unknown;
+    const run = await spawnPopef(['serve', repo, '--http-port', '0', '--grpc-port', '0', ...args], {
+      timeoutMs: 60_000,
+      interrupt: {
+        signal,
+        when: async (_child, stderr) => {
+          await until(() => /ready: /.test(stderr()), 30_000);
+          try {
+            await body({ http: readyPort(stderr(), 'HTTP') ?? 0, grpc: readyPort(stderr(), 'gRPC') ?? 0 });
+          } catch (error) {
+            failure = error;
+          }
+        },
+      },
+    });
+    if (failure instanceof Error) throw failure;
+    return run;
+  });
+}
+
+describe('popef serve, stopping', () => {
+  it('SIGTERM with idle, half-sent-header and partial gRPC connections open exits 0 at once and prints stopped', async () => {
+    const sockets: Socket[] = [];
+    let grpcSession: ClientHttp2Session | undefined;
+    const run = await withServe([], async ({ http, grpc }) => {
+      const idle = connect(http, '127.0.0.1');
+      const half = connect(http, '127.0.0.1');
+      sockets.push(idle, half);
+      await new Promise((r) => half.once('connect', r));
+      half.write('POST /v2/models/mnist/infer HTTP/1.1\r\nHost: x\r\nContent-'); // never finished
+      grpcSession = connectHttp2(`http://127.0.0.1:${grpc}`);
+      grpcSession.on('error', () => undefined);
+      const stream = grpcSession.request({ ':method': 'POST', ':path': '/inference.GRPCInferenceService/ModelInfer', 'content-type': 'application/grpc' });
+      stream.on('error', () => undefined);
+      stream.write(Buffer.from([0, 0, 0, 1, 0])); // a message header promising more than is sent
+      await new Promise((r) => setTimeout(r, 300));
+    });
+    for (const s of sockets) s.destroy();
+    grpcSession?.destroy();
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /popef serve: stopped\n$/);
+    assert.ok((run.stopMs ?? Infinity) < 5000, `stopped after ${run.stopMs ?? '?'} ms`);
+  });
+
+  it('answers during the drain carry Connection: close, and keep-alive clients are let go', async () => {
+    const { request, Agent } = await import('node:http');
+    let closedByServer = 0;
+    const run = await withServe([], async ({ http }) => {
+      const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+      const ask = (): Promise<void> =>
+        new Promise((resolve, reject) => {
+          const req = request({ host: '127.0.0.1', port: http, path: '/v2/health/ready', agent }, (res) => {
+            res.resume();
+            res.on('end', resolve);
+          });
+          req.on('error', reject);
+          req.on('socket', (s) => s.once('close', () => (closedByServer += 1)));
+          req.end();
+        });
+      await Promise.all(Array.from({ length: 8 }, ask));
+      await new Promise((r) => setTimeout(r, 100));
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.ok(closedByServer >= 1, 'the server closed the keep-alive connections');
+    assert.ok((run.stopMs ?? Infinity) < 5000, `stopped after ${run.stopMs ?? '?'} ms`);
+  });
+});
+
+describe('popef serve, memory', () => {
+  it('many connections each sending just under --max-request-size are bounded by --max-buffered (503 beyond it), and the budget is given back', async () => {
+    const { request } = await import('node:http');
+    const statuses: number[] = [];
+    const messages: string[] = [];
+    const run = await withServe(['--max-request-size', String(8 * 1024 * 1024), '--max-buffered', String(16 * 1024 * 1024)], async ({ http }) => {
+      const send = (): Promise<void> =>
+        new Promise((resolve) => {
+          const req = request({ host: '127.0.0.1', port: http, method: 'POST', path: '/v2/models/mnist/infer', headers: { 'Content-Type': 'application/json', 'Content-Length': 8 * 1024 * 1024 - 1 } }, (res) => {
+            let text = '';
+            res.on('data', (d: Buffer) => (text += d.toString()));
+            res.on('end', () => {
+              statuses.push(res.statusCode ?? 0);
+              messages.push(text);
+              resolve();
+            });
+          });
+          req.on('error', () => {
+            statuses.push(-1);
+            resolve();
+          });
+          const chunk = Buffer.alloc(1024 * 1024, 0x20);
+          let left = 8 * 1024 * 1024 - 1;
+          const pump = (): void => {
+            while (left > 0) {
+              const n = Math.min(left, chunk.byteLength);
+              left -= n;
+              if (!req.write(chunk.subarray(0, n))) return void req.once('drain', pump);
+            }
+            req.end();
+          };
+          pump();
+        });
+      await Promise.all(Array.from({ length: 8 }, send));
+      // Given back: one more body fits once the others are answered.
+      await send();
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.ok(statuses.includes(503), `statuses ${statuses.join(',')}`);
+    assert.ok(messages.some((m) => /the most it buffers at once \(--max-buffered 16777216\)/.test(m)), messages.join('\n'));
+    // The last one came after the rest were answered: it was read whole (a JSON error about its content, not 503).
+    assert.notEqual(statuses.at(-1), 503, `statuses ${statuses.join(',')}`);
   });
 });

@@ -47,6 +47,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     httpPort: flags.http ? flags.httpPort : undefined,
     grpcPort: flags.grpc ? flags.grpcPort : undefined,
     maxRequestSize: flags.maxRequestSize,
+    ...(flags.maxBuffered === undefined ? {} : { maxBufferedBytes: flags.maxBuffered }),
     log,
     onModel: (m) => {
       // A model's name is a directory name: one holding ESC or a newline must not recolour the terminal or forge a log line.
