@@ -89,6 +89,19 @@ function parseJson(text: string): JsonObject {
   return value as JsonObject;
 }
 
+/**
+ * A model name from the path. Triton matches its routes on the path as
+ * received; a percent escape that is not UTF-8 (%E0%A4%A) is kept as written,
+ * so the model is simply not found (ready: 400), never a 500 "URI malformed".
+ */
+function decodePathName(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
 function member(obj: JsonObject, key: string): unknown {
   return Object.hasOwn(obj, key) ? obj[key] : undefined;
 }
@@ -329,7 +342,7 @@ export class HttpTransport {
       } else if (path === '/v2/models/stats' && method === 'GET') {
         this.sendJson(res, 200, statisticsReport(this.core.statistics('', '')));
       } else if (m !== null) {
-        model = decodeURIComponent(m[1] ?? '');
+        model = decodePathName(m[1] ?? '');
         const version = m[2] ?? '';
         const kind = m[3] ?? '';
         if (kind === 'infer') {

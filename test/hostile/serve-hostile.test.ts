@@ -183,3 +183,22 @@ describe('popef serve, memory', () => {
     assert.notEqual(statuses.at(-1), 503, `statuses ${statuses.join(',')}`);
   });
 });
+
+describe('popef serve, paths', () => {
+  it('GET /v2/models/%E0%A4%A/ready answers 400 as Triton (not 500 "URI malformed")', async () => {
+    const answers: { status: number; body: string }[] = [];
+    const run = await withServe([], async ({ http }) => {
+      for (const path of ['/v2/models/%E0%A4%A/ready', '/v2/models/%E0%A4%A', '/v2/models/%ZZ/ready']) {
+        const res = await fetch(`http://127.0.0.1:${http}${path}`);
+        answers.push({ status: res.status, body: await res.text() });
+      }
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [400, 404, 400], // ready: not ready; metadata: unknown model, as for any other name
+      JSON.stringify(answers),
+    );
+    assert.ok(answers.every((a) => !/URI malformed/.test(a.body)));
+  });
+});
