@@ -138,3 +138,52 @@ describe('scaffold: killed, linked, re-run', () => {
     });
   });
 });
+
+describe('validate: links and what is read', () => {
+  it('a name_map.json symlink to /etc/shadow is a finding of its own, nothing of the target quoted (sarif)', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'r');
+      assert.equal((await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'm'])).code, 0);
+      const secret = join(dir, 'secret.json');
+      await writeFile(secret, '{"SECRET_TOKEN": "hunter2"}');
+      const { rm } = await import('node:fs/promises');
+      await rm(join(repo, 'm/1/name_map.json'));
+      await symlink(secret, join(repo, 'm/1/name_map.json'));
+      await writeFile(join(dir, 'env'), 'AWS_SECRET_ACCESS_KEY=abc\n');
+      await rm(join(repo, 'm/config.pbtxt'));
+      await symlink(join(dir, 'env'), join(repo, 'm/config.pbtxt'));
+      const run = await spawnPopef(['validate', repo, '--format', 'sarif']);
+      assert.equal(run.code, 1, run.stderr);
+      assert.ok(!/SECRET_TOKEN|hunter2|AWS_SECRET_ACCESS_KEY/.test(run.stdout + run.stderr), run.stdout);
+      assert.match(run.stdout, /m\/1\/name_map\.json is a symbolic link that leaves the model repository; it was not read/);
+      assert.match(run.stdout, /m\/config\.pbtxt is a symbolic link that leaves the model repository; it was not read/);
+      assert.match(run.stdout, /layout\/link-outside/);
+    });
+  });
+
+  it('a model or version directory that is a symlink loop (ELOOP) is reported, not skipped', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'r');
+      assert.equal((await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'm'])).code, 0);
+      await symlink('loop', join(repo, 'loop'));
+      await symlink('2', join(repo, 'm/2'));
+      const run = await spawnPopef(['validate', repo]);
+      assert.equal(run.code, 1, run.stdout + run.stderr);
+      assert.match(run.stdout, /loop is a symbolic link loop \(ELOOP\): Triton cannot open it as a model directory/);
+      assert.match(run.stdout, /m\/2 is a symbolic link loop \(ELOOP\): Triton cannot open it as a version directory/);
+    });
+  });
+
+  it('validate after a scaffold --force killed mid-swap says where the config went and what to run', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      assert.equal((await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist'])).code, 0);
+      const aside = `.mnist.popef-staging-${hostname().replace(/[^A-Za-z0-9]/g, '_')}-${2 ** 22 + 9}-0000000000cd.old-config.pbtxt`;
+      await rename(join(repo, 'mnist/config.pbtxt'), join(repo, aside));
+      const run = await spawnPopef(['validate', repo]);
+      assert.equal(run.code, 1);
+      assert.ok(run.stdout.includes(`an interrupted popef scaffold --force moved it to ${aside} in the repository`), run.stdout);
+      assert.match(run.stdout, /run popef scaffold again for model mnist \(it finishes or undoes the interrupted one\)/);
+    });
+  });
+});
