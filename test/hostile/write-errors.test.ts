@@ -50,3 +50,14 @@ describe('write errors', { skip: root ? false : 'mounting a tmpfs needs root' },
     });
   });
 });
+
+describe('write errors through the SDK bridge', { skip: root ? false : 'mounting a tmpfs needs root' }, () => {
+  it('export onto a read-only target shows a clear message instead of a raw Python OSError', async () => {
+    await withMount('size=1m,ro', async (ro) => {
+      const run = await spawnPopef(['export', MNIST, '-o', join(ro, 'x.popef')], { env: { PYTHONPATH: fixture('sim-sdk'), POPEF_PYTHON: process.env.POPEF_PYTHON ?? '/usr/bin/python3' } });
+      assertCleanError(run, 2, /x\.popef: the file system refused it: EROFS \(Read-only file system\) \(E_IO\)/);
+      assert.ok(!/OSError|messages above|popef-tmp-/.test(run.stderr), run.stderr);
+      assert.match(run.stderr, /hint: choose a writable destination/);
+    });
+  });
+});

@@ -19,6 +19,7 @@ each SDK release variant.
 """
 
 import datetime
+import errno
 import json
 import os
 import platform
@@ -593,6 +594,25 @@ def do_export(id_, message):
     write_message(reply)
 
 
+OS_HINTS = {
+    "EROFS": "choose a writable destination",
+    "ENOSPC": "free some disk space and try again",
+    "EACCES": "check the file permissions",
+    "EPERM": "check the file permissions",
+    "ENOENT": "check the path",
+}
+
+
+def os_error_message(e):
+    """PATH: the file system refused it: EROFS (Read-only file system); PATH is the file the user asked for, not our temporary sibling."""
+    name = e.filename or ""
+    base = os.path.basename(name)
+    if base.startswith(".") and ".popef-tmp-" in base:
+        name = os.path.join(os.path.dirname(name), base[1:base.index(".popef-tmp-")])
+    code = errno.errorcode.get(e.errno or 0, "error")
+    return "%s: the file system refused it: %s (%s)" % (name, code, e.strerror or e)
+
+
 class UserError(Exception):
     def __init__(self, code, message):
         Exception.__init__(self, message)
@@ -709,6 +729,9 @@ def serve():
                 error(id_, "E_PROTOCOL", "unknown request %r" % kind)
         except UserError as e:
             error(id_, e.code, str(e))
+        except OSError as e:
+            # A file the bridge reads or writes (a read-only or full disk): the OS's reason, not an SDK trace.
+            error(id_, "E_IO", os_error_message(e), OS_HINTS.get(errno.errorcode.get(e.errno or 0, ""), "check the path and its file system"))
         except Exception as e:  # the SDK's own errors: its message, and the trace on stderr
             log(traceback.format_exc())
             error(id_, "E_SDK", "%s: %s" % (type(e).__name__, e), "see the Model Runtime / Poplar messages above")
