@@ -118,8 +118,20 @@ export function fromModelInferRequest(message: Message): InferRequest {
   const model = str(message.model_name);
   const raw = list(message.raw_input_contents) as Uint8Array[];
   const params = (message.parameters ?? {}) as Record<string, Message>;
+  const scheduling: { priority?: number; timeoutUs?: number } = {};
   for (const key of Object.keys(params)) {
-    if (key.startsWith('triton_')) {
+    // SetInferenceRequestMetadata (server r24.10, grpc/infer_handler.cc): the scheduling parameters.
+    const p = params[key] ?? {};
+    if (key === 'priority') {
+      if (p.int64_param !== undefined && p.int64_param !== null) {
+        if (toInt(p.int64_param) < 0) throw invalidArg("invalid value for 'priority', expected value >= 0.");
+        scheduling.priority = toInt(p.int64_param);
+      } else if (p.uint64_param !== undefined && p.uint64_param !== null) scheduling.priority = toInt(p.uint64_param);
+      else throw invalidArg("invalid value type for 'priority' parameter, expected int64_param or uint64_param.");
+    } else if (key === 'timeout') {
+      if (p.int64_param === undefined || p.int64_param === null) throw invalidArg("invalid value type for 'timeout' parameter, expected int64_param.");
+      scheduling.timeoutUs = toInt(p.int64_param);
+    } else if (key.startsWith('triton_')) {
       throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response");
     }
   }
@@ -144,10 +156,11 @@ export function fromModelInferRequest(message: Message): InferRequest {
     const p = ((output.parameters ?? {}) as Record<string, Message>).classification;
     return { name: str(output.name), classCount: p === undefined ? 0 : toInt(p.int64_param ?? p.uint64_param ?? 0) };
   });
-  return { modelName: model, modelVersion: str(message.model_version), id: str(message.id), inputs, outputs };
+  return { modelName: model, modelVersion: str(message.model_version), id: str(message.id), inputs, outputs, ...scheduling };
 }
 
-type Handler = (request: Message) => Message | Promise<Message>;
+/** `signal` aborts when the call is cancelled or passes its deadline. */
+type Handler = (request: Message, signal: AbortSignal) => Message | Promise<Message>;
 
 export class GrpcTransport {
   private readonly server: Server;
@@ -167,7 +180,7 @@ export class GrpcTransport {
       ModelConfig: ['ModelConfigRequest', 'ModelConfigResponse', (r) => ({ config: configToProtoObject(core.model(str(r.name), str(r.version)).config ?? {}) }), true],
       ModelStatistics: ['ModelStatisticsRequest', 'ModelStatisticsResponse', (r) => statisticsReport(core.statistics(str(r.name), str(r.version)))],
       RepositoryIndex: ['RepositoryIndexRequest', 'RepositoryIndexResponse', (r) => ({ models: core.index().filter((e) => r.ready !== true || e.state === 'READY') })],
-      ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r) => this.infer(r)],
+      ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r, signal) => this.infer(r, signal)],
     };
     const definition: Record<string, ServiceDefinition[string]> = {};
     const implementation: UntypedServiceImplementation = {};
@@ -185,14 +198,17 @@ export class GrpcTransport {
         originalName: method,
       };
       implementation[method] = (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
-        void this.answer(method, call.request, handler, callback);
+        // grpc-js cancels the call when the client does and when its deadline passes.
+        const client = new AbortController();
+        call.once('cancelled', () => client.abort());
+        void this.answer(method, call.request, (r) => handler(r, client.signal), callback);
       };
     }
     this.server.addService(definition, implementation);
   }
 
-  private async infer(request: Message): Promise<Message> {
-    const result = await this.core.infer(fromModelInferRequest(request));
+  private async infer(request: Message, signal: AbortSignal): Promise<Message> {
+    const result = await this.core.infer({ ...fromModelInferRequest(request), signal });
     return {
       model_name: result.modelName,
       model_version: result.modelVersion,
@@ -202,7 +218,7 @@ export class GrpcTransport {
     };
   }
 
-  private async answer(method: string, request: Message, handler: Handler, callback: sendUnaryData<Message>): Promise<void> {
+  private async answer(method: string, request: Message, handler: (request: Message) => Message | Promise<Message>, callback: sendUnaryData<Message>): Promise<void> {
     const started = performance.now();
     const model = str(request.model_name) || str(request.name) || undefined;
     let entry: RequestLog;

@@ -1,7 +1,6 @@
 import type { BodyBudget } from './body-budget.js';
-import { ErrorCode, isPopefError } from '../errors.js';
 import { VERSION } from '../version.js';
-import { normalizeRequest, respond, type InferRequest, type ResponseOutput } from './infer-request.js';
+import { logRequest, normalizeRequest, respond, type InferRequest, type ResponseOutput } from './infer-request.js';
 import type { ModelRepository } from './model-repository.js';
 import type { ModelStats, ServedModel } from './served-model.js';
 import { RequestError } from './status.js';
@@ -122,12 +121,19 @@ export class InferenceServer {
     const normalized = normalizeRequest(model, request);
     let results;
     try {
-      results = await model.execute(normalized.tensors, normalized.batch);
+      results = await model.execute({
+        batch: normalized.batch,
+        tensors: normalized.tensors,
+        priority: request.priority,
+        timeoutUs: request.timeoutUs,
+        signal: request.signal,
+        logPrefix: logRequest(request),
+      });
     } catch (error) {
       if (error instanceof RequestError) throw error;
+      // The plugin's failure is this request's (or this batch's) alone: INTERNAL, as Triton answers a backend
+      // error; the model stays READY (the scheduler replaces an instance whose plugin failed).
       const message = error instanceof Error ? error.message : String(error);
-      // A plugin process that died or stopped answering cannot serve the next request either.
-      if (isPopefError(error) && (error.code === ErrorCode.Plugin || error.code === ErrorCode.Timeout)) model.markUnavailable(message);
       throw new RequestError('INTERNAL', `execution plugin failed for model '${model.name}': ${message}`);
     }
     return { modelName: model.name, modelVersion: model.version, id: request.id, outputs: respond(model, normalized, results) };

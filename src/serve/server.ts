@@ -5,7 +5,7 @@ import { GrpcTransport } from './grpc-transport.js';
 import { HttpTransport } from './http-transport.js';
 import { InferenceServer, type RequestLog } from './inference-server.js';
 import { ModelRepository } from './model-repository.js';
-import type { ServedModel } from './served-model.js';
+import type { InstanceEvent, ServedModel } from './served-model.js';
 
 /**
  * The server behind `popef serve` (not exported by src/index.ts: its types
@@ -29,6 +29,8 @@ export interface ServeOptions {
   readonly maxBufferedBytes?: number;
   readonly log?: (entry: RequestLog) => void;
   readonly onModel?: (model: ServedModel) => void;
+  /** An instance failed, was restarted or given up (the CLI logs it). */
+  readonly onInstanceEvent?: (event: InstanceEvent) => void;
 }
 
 export interface RunningServer {
@@ -60,7 +62,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   try {
     if (http !== undefined) httpPort = await http.listen(options.httpPort ?? 0, options.host).catch((e: unknown) => Promise.reject(portError(e, 'HTTP', options.host, options.httpPort ?? 0)));
     if (grpc !== undefined) grpcPort = await grpc.listen(options.grpcPort ?? 0, options.host).catch((e: unknown) => Promise.reject(portError(e, 'gRPC', options.host, options.grpcPort ?? 0)));
-    await repository.load(options.repositories, { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel });
+    await repository.load(options.repositories, { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel, onInstanceEvent: options.onInstanceEvent });
   } catch (error) {
     await Promise.allSettled([http?.close(), grpc?.close(), repository.close()]);
     throw error;

@@ -2,11 +2,12 @@ import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { loadPlugin } from '../../run/load-plugin.js';
 import type { ExecutionPlugin } from '../../run/plugin-api.js';
+import { printable } from '../../present/printable.js';
 import type { RequestLog } from '../../serve/inference-server.js';
+import type { InstanceEvent } from '../../serve/served-model.js';
 import { startServer } from '../../serve/server.js';
 import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
-import { printable } from '../../present/printable.js';
 import type { CliIo } from '../io.js';
 import { positiveSecondsMs } from './options.js';
 import type { ServeFlags } from './serve.js';
@@ -49,6 +50,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     maxRequestSize: flags.maxRequestSize,
     ...(flags.maxBuffered === undefined ? {} : { maxBufferedBytes: flags.maxBuffered }),
     log,
+    onInstanceEvent: (e: InstanceEvent) => io.stderr(instanceLine(e, flags.jsonLogs === true)),
     onModel: (m) => {
       // A model's name is a directory name: one holding ESC or a newline must not recolour the terminal or forge a log line.
       const name = printable(m.name, true);
@@ -71,4 +73,12 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
   io.stderr('popef serve: stopped\n');
   io.signalIsNormalStop?.();
   return ExitCode.Ok;
+}
+
+/** An instance's change of state, for stderr: names escaped as validate and dump escape them. */
+function instanceLine(e: InstanceEvent, json: boolean): string {
+  if (json) return `${JSON.stringify({ time: new Date().toISOString(), ...e })}\n`;
+  const what = { READY: 'READY', FAILED: 'FAILED, restarting', GIVEN_UP: 'given up' }[e.state];
+  const line = `popef serve: model '${printable(e.model, true)}' instance '${printable(e.instance, true)}': ${what}: ${printable(e.reason, true)}\n`;
+  return e.modelUnavailable === true ? `${line}popef serve: model '${printable(e.model, true)}': UNAVAILABLE: no instance can be started\n` : line;
 }
