@@ -7,7 +7,18 @@ import { checkRange } from './range-check.js';
  * reads model headers: opening a PopEF file over the network costs the
  * headers, descriptors and metadata, not the payloads. Small reads are
  * served from aligned blocks fetched once; large ones (--verify) are fetched
- * exactly. A byte budget bounds what metadata reading may pull.
+ * exactly. A byte budget bounds what metadata reading may pull, and an
+ * overall deadline the time all the requests together may take.
+ *
+ * Fewer, larger requests: each miss fetches twice the span of the one before
+ * (from one block up to `maxReadAhead`), so walking the headers of a file of
+ * many blobs costs a few requests of growing size, not one per blob.
+ *
+ * Redirects are followed only to the same host, over the same scheme or an
+ * upgrade from http to https: the Range requests and the byte budget are
+ * spent where the user pointed, never on a host they did not name (an object
+ * store's presigned URL is given directly), and never over a downgrade or a
+ * data: or file: URL. The source is named by the URL actually read.
  */
 
 export interface HttpSourceOptions {
@@ -18,6 +29,10 @@ export interface HttpSourceOptions {
   /** Read-ahead block for small reads (default 64 KiB). */
   readonly blockSize?: number;
   readonly maxRedirects?: number;
+  /** All requests together, from open to the last byte (default 120 s; Infinity for none). */
+  readonly deadlineMs?: number;
+  /** The largest span one read-ahead request fetches (default 4 MiB). */
+  readonly maxReadAhead?: number;
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -26,14 +41,23 @@ export class HttpSource implements ByteSource {
   readonly name: string;
   private fetched = 0;
   private readonly blocks = new Map<number, Uint8Array>();
+  private readAhead: number;
+  private requestCount = 0;
 
   private constructor(
     name: string,
     private url: string,
     readonly size: number,
     private readonly options: Required<HttpSourceOptions>,
+    private readonly deadline: AbortSignal | undefined,
   ) {
     this.name = name;
+    this.readAhead = options.blockSize;
+  }
+
+  /** Requests made so far (redirects included). */
+  get requests(): number {
+    return this.requestCount;
   }
 
   /** Bytes received from the server so far. */
@@ -48,12 +72,21 @@ export class HttpSource implements ByteSource {
       maxBytes: options.maxBytes ?? 320 * 1024 * 1024,
       blockSize: options.blockSize ?? 64 * 1024,
       maxRedirects: options.maxRedirects ?? 5,
+      deadlineMs: options.deadlineMs ?? 120_000,
+      maxReadAhead: Math.max(options.maxReadAhead ?? 4 * 1024 * 1024, options.blockSize ?? 64 * 1024),
     };
+    const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+    if (scheme !== 'http' && scheme !== 'https') {
+      throw new PopefError(ErrorCode.InvalidInput, `only http:// and https:// URLs are read, not ${scheme ?? 'this'}:`, { file: url, suggestion: 'give a local path or an http(s) URL' });
+    }
+    const deadline = Number.isFinite(o.deadlineMs) ? AbortSignal.timeout(o.deadlineMs) : undefined;
     // The first block tells the size (Content-Range) and whether ranges work at all.
-    const probe = new HttpSource(url, url, Number.MAX_SAFE_INTEGER, o);
+    const probe = new HttpSource(url, url, Number.MAX_SAFE_INTEGER, o, deadline);
     const first = await probe.request(0, o.blockSize, 'first block', true);
-    const source = new HttpSource(url, probe.url, first.total, o);
+    // Named by the URL read: after a redirect, that is the one the report is about.
+    const source = new HttpSource(probe.url, probe.url, first.total, o, deadline);
     source.fetched = probe.fetched;
+    source.requestCount = probe.requestCount;
     if (first.body.byteLength > 0) source.blocks.set(0, first.body);
     return source;
   }
@@ -71,16 +104,20 @@ export class HttpSource implements ByteSource {
     let url = this.url;
     for (let hop = 0; ; hop++) {
       let response: Response;
+      this.checkDeadline(field);
+      this.requestCount += 1;
       try {
+        const timeout = AbortSignal.timeout(this.options.timeoutMs);
         response = await fetch(url, {
           // Ranges are of the stored bytes: a compressed transfer would only hide their size.
           headers: { Range: `bytes=${offset}-${offset + length - 1}`, 'Accept-Encoding': 'identity' },
           redirect: 'manual',
-          signal: AbortSignal.timeout(this.options.timeoutMs),
+          signal: this.deadline === undefined ? timeout : AbortSignal.any([timeout, this.deadline]),
         });
       } catch (error) {
         const e = error as Error;
         if (e.name === 'TimeoutError' || e.name === 'AbortError') {
+          this.checkDeadline(field);
           throw this.fail(ErrorCode.Timeout, `no answer from the server within ${this.options.timeoutMs / 1000} s (reading ${field})`, 'check the URL and the network, then try again');
         }
         throw this.fail(ErrorCode.Io, `cannot reach the server: ${(e.cause as Error | undefined)?.message ?? e.message}`, 'check the URL');
@@ -89,7 +126,7 @@ export class HttpSource implements ByteSource {
         await response.body?.cancel();
         const location = response.headers.get('location');
         if (location === null) throw this.fail(ErrorCode.Io, `redirect ${response.status} without a Location header`);
-        const next = new URL(location, url).toString();
+        const next = this.redirectTarget(url, location, response.status);
         if (seen.has(next) || hop >= this.options.maxRedirects) {
           throw this.fail(ErrorCode.Io, seen.has(next) ? `redirect loop through ${next}` : `more than ${this.options.maxRedirects} redirects`, 'check the URL');
         }
@@ -155,6 +192,7 @@ export class HttpSource implements ByteSource {
         } catch (error) {
           const e = error as Error;
           if (e.name === 'TimeoutError' || e.name === 'AbortError') {
+            this.checkDeadline(field);
             throw this.fail(ErrorCode.Timeout, `the server did not finish sending within ${this.options.timeoutMs / 1000} s (reading ${field})`, 'check the server and the network, then try again');
           }
           // The connection closed under us (undici says "terminated"): what arrived is short.
@@ -175,6 +213,36 @@ export class HttpSource implements ByteSource {
   }
 
 
+  /** The overall deadline: one clear error naming its setting, whichever request it cut. */
+  private checkDeadline(field: string): void {
+    if (this.deadline?.aborted === true) {
+      throw this.fail(ErrorCode.Timeout, `reading from the server took longer than ${this.options.deadlineMs / 1000} s in all (stopped at ${field})`, 'the server is slow: raise POPEF_HTTP_DEADLINE_MS, or download the file first');
+    }
+  }
+
+  /** Where a redirect may lead (see the comment at the top); refuses anywhere else. */
+  private redirectTarget(from: string, location: string, status: number): string {
+    let next: URL;
+    try {
+      next = new URL(location, from);
+    } catch {
+      throw this.fail(ErrorCode.Io, `redirect ${status} to an invalid URL ${JSON.stringify(location.slice(0, 200))}`);
+    }
+    const here = new URL(from);
+    const why =
+      next.protocol !== 'http:' && next.protocol !== 'https:'
+        ? `to a ${next.protocol} URL`
+        : here.protocol === 'https:' && next.protocol === 'http:'
+          ? 'from https to http (a downgrade)'
+          : next.hostname !== here.hostname
+            ? `to another host (${next.host})`
+            : undefined;
+    if (why !== undefined) {
+      throw this.fail(ErrorCode.Io, `redirect ${status} ${why} is not followed: ${next.protocol === 'data:' ? 'data:...' : next.toString().slice(0, 300)}`, 'if you trust that URL, give it directly');
+    }
+    return next.toString();
+  }
+
   async read(offset: number, length: number, field: string): Promise<Uint8Array> {
     checkRange(this.name, this.size, offset, length, field);
     if (length === 0) return new Uint8Array(0);
@@ -185,9 +253,7 @@ export class HttpSource implements ByteSource {
       const index = Math.floor(at / block);
       let data = this.blocks.get(index);
       if (data === undefined) {
-        const start = index * block;
-        data = (await this.request(start, Math.min(block, this.size - start), field)).body;
-        this.blocks.set(index, data);
+        data = await this.fetchBlocks(index, field);
       }
       const from = at - index * block;
       const n = Math.min(data.byteLength - from, offset + length - at);
@@ -195,6 +261,24 @@ export class HttpSource implements ByteSource {
       at += n;
     }
     return out;
+  }
+
+  /**
+   * Block `index` and as many after it (not yet held) as the read-ahead
+   * span covers, in one request; the span doubles each time, within the
+   * budget left.
+   */
+  private async fetchBlocks(index: number, field: string): Promise<Uint8Array> {
+    const block = this.options.blockSize;
+    const start = index * block;
+    let count = 1;
+    const budgetBlocks = Math.floor((this.options.maxBytes - this.fetched) / block / 2);
+    const wanted = Math.max(1, Math.min(this.readAhead / block, budgetBlocks));
+    while (count < wanted && start + count * block < this.size && !this.blocks.has(index + count)) count += 1;
+    const body = (await this.request(start, Math.min(count * block, this.size - start), field)).body;
+    for (let i = 0; i * block < body.byteLength; i++) this.blocks.set(index + i, body.subarray(i * block, (i + 1) * block));
+    this.readAhead = Math.min(this.readAhead * 2, this.options.maxReadAhead);
+    return this.blocks.get(index) ?? body.subarray(0, 0);
   }
 
   close(): Promise<void> {

@@ -80,6 +80,34 @@ export async function removeStaleSiblings(...paths: string[]): Promise<string[]>
   return done;
 }
 
+export interface DeadStaging {
+  /** The staging directory (it may be gone already). */
+  readonly staging: string;
+  /** Entries the dead run had moved aside: entry name -> backup path. */
+  readonly backups: ReadonlyMap<string, string>;
+}
+
+/**
+ * The staging directories and `.old-ENTRY` backups beside `path` whose
+ * writer is gone, grouped by staging directory: what a caller that knows
+ * the shape of its own replacement (scaffold) needs to finish or undo it as
+ * one step rather than entry by entry.
+ */
+export async function deadStagings(path: string): Promise<DeadStaging[]> {
+  const dir = dirname(path);
+  const pattern = new RegExp(`^(\\.${escapeRegExp(basename(path))}\\.popef-staging-${escapeRegExp(HOST)}-(\\d+)-[0-9a-f]{12})(?:\\.old-(.+))?$`);
+  const groups = new Map<string, Map<string, string>>();
+  for (const name of await readdir(dir).catch(() => [])) {
+    const m = pattern.exec(name);
+    if (m === null || alive(Number(m[2]))) continue;
+    const staging = join(dir, m[1] ?? '');
+    const backups = groups.get(staging) ?? new Map<string, string>();
+    if (m[3] !== undefined) backups.set(m[3], join(dir, name));
+    groups.set(staging, backups);
+  }
+  return [...groups].map(([staging, backups]) => ({ staging, backups }));
+}
+
 /** Removes one leftover, or moves a backup back where its original is missing; false when that fails. */
 async function removeLeftover(leftover: string, path: string, backup: boolean, entry: string | undefined): Promise<boolean> {
   try {

@@ -75,6 +75,7 @@ export async function packManifest(manifestPath: string, outPath: string, option
       resolved.set(file, path);
     }
   }
+  await refuseOwnInput(outPath, manifestPath, resolved);
   const payloadPath = (file: string): string => resolved.get(file) ?? resolve(base, file);
   const stream = (file: string): AsyncIterable<Uint8Array> => createReadStream(payloadPath(file), { highWaterMark: READ_CHUNK });
   const writer = await PopefWriter.create(outPath, { force: options.force, compressionLevel: options.compressionLevel, signal: options.signal });
@@ -94,6 +95,26 @@ export async function packManifest(manifestPath: string, outPath: string, option
   } catch (error) {
     await writer.abort();
     throw error;
+  }
+}
+
+/**
+ * The output may not be the manifest or one of its payloads (by inode, so a
+ * hard link or a different spelling of the path counts): with --force the
+ * rename at the end would replace the very file being read.
+ */
+async function refuseOwnInput(outPath: string, manifestPath: string, payloads: ReadonlyMap<string, string>): Promise<void> {
+  const out = await stat(outPath).catch(() => undefined);
+  if (out === undefined) return;
+  const inputs: [string, string][] = [['the manifest', manifestPath], ...[...payloads].map(([name, path]): [string, string] => [`payload file ${JSON.stringify(name)}`, path])];
+  for (const [what, path] of inputs) {
+    const info = await stat(path).catch(() => undefined);
+    if (info !== undefined && info.dev === out.dev && info.ino === out.ino) {
+      throw new PopefError(ErrorCode.Exists, `the output is ${what} this pack reads; writing it would destroy its own input`, {
+        file: outPath,
+        suggestion: 'choose another name for -o, for example -o model.popef',
+      });
+    }
   }
 }
 

@@ -8,7 +8,7 @@ import { ErrorCode, PopefError, ioError } from '../errors.js';
 import type { Blob, ReadWarning } from '../format/blob.js';
 import { PopefFile } from '../format/reader.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type Manifest, type ManifestBlob } from './manifest.js';
-import { checkManifestModel } from './pack.js';
+import { checkManifestModel, readManifest } from './pack.js';
 
 /** How unpackFile writes the directory. */
 export interface UnpackOptions {
@@ -18,6 +18,8 @@ export interface UnpackOptions {
   readonly onBlob?: (index: number, blob: Blob) => void;
   /** Stops the unpack (Ctrl-C); the staging directory is removed. */
   readonly signal?: AbortSignal;
+  /** The caller's working directory, which --force never replaces. */
+  readonly workingDirectory?: string;
 }
 
 /** What unpackFile wrote. */
@@ -55,7 +57,7 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
       suggestion: 'choose another directory, or pass force: true to replace it',
     });
   }
-  if (existing) await checkReplaceable(path, outDir);
+  if (existing) await checkReplaceable(path, outDir, options.workingDirectory);
   const file = await PopefFile.open(path);
   const staging = tempSibling(outDir, 'staging');
   try {
@@ -150,26 +152,55 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
 }
 
 /**
- * --force replaces only what unpack made: an empty directory or one holding
- * a manifest.json, and never one that holds the input itself (`-o .` beside
- * the file would otherwise delete it and everything else there).
+ * --force replaces only what unpack made: an empty directory, or one holding
+ * nothing but a popef manifest and the payload files it lists. Anything else
+ * in it (a web app's manifest.json, notes, sources) is a user's file, named
+ * in the refusal. Never the directory that holds the input (`-o .` beside the
+ * file would delete it), nor the working directory (the shell would be left
+ * in a deleted directory).
  */
-async function checkReplaceable(input: string, outDir: string): Promise<void> {
-  const inside = relative(resolve(outDir), resolve(input));
-  if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside))) {
+async function checkReplaceable(input: string, outDir: string, workingDirectory: string | undefined): Promise<void> {
+  const refuse = (why: string): PopefError =>
+    new PopefError(ErrorCode.Exists, `${why}; --force replaces only an earlier unpack`, {
+      file: outDir,
+      suggestion: 'choose a new directory for -o, or remove that one yourself',
+    });
+  if (isWithin(outDir, input)) {
     throw new PopefError(ErrorCode.Exists, 'the output directory holds the input file; replacing it would delete the input', {
       file: outDir,
       suggestion: 'choose a new directory for -o, for example -o unpacked',
     });
   }
-  const info = await stat(outDir);
-  const entries = info.isDirectory() ? await readdir(outDir) : undefined;
-  if (entries === undefined || (entries.length > 0 && !entries.includes('manifest.json'))) {
-    throw new PopefError(ErrorCode.Exists, `${entries === undefined ? 'the output path is not a directory' : 'the output directory holds files that popef unpack did not write (it has no manifest.json)'}; --force replaces only an earlier unpack`, {
+  if (workingDirectory !== undefined && isWithin(outDir, workingDirectory)) {
+    throw new PopefError(ErrorCode.Exists, 'the output directory is the working directory (or holds it); replacing it would leave the shell in a deleted directory', {
       file: outDir,
-      suggestion: 'choose a new directory for -o, or remove that one yourself',
+      suggestion: 'cd out of it first, or choose a new directory for -o',
     });
   }
+  const info = await stat(outDir);
+  if (!info.isDirectory()) throw refuse('the output path is not a directory');
+  const entries = await readdir(outDir);
+  if (entries.length === 0) return;
+  if (!entries.includes('manifest.json')) throw refuse('the output directory holds files that popef unpack did not write (it has no manifest.json)');
+  let manifest: Manifest;
+  try {
+    manifest = await readManifest(join(outDir, 'manifest.json'));
+  } catch (error) {
+    if (!(error instanceof PopefError)) throw error;
+    throw refuse('its manifest.json is not a popef manifest');
+  }
+  const listed = new Set(['manifest.json', ...manifest.blobs.flatMap((blob) => ('file' in blob ? [blob.file, ...('descriptorFile' in blob ? [blob.descriptorFile] : [])] : []))]);
+  const others = entries.filter((name) => !listed.has(name)).sort();
+  if (others.length > 0) {
+    const shown = others.slice(0, 5).map((name) => JSON.stringify(name)).join(', ');
+    throw refuse(`the output directory holds ${others.length === 1 ? 'a file' : `${others.length} files`} its manifest does not list (${shown}${others.length > 5 ? ', ...' : ''})`);
+  }
+}
+
+/** Whether `path` is `dir` or lies inside it. */
+function isWithin(dir: string, path: string): boolean {
+  const inside = relative(resolve(dir), resolve(path));
+  return inside === '' || (!inside.startsWith('..') && !isAbsolute(inside));
 }
 
 async function moveIntoPlace(staging: string, outDir: string, replace: boolean): Promise<void> {

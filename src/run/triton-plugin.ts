@@ -43,6 +43,45 @@ function inOrder(inputs: readonly TensorSpec[], values: ReadonlyMap<string, Tens
   });
 }
 
+/**
+ * The JSON part of an answer may take this much beyond the outputs' own
+ * bytes (names, shapes, parameters): a response is refused past the sum,
+ * before it is buffered, whatever sizes it declares.
+ */
+export const RESPONSE_HEADER_LIMIT = 16 * 1024 * 1024;
+
+/** The most an answer carrying `outputs` may be: their bytes and the header allowance. */
+function responseLimit(outputs: readonly TensorSpec[]): number {
+  return outputs.reduce((n, spec) => n + byteLength(spec), RESPONSE_HEADER_LIMIT);
+}
+
+/** The body of `res`, read as it arrives; refused once past `limit` (by Content-Length first). */
+async function readBounded(endpoint: Endpoint, res: Response, limit: number): Promise<Buffer> {
+  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
+  const tooLarge = (n: number): PopefError => serverError(endpoint, `a response of ${n} bytes or more, more than the ${limit} this model's outputs can take (their bytes and ${RESPONSE_HEADER_LIMIT} for the JSON header)`);
+  if (declared > limit) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooLarge(declared);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const reader = res.body?.getReader();
+  if (reader === undefined) return Buffer.alloc(0);
+  try {
+    for (;;) {
+      const step = (await reader.read()) as { done: boolean; value?: Uint8Array };
+      const chunk = step.value;
+      if (step.done || chunk === undefined) break;
+      size += chunk.byteLength;
+      if (size > limit) throw tooLarge(size);
+      chunks.push(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return Buffer.concat(chunks, size);
+}
+
 function serverError(endpoint: Endpoint, message: string): PopefError {
   return new PopefError(ErrorCode.Plugin, `the server at ${endpoint.display} answered: ${message}`, {});
 }
@@ -167,8 +206,11 @@ export class TritonPlugin implements ExecutionPlugin {
       } catch (error) {
         throw unreachable(endpoint, (error as Error).message);
       }
-      const body = Buffer.from(await res.arrayBuffer());
+      const body = await readBounded(endpoint, res, responseLimit(outputs));
       const jsonLength = Number(res.headers.get('inference-header-content-length') ?? body.byteLength);
+      if (!Number.isSafeInteger(jsonLength) || jsonLength < 0 || jsonLength > body.byteLength) {
+        throw serverError(endpoint, `Inference-Header-Content-Length ${JSON.stringify(res.headers.get('inference-header-content-length')?.slice(0, 40))} does not fit a body of ${body.byteLength} bytes`);
+      }
       let json: { error?: string; outputs?: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size?: number } }[] };
       try {
         json = JSON.parse(body.subarray(0, jsonLength).toString('utf8')) as typeof json;
@@ -182,6 +224,9 @@ export class TritonPlugin implements ExecutionPlugin {
         const size = o.parameters?.binary_data_size;
         const spec = byName.get(o.name);
         if (size === undefined) throw serverError(endpoint, `output '${o.name}' came without binary data`);
+        if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || at + size > body.byteLength) {
+          throw serverError(endpoint, `output '${o.name}' declares binary_data_size ${JSON.stringify(size)}, but ${body.byteLength - at} bytes of binary data are left`);
+        }
         const data = new Uint8Array(body.subarray(at, at + size));
         at += size;
         if (spec !== undefined) out.set(spec.name, this.toTensor(endpoint, spec, o.name, o.datatype, o.shape, data));
@@ -192,7 +237,8 @@ export class TritonPlugin implements ExecutionPlugin {
   }
 
   private grpcRun(endpoint: Endpoint, model: string, version: string, inputs: readonly TensorSpec[], outputs: readonly TensorSpec[], client: (a: string) => string): OpenedModel['run'] {
-    const channel = new Client(endpoint.address, credentials.createInsecure(), { 'grpc.max_receive_message_length': -1, 'grpc.max_send_message_length': -1 });
+    // Answers past the outputs' bytes and the header allowance are refused by grpc-js before they are buffered.
+    const channel = new Client(endpoint.address, credentials.createInsecure(), { 'grpc.max_receive_message_length': Math.min(responseLimit(outputs), 2 ** 31 - 1), 'grpc.max_send_message_length': -1 });
     this.clients.push(channel);
     const byName = new Map(outputs.map((spec) => [client(spec.name), spec]));
     return async (values) => {

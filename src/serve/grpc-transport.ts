@@ -1,4 +1,4 @@
-import { Server, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData } from '@grpc/grpc-js';
+import { Server, ServerCredentials, logVerbosity, setLogVerbosity, status as GrpcStatus, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData } from '@grpc/grpc-js';
 import { protocolCodec as codec, toInt, type ProtocolMessage } from '../triton/inference-protocol.js';
 import { configToProtoObject } from './config-json.js';
 import { isProtocolDataType, protocolElementBytes } from '../triton/protocol-datatypes.js';
@@ -221,7 +221,10 @@ export class GrpcTransport extends TransportBase {
 
   listen(port: number, host: string): Promise<number> {
     return new Promise((resolve, reject) => {
+      // A port in use is our own error (server.ts); grpc-js would also print its own "E No address added" line beside it.
+      setLogVerbosity(logVerbosity.NONE);
       this.server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, ServerCredentials.createInsecure(), (error, bound) => {
+        setLogVerbosity(logVerbosity.ERROR);
         if (error !== null) reject(error);
         else resolve(bound);
       });
@@ -233,6 +236,11 @@ export class GrpcTransport extends TransportBase {
     return new Promise((resolve) => {
       this.server.tryShutdown(() => resolve());
     });
+  }
+
+  /** Ends every session left, a partial stream included (the running requests are done). */
+  closeAll(): void {
+    this.server.forceShutdown();
   }
 }
 

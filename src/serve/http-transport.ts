@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
@@ -6,7 +7,8 @@ import { encodeBody, responseEncoding } from './http-encoding.js';
 import { fromInferBody, inferResponse, member, parseJson } from './http-infer-body.js';
 import { statisticsReport, type InferenceServer, type InferResult, type TransportOptions } from './inference-server.js';
 import { RequestError, asRequestError, httpStatusOf } from './status.js';
-import { TransportBase, closeHttp, listenHttp } from './transport.js';
+import { TransportBase, listenHttp } from './transport.js';
+import type { BodyReservation } from './body-budget.js';
 
 /**
  * Triton's HTTP/REST endpoints (KServe v2 with Triton's extensions), on
@@ -44,8 +46,12 @@ const empty = (status: number): Answer => ({ status, parts: [] });
 const json = (value: unknown, status = 200): Answer => ({ status, json: value });
 const failure = (status: number, message: string): Answer => ({ status, json: { error: message } });
 
-/** Reads the body, inflating gzip/deflate bodies, stopping as soon as it passes `limit` bytes. */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | typeof TOO_LARGE> {
+/**
+ * Reads the body, inflating gzip/deflate bodies, stopping as soon as it
+ * passes `limit` bytes, or as soon as the server's budget of buffered bytes
+ * (body-budget.ts) is spent.
+ */
+function readBody(req: IncomingMessage, limit: number, reservation?: BodyReservation): Promise<Buffer | typeof TOO_LARGE> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
@@ -64,13 +70,25 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | typeof 
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    // Stops reading: the rest of the body is drained, not buffered.
+    const stop = (): void => {
+      source.removeAllListeners('data');
+      if (source !== req) (source as Transform).destroy();
+      req.resume();
+    };
     source.on('data', (chunk: Buffer) => {
       size += chunk.byteLength;
       if (size > limit) {
-        source.removeAllListeners('data');
-        if (source !== req) (source as Transform).destroy();
-        req.resume();
+        stop();
         resolve(TOO_LARGE);
+        return;
+      }
+      try {
+        reservation?.take(chunk.byteLength);
+      } catch (error) {
+        chunks.length = 0;
+        stop();
+        reject(error as Error);
         return;
       }
       chunks.push(chunk);
@@ -105,12 +123,27 @@ export class HttpTransport extends TransportBase {
   readonly portFlag = '--http-port';
   private readonly server: Server;
   private readonly routes: readonly Route[];
+  private stopping = false;
+  /** Each open connection and how many of its requests are unanswered. */
+  private readonly connections = new Map<Socket, number>();
 
   constructor(core: InferenceServer, options: TransportOptions) {
     super(core, options);
     this.routes = this.routeTable(core);
     this.server = createServer((req, res) => {
+      const socket = req.socket;
+      this.connections.set(socket, (this.connections.get(socket) ?? 0) + 1);
+      res.once('close', () => {
+        const left = (this.connections.get(socket) ?? 1) - 1;
+        this.connections.set(socket, left);
+        // Draining: a connection is closed once its last answer is out (it was sent with Connection: close).
+        if (this.stopping && left === 0) socket.destroySoon();
+      });
       void this.handle(req, res);
+    });
+    this.server.on('connection', (socket: Socket) => {
+      this.connections.set(socket, 0);
+      socket.once('close', () => this.connections.delete(socket));
     });
     // Keep-alive sockets must not hold a stopping server open for long.
     this.server.keepAliveTimeout = 5000;
@@ -120,8 +153,25 @@ export class HttpTransport extends TransportBase {
     return listenHttp(this.server, port, host);
   }
 
+  /**
+   * Stops accepting connections and closes at once every connection with no
+   * request in it: idle keep-alive ones and ones that never finished sending
+   * their headers (they would otherwise hold the stop for the whole grace).
+   * Busy ones finish their request, answered with Connection: close. The
+   * promise settles when the last connection is gone; `closeAll` ends the
+   * stragglers.
+   */
   close(): Promise<void> {
-    return closeHttp(this.server);
+    this.stopping = true;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const [socket, busy] of this.connections) if (busy === 0) socket.destroy();
+    return closed;
+  }
+
+  /** Ends every connection left (the running requests are done). */
+  closeAll(): void {
+    this.server.closeAllConnections();
+    for (const socket of this.connections.keys()) socket.destroy();
   }
 
   /** The endpoints, in the order they are tried (see find). */
@@ -137,8 +187,8 @@ export class HttpTransport extends TransportBase {
       route('GET', `${MODEL}/config`, (_, m) => json(configToJson(core.model(modelOf(m), versionOf(m)).config ?? {}))),
       route('GET', `${MODEL}/stats`, (_, m) => json(statisticsReport(core.statistics(modelOf(m), versionOf(m))))),
       route('GET', MODEL, (_, m) => json(core.modelMetadata(modelOf(m), versionOf(m)))),
-      route('POST', '^/v2/repository/index', (req) =>
-        this.withBody(req, (body) => {
+      route('POST', '^/v2/repository/index', (req, _, res) =>
+        this.withBody(req, res, (body) => {
           const request = body.byteLength === 0 ? {} : parseJson(body.toString('utf8'));
           const readyOnly = member(request, 'ready') === true;
           // Triton leaves out an empty reason.
@@ -183,9 +233,15 @@ export class HttpTransport extends TransportBase {
     return known === undefined ? { miss: failure(404, 'Not Found') } : { match: known, miss: failure(405, 'Method Not Allowed') };
   }
 
-  /** Runs `then` on the request body, or answers 413 when it passes --max-request-size. */
-  private async withBody(req: IncomingMessage, then: (body: Buffer) => Answer | Promise<Answer>): Promise<Answer> {
-    const body = await readBody(req, this.options.maxRequestSize);
+  /**
+   * Runs `then` on the request body, or answers 413 when it passes
+   * --max-request-size. The body's bytes count against the server's budget
+   * (body-budget.ts) until the answer is out or the client has gone.
+   */
+  private async withBody(req: IncomingMessage, res: ServerResponse, then: (body: Buffer) => Answer | Promise<Answer>): Promise<Answer> {
+    const reservation = this.options.budget?.open();
+    res.once('close', () => reservation?.release());
+    const body = await readBody(req, this.options.maxRequestSize, reservation);
     if (body === TOO_LARGE) return failure(413, `request body is larger than the --max-request-size of ${this.options.maxRequestSize} bytes`);
     return then(body);
   }
@@ -193,7 +249,7 @@ export class HttpTransport extends TransportBase {
   private infer(req: IncomingMessage, res: ServerResponse, model: string, version: string): Promise<Answer> {
     // The model must exist before the body is read, as in Triton (CheckTransactionPolicy comes first).
     this.core.model(model, version);
-    return this.withBody(req, async (body) => {
+    return this.withBody(req, res, async (body) => {
       const headerLength = req.headers[HEADER];
       const { request, binaryOutputs } = fromInferBody(model, version, body, typeof headerLength === 'string' ? headerLength : undefined);
       return inferAnswer(await this.core.infer({ ...request, signal: closedBeforeAnswer(res) }), binaryOutputs, req.headers['accept-encoding']);
@@ -213,7 +269,7 @@ export class HttpTransport extends TransportBase {
       headers = { 'Content-Type': 'text/plain; charset=utf-8', ...headers };
     } else parts = answer.parts ?? [];
     const length = parts.reduce((n, p) => n + p.byteLength, 0);
-    res.writeHead(answer.status, { ...headers, 'Content-Length': String(length) });
+    res.writeHead(answer.status, { ...headers, 'Content-Length': String(length), ...(this.stopping ? { Connection: 'close' } : {}) });
     // One write for headers and body: each extra write is a syscall, and they dominate a small answer's cost.
     if (parts.length <= 1 || length <= 1 << 20) res.end(parts.length === 1 ? parts[0] : Buffer.concat(parts, length));
     else {

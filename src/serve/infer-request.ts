@@ -3,6 +3,7 @@ import { elementCount, toNumbers } from '../run/tensor.js';
 import { isProtocolDataType, popefFromProtocol, protocolElementBytes, type ProtocolDataType } from '../triton/protocol-datatypes.js';
 import type { ServedTensor } from './served-model.js';
 import { RequestError, invalidArg } from './status.js';
+import { stdSort } from './std-sort.js';
 
 /**
  * Triton's request semantics, shared by both transports: an inference
@@ -260,8 +261,8 @@ function classify(values: Float64Array, rows: number, k: number, labels: readonl
   for (let r = 0; r < Math.max(1, rows); r++) {
     const base = r * perRow;
     const order = Array.from({ length: perRow }, (_, i) => i);
-    // std::sort by descending value; ties keep index order so the answer is stable.
-    order.sort((a, b) => (values[base + b] ?? 0) - (values[base + a] ?? 0) || a - b);
+    // Triton sorts with std::sort and `probs[a] > probs[b]`: neither stable nor a strict order once a NaN is in it, so its exact algorithm decides.
+    stdSort(order, (a, b) => (values[base + a] ?? 0) > (values[base + b] ?? 0));
     for (const i of order.slice(0, Math.min(k, perRow))) {
       const label = labels?.[i];
       out.push(`${cppToString(values[base + i] ?? 0)}:${i}${label === undefined ? '' : `:${label}`}`);

@@ -1,3 +1,4 @@
+import type { BodyBudget } from './body-budget.js';
 import { VERSION } from '../version.js';
 import { logRequest, normalizeRequest, respond, type InferRequest, type ResponseOutput } from './infer-request.js';
 import type { ModelRepository } from './model-repository.js';
@@ -50,6 +51,8 @@ export interface RequestLog {
 
 export interface TransportOptions {
   readonly maxRequestSize: number;
+  /** The bytes of request bodies held across all requests (body-budget.ts). */
+  readonly budget?: BodyBudget;
   readonly log?: (entry: RequestLog) => void;
 }
 

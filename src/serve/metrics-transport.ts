@@ -44,4 +44,9 @@ export class MetricsTransport extends TransportBase {
   close(): Promise<void> {
     return closeHttp(this.server);
   }
+
+  /** A scrape still open after the drain is cut. */
+  closeAll(): void {
+    this.server.closeAllConnections();
+  }
 }

@@ -169,12 +169,16 @@ export class ModelRepository {
     const model = this.models.get(name);
     if (model === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' is not found`);
     if (version !== '') {
-      if (!/^-?\d+$/.test(version)) throw new RequestError('INVALID_ARG', `failed to get model version from specified version string '${version}' (details: stoll)`);
-      if (Number(version) !== -1) {
-        if (version !== model.version && String(Number(version)) !== model.version) {
-          throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' version ${Number(version)} is not found`);
+      // std::stoll: exact over int64, out_of_range beyond it (a Number would round 99999999999999999999 up to 1e20).
+      const exact = /^-?\d+$/.test(version) ? BigInt(version) : undefined;
+      if (exact === undefined || exact < -(2n ** 63n) || exact > 2n ** 63n - 1n) {
+        throw new RequestError('INVALID_ARG', `failed to get model version from specified version string '${version}' (details: stoll)`);
+      }
+      if (exact !== -1n) {
+        if (exact.toString() !== model.version) {
+          throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' version ${exact} is not found`);
         }
-        if (!model.ready) throw new RequestError('UNAVAILABLE', `Request for unknown model: '${name}' version ${Number(version)} is not at ready state`);
+        if (!model.ready) throw new RequestError('UNAVAILABLE', `Request for unknown model: '${name}' version ${exact} is not at ready state`);
         return model;
       }
     }

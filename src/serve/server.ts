@@ -1,5 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import type { ExecutionPlugin } from '../run/plugin-api.js';
+import { BodyBudget } from './body-budget.js';
 import { GrpcTransport } from './grpc-transport.js';
 import { HttpTransport } from './http-transport.js';
 import { MetricsTransport } from './metrics-transport.js';
@@ -29,6 +30,8 @@ export interface ServeOptions {
   /** undefined: no metrics service (--allow-metrics=false). */
   readonly metricsPort?: number;
   readonly maxRequestSize: number;
+  /** The bytes of request bodies held across all requests (default: 8 bodies of maxRequestSize, at most 1 GiB). */
+  readonly maxBufferedBytes?: number;
   readonly log?: (entry: RequestLog) => void;
   readonly onModel?: (model: ServedModel) => void;
   /** An instance failed, was restarted or given up (the CLI logs it). */
@@ -52,8 +55,8 @@ interface Planned {
 }
 
 /** The transports of a server, in the order they listen; one more protocol is one more entry. */
-function plan(core: InferenceServer, options: ServeOptions): Planned[] {
-  const transportOptions: TransportOptions = { maxRequestSize: options.maxRequestSize, log: options.log };
+function plan(core: InferenceServer, options: ServeOptions, budget: BodyBudget): Planned[] {
+  const transportOptions: TransportOptions = { maxRequestSize: options.maxRequestSize, budget, log: options.log };
   const wanted: [number | undefined, () => Transport][] = [
     [options.httpPort, () => new HttpTransport(core, transportOptions)],
     [options.grpcPort, () => new GrpcTransport(core, transportOptions)],
@@ -74,7 +77,8 @@ function portError(error: unknown, transport: Transport, host: string, port: num
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const repository = new ModelRepository();
   const core = new InferenceServer(repository);
-  const transports = plan(core, options);
+  const budget = new BodyBudget(options.maxBufferedBytes ?? Math.max(options.maxRequestSize, Math.min(8 * options.maxRequestSize, 1024 ** 3)));
+  const transports = plan(core, options, budget);
   const closeAll = (): Promise<unknown> => Promise.allSettled(transports.map(({ transport }) => transport.close()));
   // Listen first, so that a port in use fails at once, and clients see "not ready" while models load.
   const ports = new Map<string, number>();
@@ -97,7 +101,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     stop: () => {
       stopping ??= (async () => {
         core.stopAccepting();
-        await Promise.allSettled([closeAll(), repository.idle()]);
+        // Idle and half-sent connections close now; running requests finish, then whatever is left is cut.
+        const closed = closeAll();
+        await repository.idle();
+        for (const { transport } of transports) transport.closeAll();
+        await closed;
         await repository.close();
       })();
       return stopping;

@@ -13,8 +13,10 @@ export interface Transport {
   readonly portFlag: string;
   /** Resolves with the port bound (the one asked for, or a free one for 0). */
   listen(port: number, host: string): Promise<number>;
-  /** Stops accepting; requests running finish first. */
+  /** Stops accepting and closes idle connections; requests running finish first. */
   close(): Promise<void>;
+  /** Cuts every connection still open (after the drain). */
+  closeAll(): void;
 }
 
 /** The fields every transport keeps: the neutral core it answers from and the options it was given. */
@@ -31,6 +33,7 @@ export abstract class TransportBase implements Transport {
 
   abstract listen(port: number, host: string): Promise<number>;
   abstract close(): Promise<void>;
+  abstract closeAll(): void;
 }
 
 /** listen() of a node:http server, resolving with the port bound. */

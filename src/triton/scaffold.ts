@@ -1,6 +1,7 @@
-import { copyFile, link, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
-import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
+import { copyFile, link, lstat, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { basename, isAbsolute, join, relative } from 'node:path';
+import { makeDirectories, type MadeDirectories } from '../io/make-directories.js';
+import { deadStagings, removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 
 /**
@@ -15,7 +16,17 @@ import { ErrorCode, PopefError, ioError } from '../errors.js';
  * leaves the repository as it was. Existing files are replaced only with
  * `force`, and then only config.pbtxt and the version directory: other
  * versions and files of the model are kept.
+ *
+ * A run killed while swapping entries (SIGKILL cannot be caught) is
+ * finished by the next one: once every file is staged, a marker file
+ * (READY) says the staging directory is complete, so whatever of it was not
+ * yet moved in can be; without the marker the swap never began, and what was
+ * moved aside goes back. Either way the model ends whole, never with the old
+ * version directory and no config.pbtxt.
  */
+
+/** Written into the staging directory once every file is in it; see above. */
+const READY = '.popef-ready';
 
 /** One file scaffold writes: its path and its contents (or the file it links to). */
 export interface ScaffoldFile {
@@ -89,6 +100,7 @@ export async function planScaffold(
     });
   }
   const modelDir = join(repository, model);
+  await refuseLinkOut(repository, modelDir);
   const out: ScaffoldFile[] = [
     { path: 'config.pbtxt', content: { text: files.config } },
     { path: join(String(version), 'name_map.json'), content: { text: files.nameMap } },
@@ -119,17 +131,81 @@ export async function planScaffold(
   return { repository, model, version, modelDir, files: out, replaces };
 }
 
+/**
+ * REPO/NAME as a symbolic link to a directory outside the repository would
+ * have config.pbtxt and the version written somewhere the user did not name
+ * (and Triton, which follows it, would serve files from there).
+ */
+async function refuseLinkOut(repository: string, modelDir: string): Promise<void> {
+  const info = await lstat(modelDir).catch(() => undefined);
+  if (info === undefined || !info.isSymbolicLink()) return;
+  const [target, root] = await Promise.all([realpath(modelDir).catch(() => undefined), realpath(repository).catch(() => repository)]);
+  const inside = target === undefined ? '..' : relative(root, target);
+  if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) {
+    throw new PopefError(ErrorCode.InvalidInput, `the model directory is a symbolic link that leaves the repository${target === undefined ? ' (or is broken)' : ` (to ${target})`}; scaffold writes only inside the repository`, {
+      file: modelDir,
+      suggestion: 'scaffold into the repository the link points to (-r), or replace the link with a directory',
+    });
+  }
+}
+
+/**
+ * Finishes (or undoes, when it never began swapping) a scaffold of
+ * `modelDir` whose process was killed; see the comment at the top. Returns
+ * what was done, one line each, for the user to be told.
+ */
+export async function finishInterruptedScaffold(modelDir: string): Promise<string[]> {
+  const done: string[] = [];
+  for (const { staging, backups } of await deadStagings(modelDir)) {
+    try {
+      if (!(await exists(join(staging, READY)))) {
+        for (const [entry, backup] of backups) {
+          if (await exists(join(modelDir, entry))) await rm(backup, { recursive: true, force: true });
+          else await rename(backup, join(modelDir, entry));
+        }
+        await rm(staging, { recursive: true, force: true });
+        if (backups.size > 0) done.push(`put back ${[...backups.keys()].join(' and ')}, which an interrupted scaffold had moved aside`);
+        continue;
+      }
+      if (!(await exists(modelDir))) {
+        await rm(join(staging, READY));
+        await rename(staging, modelDir);
+        done.push('finished an interrupted scaffold (the model directory)');
+        continue;
+      }
+      const aside = new Map(backups);
+      const entries = (await readdir(staging)).filter((entry) => entry !== READY);
+      for (const entry of entries) {
+        const target = join(modelDir, entry);
+        if (!aside.has(entry) && (await exists(target))) {
+          aside.set(entry, `${staging}.old-${entry}`);
+          await rename(target, `${staging}.old-${entry}`);
+        }
+        await rename(join(staging, entry), target);
+      }
+      await Promise.all([...aside.values()].map((backup) => rm(backup, { recursive: true, force: true })));
+      await rm(staging, { recursive: true, force: true });
+      if (entries.length > 0 || aside.size > 0) done.push(`finished an interrupted scaffold (${entries.length > 0 ? `moved in ${entries.join(' and ')}` : 'removed what it had moved aside'})`);
+    } catch (error) {
+      throw ioError(error, modelDir, 'finish the interrupted scaffold left beside it');
+    }
+  }
+  return done;
+}
+
 /** Carries out a plan. On any error nothing of it is left behind. */
 export async function applyScaffold(plan: ScaffoldPlan, options: ScaffoldOptions = {}): Promise<void> {
+  await finishInterruptedScaffold(plan.modelDir);
   await removeStaleSiblings(plan.modelDir);
   const staging = tempSibling(plan.modelDir, 'staging');
   const backups: { from: string; to: string }[] = [];
   const moved: string[] = [];
+  let repository: MadeDirectories | undefined;
   try {
-    await mkdir(plan.repository, { recursive: true }).catch((error: unknown) => {
+    repository = await makeDirectories(plan.repository).catch((error: unknown) => {
       throw ioError(error, plan.repository, 'create the repository directory');
     });
-    await mkdir(join(staging, String(plan.version)), { recursive: true }).catch((error: unknown) => {
+    await makeDirectories(join(staging, String(plan.version))).catch((error: unknown) => {
       throw ioError(error, plan.repository, 'write into the repository');
     });
     const stopIfAsked = (): void => {
@@ -160,6 +236,7 @@ export async function applyScaffold(plan: ScaffoldPlan, options: ScaffoldOptions
         await rename(staging, plan.modelDir);
         return;
       }
+      await writeFile(join(staging, READY), '');
       // Replace config.pbtxt and the version directory; keep everything else.
       for (const name of ['config.pbtxt', String(plan.version)]) {
         const current = join(plan.modelDir, name);
@@ -180,6 +257,8 @@ export async function applyScaffold(plan: ScaffoldPlan, options: ScaffoldOptions
     // Roll back: remove what was moved in, restore what was moved out.
     for (const path of moved.reverse()) await rm(path, { recursive: true, force: true }).catch(() => undefined);
     for (const b of backups.reverse()) await rename(b.to, b.from).catch(() => undefined);
+    await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+    await repository?.undo();
     throw error;
   } finally {
     await rm(staging, { recursive: true, force: true }).catch(() => undefined);

@@ -1,12 +1,15 @@
-import { link, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { link, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { makeDirectories, type MadeDirectories } from '../io/make-directories.js';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 
 /**
  * Writes several small files as one step: each goes to a temporary
  * file beside its target first, and only when all are written are they
- * moved into place. Existing files are an error unless `force`.
+ * moved into place. Existing files are an error unless `force`. Directories
+ * it had to make are removed again when the write fails (a full disk must not
+ * leave an empty DIR behind).
  */
 export async function writeFilesAtomically(files: readonly { path: string; content: string | Uint8Array }[], options: { force?: boolean } = {}): Promise<void> {
   if (options.force !== true) {
@@ -19,17 +22,22 @@ export async function writeFilesAtomically(files: readonly { path: string; conte
     }
   }
   const temps: string[] = [];
+  const made: MadeDirectories[] = [];
   await removeStaleSiblings(...files.map((f) => f.path));
+  let done = false;
   try {
     for (const f of files) {
-      await mkdir(dirname(f.path), { recursive: true }).catch((error: unknown) => {
-        throw ioError(error, dirname(f.path), 'create the directory');
-      });
+      made.push(
+        await makeDirectories(dirname(f.path)).catch((error: unknown) => {
+          throw ioError(error, dirname(f.path), 'create the directory');
+        }),
+      );
       const temp = tempSibling(f.path, 'tmp');
+      // Listed before the write: one that fails part-way (disk full) has still made the file.
+      temps.push(temp);
       await writeFile(temp, f.content, { flag: 'wx' }).catch((error: unknown) => {
         throw ioError(error, f.path, 'write');
       });
-      temps.push(temp);
     }
     for (const [i, f] of files.entries()) {
       const temp = temps[i] ?? '';
@@ -43,7 +51,9 @@ export async function writeFilesAtomically(files: readonly { path: string; conte
         throw ioError(error, f.path, 'move the new file into place');
       }
     }
+    done = true;
   } finally {
     await Promise.all(temps.map((t) => rm(t, { force: true })));
+    if (!done) for (const m of made.reverse()) await m.undo();
   }
 }

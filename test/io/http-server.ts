@@ -18,12 +18,31 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startServer(files: ReadonlyMap<string, Uint8Array | { size: number; read: (start: number, end: number) => Uint8Array }>, behaviour: Behaviour = 'ranges'): Promise<TestServer> {
+export interface ServerOptions {
+  /** Answer every request this much later (a slow server). */
+  readonly delayMs?: number;
+  /** Path -> Location: answered 302 (relative to nothing: give whole URLs for other hosts). */
+  readonly redirects?: ReadonlyMap<string, string>;
+}
+
+export async function startServer(files: ReadonlyMap<string, Uint8Array | { size: number; read: (start: number, end: number) => Uint8Array }>, behaviour: Behaviour = 'ranges', options: ServerOptions = {}): Promise<TestServer> {
   const state = { bytesSent: 0, requests: 0 };
   const sockets = new Set<Socket>();
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    if (options.delayMs !== undefined) {
+      setTimeout(() => answer(req, res), options.delayMs);
+      return;
+    }
+    answer(req, res);
+  });
+  const answer = (req: IncomingMessage, res: ServerResponse): void => {
     state.requests += 1;
     const path = req.url ?? '/';
+    const redirect = options.redirects?.get(path);
+    if (redirect !== undefined) {
+      res.writeHead(302, { Location: redirect }).end();
+      return;
+    }
     if (behaviour === 'silent') return; // never answers
     if (behaviour === 'redirect-loop') {
       res.writeHead(302, { Location: path === '/a' ? '/b' : '/a' }).end();
@@ -93,7 +112,7 @@ export async function startServer(files: ReadonlyMap<string, Uint8Array | { size
     state.bytesSent += body.byteLength;
     res.writeHead(206, { 'Content-Range': `bytes ${start}-${end}/${size}`, 'Content-Length': body.byteLength });
     res.end(body);
-  });
+  };
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));

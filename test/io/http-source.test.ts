@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fixture, runCli } from '../helpers.js';
+import { fixture, inTempDir, runCli } from '../helpers.js';
 import { startServer, type Behaviour } from './http-server.js';
 
 async function serving<T>(behaviour: Behaviour, run: (base: string, server: Awaited<ReturnType<typeof startServer>>) => Promise<T>): Promise<T> {
@@ -115,5 +116,93 @@ describe('remote reads over HTTP Range requests', () => {
       assert.equal(r.code, 2);
       assert.match(r.stderr, /the server answered 404/);
     });
+  });
+});
+
+describe('remote reads: requests, deadline, redirects', () => {
+  /** A file of 200 opaque blobs of 70,000 bytes after the MNIST model: a header walk of 206 blobs. */
+  async function manyBlobs(dir: string): Promise<Uint8Array> {
+    assert.equal((await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'u')])).code, 0);
+    const manifest = JSON.parse(await readFile(join(dir, 'u/manifest.json'), 'utf8')) as { blobs: { type: string; name?: string }[] };
+    const executable = manifest.blobs.find((b) => b.type === 'POPLAR_EXECUTABLE')?.name ?? '';
+    await writeFile(join(dir, 'u/pad.bin'), Buffer.alloc(70_000));
+    for (let i = 0; i < 200; i++) manifest.blobs.push({ type: 'OPAQUE', name: `blob${i}`, executable, file: 'pad.bin' } as never);
+    await writeFile(join(dir, 'u/manifest.json'), JSON.stringify(manifest));
+    assert.equal((await runCli(['pack', join(dir, 'u/manifest.json'), '-o', join(dir, 'many.popef')])).code, 0);
+    return readFile(join(dir, 'many.popef'));
+  }
+
+  it('dump of a 200-blob file does not take 202 requests', async () => {
+    await inTempDir(async (dir) => {
+      const server = await startServer(new Map([['/many.popef', await manyBlobs(dir)]]));
+      try {
+        const r = await runCli(['dump', `${server.base}/many.popef`]);
+        assert.equal(r.code, 0, r.stderr);
+        assert.ok(server.requests <= 12, `${server.requests} requests`);
+      } finally {
+        await server.close();
+      }
+    });
+  });
+
+  it('a server answering each request after a while stops at the overall deadline, naming its setting', async () => {
+    await inTempDir(async (dir) => {
+      const server = await startServer(new Map([['/many.popef', await manyBlobs(dir)]]), 'ranges', { delayMs: 250 });
+      try {
+        const started = Date.now();
+        const r = await runCli(['dump', `${server.base}/many.popef`], { env: { POPEF_HTTP_DEADLINE_MS: '600' } });
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.stderr, /reading from the server took longer than 0\.6 s in all \(stopped at .*\) \[E_TIMEOUT\]\n {2}hint: the server is slow: raise POPEF_HTTP_DEADLINE_MS/);
+        assert.ok(Date.now() - started < 3000);
+      } finally {
+        await server.close();
+      }
+    });
+  });
+
+  it('a redirect to another host is not followed', async () => {
+    const probe = await startServer(new Map());
+    const port = new URL(probe.base).port;
+    await probe.close();
+    const server = await startServer(new Map([['/mnist.popef', await readFile(fixture('mnist/executable.popef'))]]), 'ranges', {
+      redirects: new Map([['/elsewhere', `http://localhost:${port}/mnist.popef`]]),
+    });
+    try {
+      const r = await runCli(['dump', `${server.base}/elsewhere`]);
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /redirect 302 to another host \(localhost:\d+\) is not followed: http:\/\/localhost:\d+\/mnist\.popef \[E_IO\]\n {2}hint: if you trust that URL, give it directly/);
+      assert.equal(server.requests, 1);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a redirect to a data: or file: URL is not fetched', async () => {
+    const server = await startServer(new Map(), 'ranges', {
+      redirects: new Map([
+        ['/data', 'data:application/octet-stream;base64,UE9QRUY='],
+        ['/file', 'file:///etc/passwd'],
+      ]),
+    });
+    try {
+      assert.match((await runCli(['dump', `${server.base}/data`])).stderr, /redirect 302 to a data: URL is not followed: data:\.\.\. \[E_IO\]/);
+      assert.match((await runCli(['dump', `${server.base}/file`])).stderr, /redirect 302 to a file: URL is not followed: file:\/\/\/etc\/passwd \[E_IO\]/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a redirect on the same host is followed and the report names the URL actually read', async () => {
+    const server = await startServer(new Map([['/real/mnist.popef', await readFile(fixture('mnist/executable.popef'))]]), 'ranges', {
+      redirects: new Map([['/latest', '/real/mnist.popef']]),
+    });
+    try {
+      const r = await runCli(['dump', `${server.base}/latest`]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(r.stdout.includes(`${server.base}/real/mnist.popef`), r.stdout.slice(0, 300));
+      assert.ok(!r.stdout.includes('/latest'));
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { join, relative, resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
+import { printable } from '../../present/printable.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { addConfigOptions, type ConfigFlags } from './config-flags.js';
@@ -36,7 +37,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
   command.action((files: string[], flags: Flags) => {
     run(async () => {
       const { generateFiles } = await import('./config-generate.js');
-      const { applyScaffold, checkModelName, planScaffold } = await import('../../triton/scaffold.js');
+      const { applyScaffold, checkModelName, finishInterruptedScaffold, planScaffold } = await import('../../triton/scaffold.js');
       checkModelName(flags.model);
       const generated = await generateFiles(files, flags, flags.model, io);
       if (generated.modelCount > 1) {
@@ -47,6 +48,10 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
         });
       }
       const repository = resolve(io.cwd, flags.repository);
+      if (flags.dryRun !== true) {
+        // A killed earlier run is finished first, so that this one plans against a whole model.
+        for (const line of await finishInterruptedScaffold(join(repository, flags.model))) io.stderr(`popef: note: ${printable(join(flags.repository, flags.model), true)}: ${line}\n`);
+      }
       const plan = await planScaffold(
         repository,
         flags.model,

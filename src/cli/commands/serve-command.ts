@@ -57,10 +57,13 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     grpcPort: flags.grpc ? flags.grpcPort : undefined,
     metricsPort: flags.allowMetrics ? flags.metricsPort : undefined,
     maxRequestSize: flags.maxRequestSize,
+    ...(flags.maxBuffered === undefined ? {} : { maxBufferedBytes: flags.maxBuffered }),
     log,
     onInstanceEvent: (e: InstanceEvent) => io.stderr(instanceLine(e, flags.jsonLogs === true)),
     onModel: (m) => {
-      const line = m.ready ? `model '${m.name}' version ${m.version}: READY` : `model '${m.name}': UNAVAILABLE: ${m.reason}`;
+      // A model's name is a directory name: one holding ESC or a newline must not recolour the terminal or forge a log line.
+      const name = printable(m.name, true);
+      const line = m.ready ? `model '${name}' version ${m.version}: READY` : `model '${name}': UNAVAILABLE: ${printable(m.reason, true)}`;
       io.stderr(flags.jsonLogs === true ? `${JSON.stringify({ time: new Date().toISOString(), model: m.name, version: m.version, state: m.state, reason: m.reason })}\n` : `popef serve: ${line}\n`);
     },
   });

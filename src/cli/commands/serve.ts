@@ -16,6 +16,7 @@ export interface ServeFlags {
   readonly model?: string[];
   readonly jsonLogs?: boolean;
   readonly maxRequestSize: number;
+  readonly maxBuffered?: number;
   readonly timeout: string;
 }
 
@@ -37,8 +38,9 @@ Triton's request-time rules and messages.
 Prometheus metrics (Triton's nv_* families) are served at /metrics on
 --metrics-port unless --allow-metrics=false.
 
-Ctrl-C or SIGTERM stops accepting requests, lets running ones finish,
-closes the plugins and exits 0.
+Ctrl-C or SIGTERM stops accepting requests, closes idle and half-sent
+connections at once, lets running requests finish (answered with
+Connection: close), closes the plugins and exits 0.
 
 Exit codes: 0 stopped by a signal after draining, 2 usage errors, a port in
 use, or a plugin that cannot run here.`;
@@ -60,6 +62,7 @@ export function registerServe(program: Command, io: CliIo, run: (handler: Handle
     .option('--model <name>', 'serve only this model (repeatable; default: every model)', collect)
     .option('--json-logs', 'log one JSON line per request on standard error')
     .addOption(new Option('--max-request-size <bytes>', 'largest request body accepted').argParser(parseIntOption(1024, 2 ** 31 - 1)).default(64 * 1024 * 1024))
+    .addOption(new Option('--max-buffered <bytes>', 'most bytes of request bodies held at once, across all requests (default: 8 x --max-request-size, at most 1 GiB); beyond it a request is answered 503').argParser(parseIntOption(1024, Number.MAX_SAFE_INTEGER)))
     .option('--timeout <seconds>', 'how long the plugin may take to open a model or run a request', '300')
     .addHelpText('after', HELP)
     .action((repositories: string[], flags: ServeFlags) => {

@@ -20,10 +20,12 @@ export async function openSource(name: string, io: CliIo, options: { readAll?: b
   }
   if (/^https?:\/\//i.test(name)) {
     const timeout = Number(io.env.POPEF_HTTP_TIMEOUT_MS ?? '');
+    const deadline = Number(io.env.POPEF_HTTP_DEADLINE_MS ?? '');
     return HttpSource.open(name, {
       ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
-      // --verify reads every payload: no budget then.
-      ...(options.readAll === true ? { maxBytes: Infinity } : {}),
+      // --verify reads every payload: no budget then, and no overall deadline unless one is set.
+      ...(options.readAll === true ? { maxBytes: Infinity, deadlineMs: Infinity } : {}),
+      ...(Number.isFinite(deadline) && deadline > 0 ? { deadlineMs: deadline } : {}),
     });
   }
   return FileSource.open(resolve(io.cwd, name), name);

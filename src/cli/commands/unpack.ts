@@ -22,7 +22,7 @@ export function registerUnpack(program: Command, io: CliIo, run: (handler: Handl
     .action((file: string, flags: UnpackFlags) => {
       run(async () => {
         const { unpackFile } = await import('../../manifest/unpack.js');
-        const result = await unpackFile(resolve(io.cwd, file), resolve(io.cwd, flags.output), { force: flags.force, signal: io.signal });
+        const result = await unpackFile(resolve(io.cwd, file), resolve(io.cwd, flags.output), { force: flags.force, signal: io.signal, workingDirectory: io.cwd });
         io.stdout(`wrote ${flags.output}/: manifest.json and ${result.files.length - 1} payload file(s); every checksum verified\n`);
         for (const w of result.newerMinor) {
           io.stderr(`popef: warning: ${printable(`${w.file}: offset ${w.offset}: ${w.message}`, true)}\n  they are not kept: the manifest holds the fields this version knows, and popef pack writes the blob without the newer ones\n`);

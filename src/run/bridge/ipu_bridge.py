@@ -34,7 +34,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from popef_bridge.convert import do_export, do_import, drain  # noqa: E402
-from popef_bridge.errors import ProtocolViolation, UserError  # noqa: E402
+from popef_bridge.errors import ProtocolViolation, UserError, os_error_hint, os_error_message  # noqa: E402
 from popef_bridge.frames import Channel  # noqa: E402
 from popef_bridge.sdk import SDK_HINT, Sdk  # noqa: E402
 from popef_bridge.session import Session  # noqa: E402
@@ -107,6 +107,9 @@ class Bridge:
                 self.channel.error(id_, e.code, str(e))
             except (ProtocolViolation, EOFError):
                 raise
+            except OSError as e:
+                # A file the bridge reads or writes (a read-only or full disk): the OS's reason, not an SDK trace.
+                self.channel.error(id_, "E_IO", os_error_message(e), os_error_hint(e))
             except Exception as e:  # the SDK's own errors: its message, and the trace on stderr
                 log(traceback.format_exc())
                 self.channel.error(id_, "E_SDK", "%s: %s" % (type(e).__name__, e), "see the Model Runtime / Poplar messages above")

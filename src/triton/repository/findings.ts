@@ -40,6 +40,8 @@ const MRM = 'ModelRepositoryManager::InitializeModelInfo';
 /** Every rule, by id. Ids are stable: scripts and suppressions may rely on them. */
 export const RULES = {
   'layout/hidden-directory': { severity: 'warning', mirrors: null, description: 'hidden directories at the repository root are loaded by Triton as models' },
+  'layout/link-outside': { severity: 'error', mirrors: null, description: 'config.pbtxt and name_map.json are not symbolic links that leave the repository (nothing of such a target is read or quoted)' },
+  'layout/link-loop': { severity: 'error', mirrors: null, description: 'no model or version directory is a symbolic link loop (ELOOP: Triton cannot open it)' },
   'layout/config-missing': { severity: 'error', mirrors: null, description: 'every model directory has a config.pbtxt (without one, Triton auto-completes an empty config: see config/no-backend)' },
   'layout/unreadable': { severity: 'error', mirrors: null, description: 'every file and directory of the model can be read: a regular file within its size limit, with read permission (Triton fails to load the model otherwise)' },
   'layout/version-name': { severity: 'warning', mirrors: 'VersionsToLoad', description: 'version directories are plain decimal numbers (others are ignored or misread; Triton only logs a warning)' },

@@ -1,6 +1,6 @@
 import type { Dirent } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import { isAbsolute, join, relative } from 'node:path';
 import { ErrorCode, PopefError, ioError, isNotFound } from '../../errors.js';
 import { FILE_LIMITS, readRegularFile, readRegularText } from '../../io/local-file.js';
 import { ModelSet } from '../../format/model-set.js';
@@ -83,6 +83,21 @@ async function isDirectory(path: string, entry: Dirent): Promise<boolean> {
     (s) => s.isDirectory(),
     () => false,
   );
+}
+
+/** Whether `entry` is a symbolic link that loops (ELOOP): not a directory, and not to be skipped in silence. */
+async function isLinkLoop(path: string, entry: Dirent): Promise<boolean> {
+  if (!entry.isSymbolicLink()) return false;
+  return stat(path).then(
+    () => false,
+    (error: unknown) => (error as NodeJS.ErrnoException).code === 'ELOOP',
+  );
+}
+
+/** Where an interrupted `popef scaffold --force` left the model's config (temp-names.ts names it), if it did. */
+async function movedAsideConfig(root: string, model: string): Promise<string | undefined> {
+  const names = await readdir(root).catch(() => [] as string[]);
+  return names.find((n) => n.startsWith(`.${model}.popef-staging-`) && n.endsWith('.old-config.pbtxt'));
 }
 
 /** Triton reads version names with std::stoll: a numeric prefix counts. */
@@ -205,12 +220,18 @@ class ModelChecker {
     let config: ModelConfig | undefined;
     let positions: ReadonlyMap<string, SourcePos> = new Map();
     let text: Buffer | undefined;
+    const configLeaves = await this.linkLeaves(configPath, configFile);
     try {
       // The bytes go to the parser as they are: a 50 MB config is not also decoded into a string.
-      text = await readRegularFile(configPath, { what: 'config.pbtxt', limit: FILE_LIMITS.config });
+      if (!configLeaves) text = await readRegularFile(configPath, { what: 'config.pbtxt', limit: FILE_LIMITS.config });
     } catch (error) {
       if (!isNotFound(error)) throw error;
-      this.add('layout/config-missing', `model '${this.model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`, { file: configFile }, 'add a config.pbtxt (popef config generates one)');
+      const aside = await movedAsideConfig(this.root, this.model);
+      if (aside !== undefined) {
+        this.add('layout/config-missing', `model '${this.model}' has no config.pbtxt: an interrupted popef scaffold --force moved it to ${aside} in the repository`, { file: configFile }, `run popef scaffold again for model ${this.model} (it finishes or undoes the interrupted one), or move ${aside} back to ${this.model}/config.pbtxt`);
+      } else {
+        this.add('layout/config-missing', `model '${this.model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`, { file: configFile }, 'add a config.pbtxt (popef config generates one)');
+      }
     }
     if (text !== undefined) {
       try {
@@ -242,6 +263,22 @@ class ModelChecker {
     if (config !== undefined && this.options.backendDirectory !== undefined) await this.checkBackend(this.normalized ?? config, versions, positions, configFile);
   }
 
+  /**
+   * A file of the model that is a symbolic link leading out of the
+   * repository (to /etc/shadow, an env file) is a finding of its own, and
+   * is not read: nothing of the target may reach a report.
+   */
+  private async linkLeaves(path: string, file: string): Promise<boolean> {
+    const info = await lstat(path).catch(() => undefined);
+    if (info?.isSymbolicLink() !== true) return false;
+    const [target, root] = await Promise.all([realpath(path).catch(() => undefined), realpath(this.root).catch(() => this.root)]);
+    if (target === undefined) return false;
+    const inside = relative(root, target);
+    if (inside !== '' && !inside.startsWith('..') && !isAbsolute(inside)) return false;
+    this.add('layout/link-outside', `${file} is a symbolic link that leaves the model repository; it was not read`, { file }, 'copy the file into the repository instead of linking to it (popef pack refuses such links too)');
+    return true;
+  }
+
   /** What Triton's autofill inspects: the first sub-directory of the model directory, whatever its name. */
   private async firstSubdirectory(dir: string, entries: readonly Dirent[]): Promise<{ firstSubdirectory?: DirEntry[] }> {
     const subdirs: string[] = [];
@@ -259,6 +296,10 @@ class ModelChecker {
   private async versions(dir: string, entries: readonly Dirent[], config: ModelConfig | undefined, positions: ReadonlyMap<string, SourcePos>, configFile: string): Promise<VersionDir[]> {
     const all: VersionDir[] = [];
     for (const entry of entries) {
+      if (await isLinkLoop(join(dir, entry.name), entry)) {
+        this.add('layout/link-loop', `${this.model}/${entry.name} is a symbolic link loop (ELOOP): Triton cannot open it as a version directory`, { file: `${this.model}/${entry.name}` }, 'point the link at a real directory, or remove it');
+        continue;
+      }
       if (!(await isDirectory(join(dir, entry.name), entry)) || NOT_VERSIONS.has(entry.name)) continue;
       const name = entry.name;
       const where = { file: `${this.model}/${name}` };
@@ -318,6 +359,8 @@ class ModelChecker {
       const nameMapFile = `${versionPath}/name_map.json`;
       if (!files.includes('name_map.json')) {
         this.add('layout/name-map-missing', `version directory ${versionPath} of poplar model '${this.model}' holds no name_map.json`, { file: versionPath }, 'popef config writes one from the PopEF anchors');
+      } else if (await this.linkLeaves(join(dir, v.dir, 'name_map.json'), nameMapFile)) {
+        nameMapUsable = false;
       } else {
         nameMap = await this.checkNameMap(join(dir, v.dir, 'name_map.json'), nameMapFile, config, positions, configFile);
         nameMapUsable = nameMap !== undefined && nameMap.schemaErrors.length === 0;
@@ -502,6 +545,16 @@ export async function validateRepository(root: string, options: ValidateOptions 
   const modelNames: string[] = [];
   const modelDirectories = new Set<string>();
   for (const entry of entries) {
+    if (await isLinkLoop(join(root, entry.name), entry)) {
+      findings.push({
+        rule: 'layout/link-loop',
+        severity: 'error',
+        message: `${entry.name} is a symbolic link loop (ELOOP): Triton cannot open it as a model directory`,
+        file: entry.name,
+        hint: 'point the link at a real directory, or remove it',
+      });
+      continue;
+    }
     if (!(await isDirectory(join(root, entry.name), entry))) continue;
     if (!entry.name.startsWith('.')) modelDirectories.add(entry.name);
     if (wanted !== undefined && !wanted.has(entry.name)) continue;

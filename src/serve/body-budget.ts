@@ -1,0 +1,50 @@
+import { RequestError } from './status.js';
+
+/**
+ * The bytes of request bodies held in memory across every request and
+ * connection of a server. --max-request-size bounds one body; this bounds
+ * them all: without it, 60 clients each sending just under the per-request
+ * limit hold 60 of them at once (3.8 GB measured at 64 MiB). A body that
+ * would take the total past the limit is refused as it arrives, with
+ * Triton's error for a server out of a resource (UNAVAILABLE: HTTP 503,
+ * gRPC UNAVAILABLE), and what a request reserved is given back when its
+ * answer is sent or its connection closes.
+ */
+export class BodyBudget {
+  private held = 0;
+
+  constructor(readonly limit: number) {}
+
+  /** Bytes held now. */
+  get bytes(): number {
+    return this.held;
+  }
+
+  /** A reservation that grows chunk by chunk; `release` gives it all back (once). */
+  open(): BodyReservation {
+    let mine = 0;
+    let released = false;
+    return {
+      take: (n: number): void => {
+        if (released) return;
+        if (this.held + n > this.limit) {
+          throw new RequestError('UNAVAILABLE', `the server is holding ${this.held} bytes of request bodies, the most it buffers at once (--max-buffered ${this.limit}); try again when the running requests have finished`);
+        }
+        this.held += n;
+        mine += n;
+      },
+      release: (): void => {
+        if (released) return;
+        released = true;
+        this.held -= mine;
+        mine = 0;
+      },
+    };
+  }
+}
+
+export interface BodyReservation {
+  /** Counts `n` more bytes held; throws (UNAVAILABLE) past the server's limit. */
+  take(n: number): void;
+  release(): void;
+}
