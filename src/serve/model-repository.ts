@@ -64,7 +64,7 @@ function joinTensors(
   return out;
 }
 
-async function loadModel(root: string, report: ModelReport, options: LoadOptions): Promise<ServedModel> {
+async function loadModel(root: string, report: ModelReport, options: LoadOptions, selectedVersion: number | undefined): Promise<ServedModel> {
   const error = report.findings.find((f) => f.severity === 'error');
   const config = report.config;
   if (error !== undefined) return unavailable(report.name, config, error.message);
@@ -73,7 +73,7 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
     return unavailable(report.name, config, `popef serve runs models of the poplar backend only; this one names backend '${config.backend ?? ''}'`);
   }
   const modelDir = join(root, report.name);
-  let version = '';
+  let version = selectedVersion === undefined ? '' : String(selectedVersion);
   const opened: OpenedModel[] = [];
   const plugins: ExecutionPlugin[] = [];
   const release = async (): Promise<void> => {
@@ -81,7 +81,7 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
     await Promise.allSettled(plugins.map((p) => p.dispose()));
   };
   try {
-    const target = await resolveTarget([modelDir], root);
+    const target = await resolveTarget([modelDir], root, selectedVersion);
     version = String(target.version ?? '');
     const anchorOf = new Map<string, string>();
     for (const [anchor, client] of target.clientNames) anchorOf.set(client, anchor);
@@ -123,13 +123,22 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
   }
 }
 
+/** The versions of one model Triton loads: every one its version policy selects; one refusal when the model has errors. */
+async function loadVersions(root: string, report: ModelReport, options: LoadOptions): Promise<ServedModel[]> {
+  const served: ServedModel[] = [];
+  const versions = report.findings.some((f) => f.severity === 'error') || report.versions.length === 0 ? [undefined] : report.versions;
+  for (const v of versions) served.push(await loadModel(root, report, options, v));
+  return served;
+}
+
 export class ModelRepository {
-  private readonly models = new Map<string, ServedModel>();
+  /** Each model's served versions, highest first. */
+  private readonly models = new Map<string, ServedModel[]>();
   private loaded = false;
 
-  /** Every model, in name order. */
+  /** Every model version, in name order, then version order. */
   list(): ServedModel[] {
-    return [...this.models.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...this.models.values()].flat().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : Number(a.version) - Number(b.version)));
   }
 
   /** True once every model has been loaded or refused. */
@@ -145,12 +154,12 @@ export class ModelRepository {
       for (const m of report.models) {
         if (options.models !== undefined && !options.models.includes(m.name)) continue;
         const served = this.models.has(m.name)
-          ? unavailable(m.name, m.config, `model '${m.name}' appears in more than one model repository`)
-          : await loadModel(root, m, options);
+          ? [unavailable(m.name, m.config, `model '${m.name}' appears in more than one model repository`)]
+          : await loadVersions(root, m, options);
         const earlier = this.models.get(m.name);
-        if (earlier !== undefined) await earlier.close();
+        if (earlier !== undefined) await Promise.allSettled(earlier.map((e) => e.close()));
         this.models.set(m.name, served);
-        options.onModel?.(served);
+        for (const s of served) options.onModel?.(s);
       }
     }
     this.loaded = true;
@@ -158,20 +167,21 @@ export class ModelRepository {
 
   /** The model, with Triton's messages for a name, version or state that does not serve. */
   get(name: string, version: string): ServedModel {
-    const model = this.models.get(name);
-    if (model === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' is not found`);
+    const versions = this.models.get(name);
+    if (versions === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' is not found`);
     if (version !== '') {
       if (!/^-?\d+$/.test(version)) throw new RequestError('INVALID_ARG', `failed to get model version from specified version string '${version}' (details: stoll)`);
       if (Number(version) !== -1) {
-        if (version !== model.version && String(Number(version)) !== model.version) {
-          throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' version ${Number(version)} is not found`);
-        }
+        const model = versions.find((m) => version === m.version || String(Number(version)) === m.version);
+        if (model === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' version ${Number(version)} is not found`);
         if (!model.ready) throw new RequestError('UNAVAILABLE', `Request for unknown model: '${name}' version ${Number(version)} is not at ready state`);
         return model;
       }
     }
-    if (!model.ready) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' has no available versions`);
-    return model;
+    // No version (or -1): the highest version that is ready, as ModelLifeCycle::GetModel picks it.
+    const latest = versions.find((m) => m.ready);
+    if (latest === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' has no available versions`);
+    return latest;
   }
 
   /** Whether the model (and version) is ready, without an error. */

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { schemaErrors } from '../../src/json-schemas.js';
+import { RULES } from '../../src/triton/repository/findings.js';
 import { FIXTURES, ROOT, fixture, fixtureManifest, inTempDir, matchGolden, repositoryFixtures, runCli } from '../helpers.js';
 
 const EXAMPLES = join(ROOT, 'fixtures/graphcore-examples');
@@ -41,6 +42,13 @@ describe('popef validate: one broken repository per rule', async () => {
       await golden(`${repo.path.replace(/^repos\//, '')}.txt`, text.stdout.split(FIXTURES).join('<fixtures>'));
     });
   }
+});
+
+describe('popef validate: the broken repositories cover the rules', () => {
+  it('every rule has a fixture repository that breaks it', async () => {
+    const covered = new Set((await repositoryFixtures()).flatMap((r) => r.expect.map((e) => e.rule)));
+    assert.deepEqual(Object.keys(RULES).filter((rule) => !covered.has(rule)), []);
+  });
 });
 
 describe("popef validate: Graphcore's example repositories", () => {

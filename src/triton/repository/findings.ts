@@ -1,3 +1,5 @@
+import type { SourcePos } from '../pbtxt-lexer.js';
+
 /**
  * What `popef validate` reports: findings, each from one rule of the
  * registry below. Messages quote Triton's own wording where Triton has a
@@ -109,4 +111,8 @@ export interface RawFinding {
   readonly hint?: string;
   /** Overrides the rule's default severity. */
   readonly severity?: Severity;
+  /** The file, relative to the repository root, when it is not the model's config.pbtxt. */
+  readonly file?: string;
+  /** A position in `file` known directly (a name_map.json key), rather than by config path. */
+  readonly at?: SourcePos;
 }
