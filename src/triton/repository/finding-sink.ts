@@ -5,7 +5,7 @@ import { RULES, type Finding, type RawFinding, type RuleId, type Severity } from
 /**
  * Where every validate rule's findings go, for one model (or for the
  * repository itself): the one place that applies `--strict` (warnings shown
- * as errors), the per-rule limit (past it findings are only counted, and one
+ * as errors; notices stay notices), the per-rule limit (past it findings are only counted, and one
  * closing finding says how many were left out) and positions (a config path
  * looked up in the parser's positions, its nearest recorded parent when the
  * path itself has none).
@@ -70,7 +70,9 @@ export class FindingSink {
 
   /** One finding: raw (a config path or a direct position) and placed here. */
   add(raw: RawFinding): void {
-    const shown: Severity = this.options.strict === true ? 'error' : (raw.severity ?? RULES[raw.rule].severity);
+    const severity = raw.severity ?? RULES[raw.rule].severity;
+    // --strict raises warnings; a notice stays a notice.
+    const shown: Severity = this.options.strict === true && severity === 'warning' ? 'error' : severity;
     const file = raw.file ?? this.options.configFile;
     // Past the limit only the count matters: no position to look for.
     const listed = this.listing(raw.rule);

@@ -7,7 +7,8 @@ import type { SourcePos } from '../pbtxt-lexer.js';
  * not check have wording of our own.
  */
 
-export type Severity = 'error' | 'warning';
+/** `info`: a notice (what was not checked, and why); it never fails a run, --strict included. */
+export type Severity = 'error' | 'warning' | 'info';
 
 export interface Finding {
   readonly rule: RuleId;
@@ -46,7 +47,7 @@ export const RULES = {
   'layout/version-name': { severity: 'warning', mirrors: 'VersionsToLoad', description: 'version directories are plain decimal numbers (others are ignored or misread; Triton only logs a warning)' },
   'layout/no-version': { severity: 'error', mirrors: 'ModelLifeCycle::AsyncLoad', description: 'the version policy selects at least one existing version directory' },
   'layout/specific-version-missing': { severity: 'warning', mirrors: 'VersionsToLoad', description: 'every version listed by a specific version policy exists (Triton logs an error and loads the others)' },
-  'layout/popef-missing': { severity: 'error', mirrors: null, description: 'each served version of a poplar model holds a .popef file' },
+  'layout/popef-missing': { severity: 'error', mirrors: null, description: 'with --require-popef, each served version of a poplar model holds a .popef file (without it, popef/not-cross-checked notes the version)' },
   'layout/popef-name': { severity: 'warning', mirrors: null, description: 'the PopEF file is named executable.popef, as Graphcore names it' },
   'layout/name-map-missing': { severity: 'error', mirrors: null, description: 'each served version of a poplar model holds a name_map.json' },
   'config/parse': { severity: 'error', mirrors: 'ReadTextProto', description: "config.pbtxt parses as Triton's ModelConfig (protobuf text format)" },
@@ -95,6 +96,7 @@ export const RULES = {
   'popef/dims': { severity: 'error', mirrors: null, description: 'config dims equal the anchor shapes without the batch dimension' },
   'popef/max-batch-size': { severity: 'error', mirrors: null, description: "max_batch_size is a multiple of the anchors' micro-batch, or 0 with full dims" },
   'popef/unserved-anchor': { severity: 'error', mirrors: null, description: 'every user-provided anchor of the PopEF is in the config' },
+  'popef/not-cross-checked': { severity: 'info', mirrors: null, description: 'a notice: a served version holds no PopEF file, or one not in the open layout (SDK-written), so its anchors were not cross-checked (an error with --require-popef)' },
   'popef/backend': { severity: 'error', mirrors: null, description: 'a model directory holding PopEF files uses backend "poplar"' },
   'backend/library-missing': { severity: 'error', mirrors: 'TritonModel::GetBackendLibraryProperties', description: 'the backend library exists in --backend-directory' },
   'backend/runtime-escapes': { severity: 'error', mirrors: 'TritonModel::GetBackendLibraryProperties', description: 'runtime names a file inside the backend directory' },

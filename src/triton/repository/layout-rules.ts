@@ -50,13 +50,14 @@ export function servedByPoplar(version: Pick<VersionDirectory, 'popefFiles'>, co
 }
 
 /** What a served version of a poplar model holds: a PopEF file, named as Graphcore names it, and a name map. */
-export function versionFileRules(model: string, version: Pick<VersionDirectory, 'dir' | 'files' | 'popefFiles'>, config: ModelConfig | undefined): RawFinding[] {
+export function versionFileRules(model: string, version: Pick<VersionDirectory, 'dir' | 'files' | 'popefFiles'>, config: ModelConfig | undefined, options: { readonly requirePopef?: boolean } = {}): RawFinding[] {
   if (!servedByPoplar(version, config)) return [];
   const out: RawFinding[] = [];
   const versionPath = `${model}/${version.dir}`;
   const first = version.popefFiles[0];
+  // Without --require-popef a version without PopEF is checked as far as it goes and noted (notCrossCheckedRule).
   if (first === undefined) {
-    out.push({ rule: 'layout/popef-missing', message: `version directory ${versionPath} of poplar model '${model}' holds no .popef file`, file: versionPath, hint: 'put the exported model there as executable.popef (popef scaffold does)' });
+    if (options.requirePopef === true) out.push({ rule: 'layout/popef-missing', message: `version directory ${versionPath} of poplar model '${model}' holds no .popef file`, file: versionPath, hint: 'put the exported model there as executable.popef (popef scaffold does)' });
   } else if (first !== 'executable.popef') {
     out.push({ rule: 'layout/popef-name', message: `the PopEF file in ${versionPath} is ${first}, not executable.popef as in Graphcore's examples`, file: `${versionPath}/${first}`, hint: 'rename it to executable.popef' });
   }
@@ -71,4 +72,29 @@ export function popefBackendRule(directory: Pick<ModelDirectoryRead, 'name' | 's
   if (config === undefined || config.backend === 'poplar' || !directory.selected.some((v) => v.popefFiles.length > 0)) return [];
   const backend = config.backend === undefined ? 'not set' : `"${config.backend}"`;
   return [{ rule: 'popef/backend', message: `model '${directory.name}' holds PopEF files but its backend is ${backend}`, path: 'backend', hint: 'set backend: "poplar"' }];
+}
+
+/** Why one version's PopEF cross-check was not done. */
+export type NotCrossChecked = { readonly kind: 'no-popef'; readonly versionPath: string } | { readonly kind: 'foreign'; readonly file: string };
+
+/**
+ * popef/not-cross-checked: one notice per model whose served versions hold
+ * no PopEF file or one not in the open layout (every real export, written by
+ * the Poplar SDK). The config, layout and name-map rules ran; the anchors
+ * were not compared. An error under --require-popef.
+ */
+export function notCrossCheckedRule(model: string, reasons: readonly NotCrossChecked[], requirePopef: boolean): RawFinding {
+  const why = reasons.map((r) => (r.kind === 'no-popef' ? `no PopEF file in ${r.versionPath}` : `${r.file} is not in the PopEF open layout (written by the Poplar SDK: its encoding is unpublished)`));
+  const first = reasons[0];
+  const hint =
+    first?.kind === 'foreign'
+      ? `commit a description beside it: popef describe ${first.file} (on a machine with the Poplar SDK) writes ${first.file}.json, which validate cross-checks`
+      : `commit the export as ${first?.versionPath ?? model}/executable.popef, or its description as ${first?.versionPath ?? model}/executable.popef.json (popef describe writes one)`;
+  return {
+    rule: 'popef/not-cross-checked',
+    message: `anchors not cross-checked for model '${model}': ${why.join('; ')}`,
+    file: first === undefined ? model : first.kind === 'foreign' ? first.file : first.versionPath,
+    hint: requirePopef ? hint : `${hint}; --require-popef makes this an error`,
+    ...(requirePopef ? { severity: 'error' as const } : {}),
+  };
 }

@@ -1,7 +1,10 @@
 import { stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../../errors.js';
+import { BLOB_MAGIC } from '../../format/constants.js';
+import { layoutOf } from '../../format/header.js';
 import { ModelSet } from '../../format/model-set.js';
+import { FileSource } from '../../io/file-source.js';
 import type { ParsedNameMap } from '../name-map.js';
 import type { ModelConfig } from '../model-config.js';
 import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
@@ -12,7 +15,7 @@ import { validateEnsembleConfig } from './ensemble-rules.js';
 import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
 import { FindingSink } from './finding-sink.js';
 import { RULES, type Finding, type RawFinding, type RuleId } from './findings.js';
-import { popefBackendRule, servedByPoplar, versionFileRules, versionNameRules, versionPolicyRules } from './layout-rules.js';
+import { notCrossCheckedRule, popefBackendRule, servedByPoplar, type NotCrossChecked, versionFileRules, versionNameRules, versionPolicyRules } from './layout-rules.js';
 import { isDirectory, listDir, readModelDirectory } from './model-directory.js';
 import { anchorsByName, nameMapRules } from './name-map-rules.js';
 import { checkAgainstPopef } from './popef-rules.js';
@@ -39,6 +42,12 @@ export interface ValidateOptions {
    * half a million lines.
    */
   readonly maxFindingsPerRule?: number;
+  /**
+   * A deployment gate: a served poplar version with no PopEF file
+   * (layout/popef-missing) or with one this reader cannot cross-check
+   * (popef/not-cross-checked) is an error, not a notice.
+   */
+  readonly requirePopef?: boolean;
 }
 
 export { MAX_FINDINGS_PER_RULE };
@@ -50,6 +59,8 @@ export interface ModelReport {
   readonly config?: ModelConfig;
   /** The versions the version policy selects, highest first (what Triton loads). */
   readonly versions: readonly number[];
+  /** Why the popef/* rules that read the PopEF did not run, when they did not (JUnit shows them skipped). */
+  readonly popefSkipped?: string;
 }
 
 export interface RepositoryReport {
@@ -82,13 +93,14 @@ interface CheckedModel {
   readonly sink: FindingSink;
   readonly config?: ModelConfig;
   readonly versions: readonly number[];
+  readonly popefSkipped?: string;
 }
 
 /** Checks one model: reads its directory once, then applies every rule in the order Triton meets them. */
 async function checkModel(root: string, model: string, options: ValidateOptions): Promise<CheckedModel> {
   const configFile = `${model}/config.pbtxt`;
   const sink = new FindingSink({ model, strict: options.strict, limit: options.maxFindingsPerRule, configFile });
-  const state: { config?: ModelConfig; versions: number[] } = { versions: [] };
+  const state: CheckState = { versions: [] };
   try {
     await checkModelInto(root, model, options, sink, state);
   } catch (error) {
@@ -97,10 +109,34 @@ async function checkModel(root: string, model: string, options: ValidateOptions)
     const file = error.file === undefined ? model : relative(root, error.file) || model;
     sink.add({ rule: 'layout/unreadable', message: `${error.message}; Triton cannot load model '${model}'`, file, hint: error.suggestion ?? 'check the permissions and the kind of the file' });
   }
-  return { name: model, sink, ...(state.config === undefined ? {} : { config: state.config }), versions: state.versions };
+  return { name: model, sink, ...(state.config === undefined ? {} : { config: state.config }), versions: state.versions, ...(state.popefSkipped === undefined ? {} : { popefSkipped: state.popefSkipped }) };
 }
 
-async function checkModelInto(root: string, model: string, options: ValidateOptions, sink: FindingSink, state: { config?: ModelConfig; versions: number[] }): Promise<void> {
+interface CheckState {
+  config?: ModelConfig;
+  versions: number[];
+  /** Why the popef/* rules did not run (the first reason met). */
+  popefSkipped?: string;
+}
+
+/** The index of the first file that is not in the open layout; a file that cannot be read is left to the reader to report. */
+async function firstForeignFile(paths: readonly string[]): Promise<number | undefined> {
+  for (const [i, path] of paths.entries()) {
+    let source: FileSource | undefined;
+    try {
+      source = await FileSource.open(path);
+      const n = Math.min(BLOB_MAGIC.length, source.size);
+      if (layoutOf(n === 0 ? new Uint8Array() : await source.read(0, n, 'blob magic'), source.size) === 'foreign') return i;
+    } catch (error) {
+      if (!(error instanceof PopefError)) throw error;
+    } finally {
+      await source?.close();
+    }
+  }
+  return undefined;
+}
+
+async function checkModelInto(root: string, model: string, options: ValidateOptions, sink: FindingSink, state: CheckState): Promise<void> {
   const dir = join(root, model);
   const configFile = `${model}/config.pbtxt`;
   // Triton names the file as it opens it: under the repository path it was given.
@@ -139,9 +175,12 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
   }
   sink.addAll(versionNameRules(directory));
   sink.addAll(versionPolicyRules(directory, config));
+  const requirePopef = options.requirePopef === true;
+  /** Why the PopEF cross-check was not done, per version. */
+  const notDone: NotCrossChecked[] = [];
   for (const v of directory.selected) {
     if (v.listError !== undefined) throw v.listError;
-    sink.addAll(versionFileRules(model, v, config));
+    sink.addAll(versionFileRules(model, v, config, { requirePopef }));
     if (!servedByPoplar(v, config)) continue;
     if (v.nameMapError !== undefined) throw v.nameMapError;
     const versionPath = `${model}/${v.dir}`;
@@ -153,11 +192,28 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
       nameMap = checked.map;
       nameMapUsable = nameMap !== undefined && nameMap.schemaErrors.length === 0;
     }
-    // Config names reach anchors through the map; without a usable map that link is unknown.
-    if (v.popefFiles.length > 0 && config !== undefined && nameMapUsable) {
-      sink.addAll(await crossCheckPopef(v.popefFiles.map((f) => join(dir, v.dir, f)), v.popefFiles.map((f) => `${versionPath}/${f}`), config, anchorsByName(nameMap), model, sink.wanted()));
+    if (v.popefFiles.length === 0) {
+      // With --require-popef, layout/popef-missing has said so already.
+      if (!requirePopef) notDone.push({ kind: 'no-popef', versionPath });
+      state.popefSkipped ??= `no PopEF file in ${versionPath}`;
+      continue;
     }
+    const paths = v.popefFiles.map((f) => join(dir, v.dir, f));
+    const foreign = await firstForeignFile(paths);
+    if (foreign !== undefined) {
+      const file = `${versionPath}/${v.popefFiles[foreign] ?? ''}`;
+      notDone.push({ kind: 'foreign', file });
+      state.popefSkipped ??= `${file} is not in the PopEF open layout`;
+      continue;
+    }
+    // Config names reach anchors through the map; without a usable map that link is unknown.
+    if (config === undefined || !nameMapUsable) {
+      state.popefSkipped ??= config === undefined ? 'config.pbtxt is not usable' : `${versionPath}/name_map.json is not usable`;
+      continue;
+    }
+    sink.addAll(await crossCheckPopef(paths, v.popefFiles.map((f) => `${versionPath}/${f}`), config, anchorsByName(nameMap), model, sink.wanted()));
   }
+  if (notDone.length > 0) sink.add(notCrossCheckedRule(model, notDone, requirePopef));
   sink.addAll(popefBackendRule(directory, config));
   if (config !== undefined && options.backendDirectory !== undefined) {
     const effective = normalized ?? config;
@@ -278,7 +334,7 @@ export async function validateRepository(root: string, options: ValidateOptions 
   const ensembleFindings = checked.map((c) => ensembleStepRules(c, modelDirectories, byName));
   const models: ModelReport[] = checked.map((c, i) => {
     c.sink.addAll(ensembleFindings[i] ?? []);
-    return { name: c.name, findings: c.sink.close(), versions: c.versions, ...(c.config === undefined ? {} : { config: c.config }) };
+    return { name: c.name, findings: c.sink.close(), versions: c.versions, ...(c.config === undefined ? {} : { config: c.config }), ...(c.popefSkipped === undefined ? {} : { popefSkipped: c.popefSkipped }) };
   });
   if (wanted !== undefined) {
     for (const name of wanted) {
@@ -290,12 +346,14 @@ export async function validateRepository(root: string, options: ValidateOptions 
   return { repository: root, models, findings: repositorySink.close() };
 }
 
-/** Counts of errors and warnings over reports. */
-export function summarizeFindings(reports: readonly RepositoryReport[]): { errors: number; warnings: number; models: number } {
+/** Counts of errors, warnings and notices over reports, and of the models whose PopEF cross-check was not done. */
+export function summarizeFindings(reports: readonly RepositoryReport[]): { errors: number; warnings: number; notices: number; models: number; notCrossChecked: number } {
   const all = reports.flatMap((r) => [...r.findings, ...r.models.flatMap((m) => m.findings)]);
   return {
     errors: all.filter((f) => f.severity === 'error').length,
     warnings: all.filter((f) => f.severity === 'warning').length,
+    notices: all.filter((f) => f.severity === 'info').length,
     models: reports.reduce((n, r) => n + r.models.length, 0),
+    notCrossChecked: reports.reduce((n, r) => n + r.models.filter((m) => m.findings.some((f) => f.rule === 'popef/not-cross-checked')).length, 0),
   };
 }
