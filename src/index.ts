@@ -62,6 +62,7 @@ export { parseNameMap, renderNameMap, type NameMapEntry, type ParsedNameMap } fr
 export { applyScaffold, checkModelName, planScaffold, type ScaffoldOptions, type ScaffoldPlan } from './triton/scaffold.js';
 export { anchorRole, userAnchors, type AnchorRole } from './inspect/anchor-roles.js';
 export { buildReport, type DumpReport } from './inspect/report.js';
+export { describeModelSet, parseDescription, descriptionPathOf, type DescribedFile, type PopefDescription } from './inspect/description.js';
 
 export type { Availability, ExecutionPlugin, ModelRequest, ModelTensors, OpenedModel, RunOptions, Tensor, TensorSpec } from './run/plugin-api.js';
 export { ChildProcessPlugin, type ChildPluginOptions } from './run/child-plugin.js';
@@ -73,4 +74,6 @@ export { fromNumbers, toNumbers } from './run/tensor.js';
 export { loadInput, randomTensor, type ImageOptions, type RandomOptions } from './run/tensor-io/inputs.js';
 export { readNpy, writeNpy } from './run/tensor-io/npy.js';
 export { validateRepository, summarizeFindings, type ModelReport, type RepositoryReport, type ValidateOptions } from './triton/repository/validate.js';
+export type { ReadForeignPopef } from './triton/repository/popef-cross-check.js';
+export { readModelDirectory, type ModelDirectoryRead, type VersionDirectory } from './triton/repository/model-directory.js';
 export { RULES, type Finding, type RuleId, type Severity } from './triton/repository/findings.js';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { backendLibraryRules, backendSearchPath } from '../../src/triton/repository/backend-rules.js';
 import { FindingSink } from '../../src/triton/repository/finding-sink.js';
-import { popefBackendRule, versionFileRules, versionNameRules, versionPolicyRules } from '../../src/triton/repository/layout-rules.js';
+import { notCrossCheckedRule, popefBackendRule, versionFileRules, versionNameRules, versionPolicyRules } from '../../src/triton/repository/layout-rules.js';
 import { versionVerdict } from '../../src/triton/repository/model-directory.js';
 import { anchorsByName, nameMapRules } from '../../src/triton/repository/name-map-rules.js';
 import { dynamicBatchingWithoutBatch, duplicateIoNames, fileEscapesModel, instanceGroupCount, modelMetricsRules, parameterRules } from '../../src/triton/repository/own-rules.js';
@@ -34,14 +34,24 @@ describe('layout rules', () => {
     assert.equal(missing[1]?.path, 'version_policy');
   });
 
-  it('version files: a poplar version needs a .popef (named executable.popef) and a name_map.json; others need neither', () => {
+  it('version files: a poplar version needs a name_map.json, a .popef under --require-popef (named executable.popef); others need neither', () => {
     const poplar = { backend: 'poplar' };
-    assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: [], popefFiles: [] }, poplar)), ['layout/popef-missing', 'layout/name-map-missing']);
+    assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: [], popefFiles: [] }, poplar)), ['layout/name-map-missing']);
+    assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: [], popefFiles: [] }, poplar, { requirePopef: true })), ['layout/popef-missing', 'layout/name-map-missing']);
     assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: ['model.popef', 'name_map.json'], popefFiles: ['model.popef'] }, poplar)), ['layout/popef-name']);
     assert.deepEqual(versionFileRules('m', { dir: '1', files: ['executable.popef', 'name_map.json'], popefFiles: ['executable.popef'] }, poplar), []);
     assert.deepEqual(versionFileRules('m', { dir: '1', files: ['model.onnx'], popefFiles: [] }, { backend: 'onnxruntime' }), []);
     // PopEF files make it a poplar version whatever the config says.
     assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: ['executable.popef'], popefFiles: ['executable.popef'] }, { backend: 'python' })), ['layout/name-map-missing']);
+  });
+
+  it('popef/not-cross-checked: one notice for all of a model\'s reasons; an error under --require-popef', () => {
+    const notice = notCrossCheckedRule('m', [{ kind: 'no-popef', versionPath: 'm/1' }, { kind: 'foreign', file: 'm/2/executable.popef' }], false);
+    assert.equal(notice.message, "anchors not cross-checked for model 'm': no PopEF file in m/1; m/2/executable.popef is not in the PopEF open layout (written by the Poplar SDK: its encoding is unpublished)");
+    assert.equal(notice.severity, undefined);
+    assert.equal(notice.file, 'm/1');
+    assert.match(notice.hint ?? '', /--require-popef makes this an error$/);
+    assert.equal(notCrossCheckedRule('m', [{ kind: 'foreign', file: 'm/1/e.popef' }], true).severity, 'error');
   });
 
   it('popef/backend: PopEF files under another backend', () => {

@@ -1,5 +1,5 @@
 import { ModelSet } from '../../format/model-set.js';
-import { PopefFile } from '../../format/reader.js';
+import type { PopefFile } from '../../format/reader.js';
 import { buildReport, type VerifyReport } from '../../inspect/report.js';
 import { verifyModelSet } from '../../inspect/verify.js';
 import { chooseColour } from '../../present/colour.js';
@@ -10,7 +10,7 @@ import { progressBar } from '../../present/progress.js';
 import { ExitCode } from '../exit-codes.js';
 import { writeJson, type CliIo } from '../io.js';
 import { reportError } from '../report-error.js';
-import { openSource } from './sources.js';
+import { openPopefFile } from './sources.js';
 
 export interface DumpOptions {
   readonly userAnchors?: boolean;
@@ -50,7 +50,7 @@ export async function dumpFiles(
   const opened: PopefFile[] = [];
   for (const f of files) {
     try {
-      opened.push(await PopefFile.open(await openSource(f.name, io, { readAll: options.verify === true })));
+      opened.push(await openPopefFile(f.name, io, { readAll: options.verify === true }));
     } catch (error) {
       failed = true;
       reportError(error, io);

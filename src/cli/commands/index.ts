@@ -3,6 +3,7 @@ import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { registerConfig } from './config.js';
 import { registerConvert } from './convert.js';
+import { registerDescribe } from './describe.js';
 import { registerDiff } from './diff.js';
 import { registerDoctor } from './doctor.js';
 import { registerDump } from './dump.js';
@@ -22,6 +23,7 @@ const COMMANDS: readonly (readonly [names: readonly string[], register: Registra
   [['config'], registerConfig],
   [['scaffold'], registerScaffold],
   [['validate'], registerValidate],
+  [['describe'], registerDescribe],
   [['run'], registerRun],
   [['serve'], registerServe],
   [['pack'], registerPack],
@@ -33,7 +35,7 @@ const COMMANDS: readonly (readonly [names: readonly string[], register: Registra
 /**
  * Adds the command `argv` names, or every command when it names none that
  * exists (`popef --help`, `popef help dump`, a typo, which commander then
- * answers with the full list). Building the options of all eleven commands
+ * answers with the full list). Building the options of all twelve commands
  * to run one is a measurable part of start-up. Each command's work is
  * imported lazily by its handler.
  */

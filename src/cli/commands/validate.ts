@@ -13,6 +13,7 @@ interface Flags {
   readonly json?: boolean;
   readonly strict?: boolean;
   readonly requirePopef?: boolean;
+  readonly verify?: boolean;
   readonly tritonVersion: string;
   readonly model?: string[];
   readonly backendDirectory?: string;
@@ -45,6 +46,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github']))
     .option('--json', 'the same as --format json')
     .option('--strict', 'treat warnings as errors')
+    .option('--verify', 'check a PopEF description\'s SHA-256 against the file beside it, not only its size (reads the whole file)')
     .option('--require-popef', 'a deployment gate: a served poplar version with no PopEF, or one that cannot be cross-checked here, is an error')
     .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', DEFAULT_TRITON_VERSION)
     .option('--model <name>', 'check only this model directory (repeatable)', (v: string, prev?: string[]) => [...(prev ?? []), v])
@@ -74,6 +76,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
               tritonVersion: flags.tritonVersion,
               strict: flags.strict,
               requirePopef: flags.requirePopef,
+              verify: flags.verify,
               maxFindingsPerRule: perRule,
               models: flags.model,
               backendDirectory: flags.backendDirectory === undefined ? undefined : resolve(io.cwd, flags.backendDirectory),

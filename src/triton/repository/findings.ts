@@ -97,6 +97,8 @@ export const RULES = {
   'popef/max-batch-size': { severity: 'error', mirrors: null, description: "max_batch_size is a multiple of the anchors' micro-batch, or 0 with full dims" },
   'popef/unserved-anchor': { severity: 'error', mirrors: null, description: 'every user-provided anchor of the PopEF is in the config' },
   'popef/not-cross-checked': { severity: 'info', mirrors: null, description: 'a notice: a served version holds no PopEF file, or one not in the open layout (SDK-written), so its anchors were not cross-checked (an error with --require-popef)' },
+  'popef/stale-description': { severity: 'error', mirrors: null, description: 'a PopEF description (FILE.json) records the size (and with --verify the SHA-256) of the file beside it' },
+  'popef/description-only': { severity: 'info', mirrors: null, description: 'a notice: a version is cross-checked against a PopEF description with no PopEF file beside it' },
   'popef/backend': { severity: 'error', mirrors: null, description: 'a model directory holding PopEF files uses backend "poplar"' },
   'backend/library-missing': { severity: 'error', mirrors: 'TritonModel::GetBackendLibraryProperties', description: 'the backend library exists in --backend-directory' },
   'backend/runtime-escapes': { severity: 'error', mirrors: 'TritonModel::GetBackendLibraryProperties', description: 'runtime names a file inside the backend directory' },

@@ -1,10 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../../errors.js';
-import { BLOB_MAGIC } from '../../format/constants.js';
-import { layoutOf } from '../../format/header.js';
-import { ModelSet } from '../../format/model-set.js';
-import { FileSource } from '../../io/file-source.js';
 import type { ParsedNameMap } from '../name-map.js';
 import type { ModelConfig } from '../model-config.js';
 import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
@@ -18,7 +14,7 @@ import { RULES, type Finding, type RawFinding, type RuleId } from './findings.js
 import { notCrossCheckedRule, popefBackendRule, servedByPoplar, type NotCrossChecked, versionFileRules, versionNameRules, versionPolicyRules } from './layout-rules.js';
 import { isDirectory, listDir, readModelDirectory } from './model-directory.js';
 import { anchorsByName, nameMapRules } from './name-map-rules.js';
-import { checkAgainstPopef } from './popef-rules.js';
+import { crossCheckVersion, type ReadForeignPopef } from './popef-cross-check.js';
 
 /**
  * `popef validate` without the CLI: walks a Triton model repository the way
@@ -48,6 +44,20 @@ export interface ValidateOptions {
    * (popef/not-cross-checked) is an error, not a notice.
    */
   readonly requirePopef?: boolean;
+  /** Check a PopEF description's SHA-256 against the file beside it, not only its size (reads the whole file). */
+  readonly verify?: boolean;
+  /**
+   * Reads PopEF files that are not in the open layout (SDK-written exports),
+   * for a caller that can: the CLI fills it with the Poplar SDK's reader
+   * (through the bridge in src/run/bridge) where the SDK is installed. It
+   * gets the absolute paths of one version's PopEF files, in the order they
+   * form one model set, and returns their description (as `popef describe`
+   * would write it), or undefined when it cannot read them here (no SDK);
+   * then a description committed beside the file is used, else the version
+   * gets popef/not-cross-checked. Left out, validate reads only the open
+   * layout and never imports the run layer.
+   */
+  readonly readForeignPopef?: ReadForeignPopef;
 }
 
 export { MAX_FINDINGS_PER_RULE };
@@ -119,23 +129,6 @@ interface CheckState {
   popefSkipped?: string;
 }
 
-/** The index of the first file that is not in the open layout; a file that cannot be read is left to the reader to report. */
-async function firstForeignFile(paths: readonly string[]): Promise<number | undefined> {
-  for (const [i, path] of paths.entries()) {
-    let source: FileSource | undefined;
-    try {
-      source = await FileSource.open(path);
-      const n = Math.min(BLOB_MAGIC.length, source.size);
-      if (layoutOf(n === 0 ? new Uint8Array() : await source.read(0, n, 'blob magic'), source.size) === 'foreign') return i;
-    } catch (error) {
-      if (!(error instanceof PopefError)) throw error;
-    } finally {
-      await source?.close();
-    }
-  }
-  return undefined;
-}
-
 async function checkModelInto(root: string, model: string, options: ValidateOptions, sink: FindingSink, state: CheckState): Promise<void> {
   const dir = join(root, model);
   const configFile = `${model}/config.pbtxt`;
@@ -192,26 +185,23 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
       nameMap = checked.map;
       nameMapUsable = nameMap !== undefined && nameMap.schemaErrors.length === 0;
     }
-    if (v.popefFiles.length === 0) {
-      // With --require-popef, layout/popef-missing has said so already.
-      if (!requirePopef) notDone.push({ kind: 'no-popef', versionPath });
-      state.popefSkipped ??= `no PopEF file in ${versionPath}`;
-      continue;
-    }
-    const paths = v.popefFiles.map((f) => join(dir, v.dir, f));
-    const foreign = await firstForeignFile(paths);
-    if (foreign !== undefined) {
-      const file = `${versionPath}/${v.popefFiles[foreign] ?? ''}`;
-      notDone.push({ kind: 'foreign', file });
-      state.popefSkipped ??= `${file} is not in the PopEF open layout`;
-      continue;
-    }
-    // Config names reach anchors through the map; without a usable map that link is unknown.
-    if (config === undefined || !nameMapUsable) {
-      state.popefSkipped ??= config === undefined ? 'config.pbtxt is not usable' : `${versionPath}/name_map.json is not usable`;
-      continue;
-    }
-    sink.addAll(await crossCheckPopef(paths, v.popefFiles.map((f) => `${versionPath}/${f}`), config, anchorsByName(nameMap), model, sink.wanted()));
+    const outcome = await crossCheckVersion({
+      model,
+      versionPath,
+      versionDir: join(dir, v.dir),
+      version: v,
+      // Config names reach anchors through the map; without a usable map that link is unknown.
+      config: config !== undefined && nameMapUsable ? config : undefined,
+      unusable: config === undefined ? 'config.pbtxt is not usable' : `${versionPath}/name_map.json is not usable`,
+      anchorOf: anchorsByName(nameMap),
+      wanted: sink.wanted(),
+      verify: options.verify === true,
+      ...(options.readForeignPopef === undefined ? {} : { readForeignPopef: options.readForeignPopef }),
+    });
+    sink.addAll(outcome.findings);
+    // With --require-popef, layout/popef-missing has said there is no PopEF already.
+    if (outcome.notDone !== undefined && !(requirePopef && outcome.notDone.kind === 'no-popef')) notDone.push(outcome.notDone);
+    if (outcome.skipped !== undefined) state.popefSkipped ??= outcome.skipped;
   }
   if (notDone.length > 0) sink.add(notCrossCheckedRule(model, notDone, requirePopef));
   sink.addAll(popefBackendRule(directory, config));
@@ -229,30 +219,6 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
       }
       sink.addAll(backendLibraryRules(effective, { model, backendDirectory: options.backendDirectory, searched, ...(found === undefined ? {} : { found }) }));
     }
-  }
-}
-
-/** The config against the PopEF files of one version, read as one model set. */
-async function crossCheckPopef(paths: readonly string[], shown: readonly string[], config: ModelConfig, anchorOf: ReadonlyMap<string, string>, model: string, wanted: (rule: RuleId) => boolean): Promise<RawFinding[]> {
-  let set: ModelSet | undefined;
-  try {
-    set = await ModelSet.open(paths);
-    if (set.models.length !== 1) {
-      return [{ rule: 'popef/unreadable', message: `${shown.join(' + ')} hold${shown.length === 1 ? 's' : ''} ${set.models.length} models; the Poplar backend serves one per version`, file: shown[0], hint: 'keep one model per version directory' }];
-    }
-    const opened = set.model();
-    if (opened.metadata === undefined) {
-      return [{ rule: 'popef/unreadable', message: `executable "${opened.name}" in ${shown.join(' + ')} has no metadata`, file: shown[0], hint: 'export the model again' }];
-    }
-    return checkAgainstPopef(config, anchorOf, opened.metadata, set.storedTensorNames, model, wanted);
-  } catch (error) {
-    if (!(error instanceof PopefError)) throw error;
-    const index = paths.findIndex((p) => p === error.file);
-    const file = shown[index] ?? shown[0];
-    const where = error.offset === undefined ? '' : ` at offset ${error.offset}${error.field === undefined ? '' : ` (${error.field})`}`;
-    return [{ rule: 'popef/unreadable', message: `${file ?? 'PopEF'}${where}: ${error.message} [${error.code}]`, ...(file === undefined ? {} : { file }), ...(error.suggestion === undefined ? {} : { hint: error.suggestion }) }];
-  } finally {
-    await set?.close();
   }
 }
 
