@@ -10,6 +10,7 @@ import type { SourcePos } from '../pbtxt-lexer.js';
 /** `info`: a notice (what was not checked, and why); it never fails a run, --strict included. */
 export type Severity = 'error' | 'warning' | 'info';
 
+/** One problem validate found: the rule, its severity, the message, where, and a hint. */
 export interface Finding {
   readonly rule: RuleId;
   readonly severity: Severity;
@@ -104,6 +105,7 @@ export const RULES = {
   'backend/runtime-escapes': { severity: 'error', mirrors: 'TritonModel::GetBackendLibraryProperties', description: 'runtime names a file inside the backend directory' },
 } as const satisfies Record<string, RuleInfo>;
 
+/** The id of a validate rule (`config/max-batch-size`, ...): a key of RULES. */
 export type RuleId = keyof typeof RULES;
 
 /** A finding before it is placed in a model and file: where, by config path. */

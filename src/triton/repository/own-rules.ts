@@ -8,7 +8,12 @@ import type { RawFinding } from './findings.js';
  * rule family, each `(config, model) => findings` on the normalised config.
  */
 
-/** Parameters the Poplar backend reads (the README's validate section lists them). */
+/**
+ * Parameters the Poplar backend reads: the two Graphcore's example configs set
+ * (https://github.com/graphcore/examples, utils/triton_server) and the two test
+ * delays of its API reference
+ * (https://docs.graphcore.ai/projects/poplar-triton-backend/en/latest/reference.html).
+ */
 export const POPLAR_PARAMETERS = ['synchronous_execution', 'timeout_ns', 'execute_delay_ms', 'instance_wise_delay_multiplier'];
 
 const n = (v: Int64 | undefined): number => (v === undefined ? 0 : Number(v));

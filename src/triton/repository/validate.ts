@@ -62,6 +62,7 @@ export interface ValidateOptions {
 
 export { MAX_FINDINGS_PER_RULE };
 
+/** The findings of one model directory. */
 export interface ModelReport {
   readonly name: string;
   readonly findings: readonly Finding[];
@@ -73,6 +74,7 @@ export interface ModelReport {
   readonly popefSkipped?: string;
 }
 
+/** What validateRepository found in one repository. */
 export interface RepositoryReport {
   readonly repository: string;
   readonly models: readonly ModelReport[];
