@@ -42,6 +42,7 @@ const MRM = 'ModelRepositoryManager::InitializeModelInfo';
 
 /** Every rule, by id. Ids are stable: scripts and suppressions may rely on them. */
 export const RULES = {
+  'layout/model-directory': { severity: 'warning', mirrors: null, description: 'the path given is a repository, not a model directory (it holds no config.pbtxt of its own)' },
   'layout/hidden-directory': { severity: 'warning', mirrors: null, description: 'hidden directories at the repository root are loaded by Triton as models' },
   'layout/config-missing': { severity: 'error', mirrors: null, description: 'every model directory has a config.pbtxt (without one, Triton auto-completes an empty config: see config/no-backend)' },
   'layout/unreadable': { severity: 'error', mirrors: null, description: 'every file and directory of the model can be read: a regular file within its size limit, with read permission (Triton fails to load the model otherwise)' },

@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../../errors.js';
 import type { ParsedNameMap } from '../name-map.js';
 import type { ModelConfig } from '../model-config.js';
@@ -270,6 +270,16 @@ export async function validateRepository(root: string, options: ValidateOptions 
     throw new PopefError(ErrorCode.Io, 'not a directory', { file: root, suggestion: 'give the model repository directory (the one passed to tritonserver --model-repository)' });
   }
   const repositorySink = new FindingSink({ strict: options.strict, limit: options.maxFindingsPerRule });
+  // `popef validate models/mnist`: a model directory given where its repository belongs.
+  if (await isFile(join(root, 'config.pbtxt'))) {
+    const parent = basename(dirname(root)) || dirname(root);
+    repositorySink.add({
+      rule: 'layout/model-directory',
+      message: `${basename(root)} holds config.pbtxt: it is a model directory, not a model repository, so its version directories are read as models`,
+      file: 'config.pbtxt',
+      hint: `give the repository that holds it: popef validate ${parent} (the directory passed to tritonserver --model-repository)`,
+    });
+  }
   const entries = (await listDir(root)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const wanted = options.models === undefined ? undefined : new Set(options.models);
   const modelNames: string[] = [];
