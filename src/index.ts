@@ -8,6 +8,7 @@ export type { ErrorLocation, PopefErrorOptions } from './errors.js';
 export type { ByteSource } from './io/byte-source.js';
 export { FileSource } from './io/file-source.js';
 export { MemorySource } from './io/memory-source.js';
+export { BlobSource } from './io/blob-source.js';
 
 export { BlobType, Codec, LAYOUT_VERSION, Limits, type BlobTypeName } from './format/constants.js';
 export type {
@@ -90,4 +91,5 @@ export { readNpy, writeNpy } from './run/tensor-io/npy.js';
 export { validateRepository, summarizeFindings, type ModelReport, type RepositoryReport, type ValidateOptions } from './triton/repository/validate.js';
 export type { ReadForeignPopef } from './triton/repository/popef-cross-check.js';
 export { readModelDirectory, type ModelDirectoryRead, type VersionDirectory } from './triton/repository/model-directory.js';
+export { checkConfigText, type ConfigTextCheck } from './triton/repository/check-text.js';
 export { RULES, type Finding, type RuleId, type Severity } from './triton/repository/findings.js';

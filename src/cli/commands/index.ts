@@ -13,6 +13,7 @@ import { registerScaffold } from './scaffold.js';
 import { registerServe } from './serve.js';
 import { registerValidate } from './validate.js';
 import { registerUnpack } from './unpack.js';
+import { registerView } from './view.js';
 
 type Registrar = (program: Command, io: CliIo, run: (handler: Handler) => void) => void;
 
@@ -30,6 +31,7 @@ const COMMANDS: readonly (readonly [names: readonly string[], register: Registra
   [['unpack'], registerUnpack],
   [['import', 'export'], registerConvert],
   [['doctor'], registerDoctor],
+  [['view'], registerView],
 ];
 
 /**

@@ -1,4 +1,5 @@
 import type { SourcePos } from '../pbtxt-lexer.js';
+import { nearestPosition } from './check-text.js';
 import { MAX_FINDINGS_PER_RULE } from './finding-limit.js';
 import { RULES, type Finding, type RawFinding, type RuleId, type Severity } from './findings.js';
 
@@ -21,15 +22,6 @@ export interface SinkOptions {
   readonly configFile?: string;
   /** config.pbtxt positions by config path, for raw findings with `path`. */
   readonly positions?: ReadonlyMap<string, SourcePos>;
-}
-
-/** The nearest recorded position of a config path: the path itself, else its parents. */
-function positionOf(positions: ReadonlyMap<string, SourcePos>, path: string | undefined): SourcePos | undefined {
-  for (let p = path; p !== undefined && p !== ''; p = p.includes('.') || p.includes('[') ? p.replace(/(\.[^.[\]]*|\[\d+\])$/, '') : undefined) {
-    const at = positions.get(p);
-    if (at !== undefined) return at;
-  }
-  return undefined;
 }
 
 export class FindingSink {
@@ -80,7 +72,7 @@ export class FindingSink {
     seen.count += 1;
     this.perRule.set(raw.rule, seen);
     if (!listed) return;
-    const at = raw.at ?? (raw.file === undefined ? positionOf(this.positions, raw.path) : undefined);
+    const at = raw.at ?? (raw.file === undefined ? nearestPosition(this.positions, raw.path) : undefined);
     this.listed.push({
       rule: raw.rule,
       severity: shown,

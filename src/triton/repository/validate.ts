@@ -6,6 +6,7 @@ import type { ModelConfig } from '../model-config.js';
 import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
 import { MAX_FINDINGS_PER_RULE } from './finding-limit.js';
 import { backendLibrary, backendLibraryRules, backendSearchPath } from './backend-rules.js';
+import { parseFailure } from './check-text.js';
 import { checkConfig } from './config-rules.js';
 import { validateEnsembleConfig } from './ensemble-rules.js';
 import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
@@ -144,14 +145,8 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
   if (read.kind === 'missing') {
     sink.add({ rule: 'layout/config-missing', message: `model '${model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`, file: configFile, hint: 'add a config.pbtxt (popef config generates one)' });
   } else if (read.kind === 'unparsable') {
-    const e = read.error;
-    sink.add({
-      rule: 'config/parse',
-      message: `failed to read text proto from ${configPath}: Error parsing text-format inference.ModelConfig: ${e.line ?? 0}:${e.column ?? 0}: ${e.message}`,
-      file: configFile,
-      ...(e.line === undefined ? {} : { at: { line: e.line, column: e.column ?? 0 } }),
-      hint: 'fix the syntax at that position (Triton fails to load the model with this message)',
-    });
+    const failure = parseFailure(read.error, configPath);
+    sink.add({ ...failure, file: configFile });
   }
   let normalized: ModelConfig | undefined;
   if (read.kind !== 'unparsable') {
