@@ -77,6 +77,7 @@ export {
   type TensorReport,
   type VerifyReport,
 } from './inspect/report.js';
+export { describeModelSet, parseDescription, descriptionPathOf, type DescribedFile, type PopefDescription } from './inspect/description.js';
 
 export type { Availability, ExecutionPlugin, ModelRequest, ModelTensors, OpenedModel, RunOptions, Tensor, TensorSpec } from './run/plugin-api.js';
 export { ChildProcessPlugin, type ChildPluginOptions } from './run/child-plugin.js';
@@ -88,5 +89,7 @@ export { fromNumbers, toNumbers } from './run/tensor.js';
 export { loadInput, randomTensor, type ImageOptions, type RandomOptions } from './run/tensor-io/inputs.js';
 export { readNpy, writeNpy } from './run/tensor-io/npy.js';
 export { validateRepository, summarizeFindings, type ModelReport, type RepositoryReport, type ValidateOptions } from './triton/repository/validate.js';
+export type { ReadForeignPopef } from './triton/repository/popef-cross-check.js';
+export { readModelDirectory, type ModelDirectoryRead, type VersionDirectory } from './triton/repository/model-directory.js';
 export { checkConfigText, type ConfigTextCheck } from './triton/repository/check-text.js';
 export { RULES, type Finding, type RuleId, type Severity } from './triton/repository/findings.js';

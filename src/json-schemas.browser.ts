@@ -5,6 +5,7 @@ import doctor from '../schemas/doctor.schema.json' with { type: 'json' };
 import dump from '../schemas/dump.schema.json' with { type: 'json' };
 import manifest from '../schemas/manifest.schema.json' with { type: 'json' };
 import nameMap from '../schemas/name-map.schema.json' with { type: 'json' };
+import popefDescription from '../schemas/popef-description.schema.json' with { type: 'json' };
 import sarif from '../schemas/sarif-2.1.0-subset.schema.json' with { type: 'json' };
 import validate from '../schemas/validate.schema.json' with { type: 'json' };
 import type { SchemaName } from './json-schemas.js';
@@ -22,6 +23,7 @@ const SCHEMAS: Record<SchemaName, object> = {
   dump,
   manifest,
   'name-map': nameMap,
+  'popef-description': popefDescription,
   'sarif-2.1.0-subset': sarif,
   validate,
 };
@@ -31,7 +33,10 @@ const compiled = new Map<SchemaName, ValidateFunction>();
 function validator(name: SchemaName): ValidateFunction {
   let v = compiled.get(name);
   if (v === undefined) {
-    v = new Ajv({ allErrors: true, strict: true, strictTypes: false }).compile(SCHEMAS[name]);
+    const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false });
+    // The description's models are dump's (a $ref into dump.schema.json).
+    if (name === 'popef-description') ajv.addSchema(dump);
+    v = ajv.compile(SCHEMAS[name]);
     compiled.set(name, v);
   }
   return v;

@@ -9,7 +9,10 @@ import { errorLines } from './json-schema-lines.js';
  * one "JSON-pointer: message" line each, the form the CLI prints.
  */
 
-export type SchemaName = 'manifest' | 'dump' | 'name-map' | 'validate' | 'sarif-2.1.0-subset' | 'diff' | 'doctor';
+export type SchemaName = 'manifest' | 'dump' | 'name-map' | 'validate' | 'sarif-2.1.0-subset' | 'diff' | 'doctor' | 'popef-description';
+
+/** Schemas another one refers to by $ref, added to its ajv instance first. */
+const REFERENCED: Partial<Record<SchemaName, readonly SchemaName[]>> = { 'popef-description': ['dump'] };
 
 const compiled = new Map<SchemaName, ValidateFunction>();
 
@@ -28,6 +31,7 @@ function validator(name: SchemaName): ValidateFunction {
   if (v === undefined) {
     const { Ajv } = requireHere('ajv') as typeof AjvModule;
     const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false });
+    for (const other of REFERENCED[name] ?? []) ajv.addSchema(JSON.parse(readFileSync(schemaUrl(other), 'utf8')) as object);
     v = ajv.compile(JSON.parse(readFileSync(schemaUrl(name), 'utf8')) as object);
     compiled.set(name, v);
   }

@@ -196,3 +196,14 @@ export function encodeHeader(h: HeaderFields): Uint8Array {
   view.setUint32(HeaderField.headerCrc, crc32(out.subarray(0, HeaderField.headerCrc)), true);
   return out;
 }
+
+/**
+ * What a file's first bytes say it is: `open` when it begins with the open
+ * layout's blob signature (damage after that is the reader's to report),
+ * `empty` for a file of no bytes, `foreign` otherwise (an SDK-written export
+ * or not PopEF at all: its encoding is never guessed at).
+ */
+export function layoutOf(firstBytes: Uint8Array, size: number): 'open' | 'empty' | 'foreign' {
+  if (size === 0) return 'empty';
+  return size >= BLOB_MAGIC.length && hasMagic(firstBytes) ? 'open' : 'foreign';
+}

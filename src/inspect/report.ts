@@ -123,8 +123,8 @@ export interface DumpReport {
   readonly verify: VerifyReport | null;
 }
 
-function metadataReport(m: Metadata, stored: ReadonlySet<string>): MetadataReport {
-  // Field by field rather than a spread: this order is the JSON report's.
+/** The metadata's fields but its anchors, field by field rather than a spread: this order is the JSON report's. */
+export function metadataFields(m: Omit<Metadata, 'anchors'>): Omit<Metadata, 'anchors'> {
   return {
     executable: m.executable,
     replicationFactor: m.replicationFactor,
@@ -139,6 +139,12 @@ function metadataReport(m: Metadata, stored: ReadonlySet<string>): MetadataRepor
     programsMap: m.programsMap,
     engineOptions: m.engineOptions,
     deviceOptions: m.deviceOptions,
+  };
+}
+
+function metadataReport(m: Metadata, stored: ReadonlySet<string>): MetadataReport {
+  return {
+    ...metadataFields(m),
     anchors: m.anchors.map((a) => ({
       name: a.name,
       handle: a.handle,

@@ -31,7 +31,8 @@ function location(f: Finding, path: string | undefined): string {
 function summaryLine(run: ValidateRun): string {
   const s = summarizeFindings(run.reports);
   const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
-  return `${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')} in ${plural(s.models, 'model')}`;
+  const unchecked = s.notCrossChecked === 0 ? '' : `; ${s.notCrossChecked} of them not cross-checked against a PopEF`;
+  return `${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')} in ${plural(s.models, 'model')}${unchecked}`;
 }
 
 export function renderValidateText(run: ValidateRun, c: Colour): string {
@@ -39,7 +40,7 @@ export function renderValidateText(run: ValidateRun, c: Colour): string {
   run.reports.forEach((r, index) => {
     out.push(c.bold(`${run.shownRoots[index] ?? r.repository} (${r.models.length} model${r.models.length === 1 ? '' : 's'}, Triton ${run.tritonVersion})`));
     const line = (f: Finding): void => {
-      const severity = f.severity === 'error' ? c.red('error') : c.yellow('warning');
+      const severity = f.severity === 'error' ? c.red('error') : f.severity === 'warning' ? c.yellow('warning') : c.cyan('note');
       out.push(`    ${location(f, shownPath(run, index, f.file))}${severity}: ${f.message} ${c.dim(`[${f.rule}]`)}`);
       if (f.hint !== undefined) out.push(`      ${c.dim(`hint: ${f.hint}`)}`);
     };
@@ -85,26 +86,38 @@ function xml(text: string): string {
     .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
-/** JUnit XML: one test case per model and rule, failing on that rule's errors. */
+/** The rules that need the PopEF's anchors: skipped in JUnit when the model's PopEF could not be read. */
+const POPEF_READING_RULES: ReadonlySet<RuleId> = new Set<RuleId>(['popef/unreadable', 'popef/missing-anchor', 'popef/data-type', 'popef/dims', 'popef/max-batch-size', 'popef/unserved-anchor']);
+
+/** JUnit XML: one test case per model and rule, failing on that rule's errors, skipped (with the reason) where it could not run. */
 export function renderJunit(run: ValidateRun): string {
   const ruleIds = Object.keys(RULES) as RuleId[];
   const suites: string[] = [];
   let tests = 0;
   let failures = 0;
+  let skippedCount = 0;
   run.reports.forEach((r, index) => {
     const root = run.shownRoots[index] ?? r.repository;
-    const groups: { name: string; findings: readonly Finding[] }[] = [
+    const groups: { name: string; findings: readonly Finding[]; popefSkipped?: string }[] = [
       { name: '(repository)', findings: r.findings },
-      ...r.models.map((m) => ({ name: m.name, findings: m.findings })),
+      ...r.models.map((m) => ({ name: m.name, findings: m.findings, ...(m.popefSkipped === undefined ? {} : { popefSkipped: m.popefSkipped }) })),
     ];
     for (const g of groups) {
       const cases: string[] = [];
       let suiteFailures = 0;
+      let suiteSkipped = 0;
       for (const rule of ruleIds) {
         const hits = g.findings.filter((f) => f.rule === rule);
         const errors = hits.filter((f) => f.severity === 'error');
         const warnings = hits.filter((f) => f.severity === 'warning');
+        const notices = hits.filter((f) => f.severity === 'info');
         const body: string[] = [];
+        // A rule that could not run is skipped, with the reason, not passed: the notice itself, and the rules that read the PopEF.
+        const skipped = errors.length > 0 ? undefined : (notices[0]?.message ?? (g.popefSkipped !== undefined && POPEF_READING_RULES.has(rule) ? `not run: ${g.popefSkipped}` : undefined));
+        if (skipped !== undefined) {
+          suiteSkipped += 1;
+          body.push(`      <skipped message="${xml(skipped)}"/>`);
+        }
         if (errors.length > 0) {
           suiteFailures += 1;
           const text = errors.map((f) => `${location(f, shownPath(run, index, f.file))}${f.message}${f.hint === undefined ? '' : `\nhint: ${f.hint}`}`).join('\n');
@@ -118,10 +131,16 @@ export function renderJunit(run: ValidateRun): string {
       }
       tests += ruleIds.length;
       failures += suiteFailures;
-      suites.push(`  <testsuite name="${xml(`${root}/${g.name}`)}" tests="${ruleIds.length}" failures="${suiteFailures}" errors="0">\n${cases.join('\n')}\n  </testsuite>`);
+      skippedCount += suiteSkipped;
+      suites.push(`  <testsuite name="${xml(`${root}/${g.name}`)}" tests="${ruleIds.length}" failures="${suiteFailures}" errors="0" skipped="${suiteSkipped}">\n${cases.join('\n')}\n  </testsuite>`);
     }
   });
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="popef validate" tests="${tests}" failures="${failures}" errors="0">\n${suites.join('\n')}\n</testsuites>\n`;
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="popef validate" tests="${tests}" failures="${failures}" errors="0" skipped="${skippedCount}">\n${suites.join('\n')}\n</testsuites>\n`;
+}
+
+/** SARIF's levels: a notice is a `note`. */
+function sarifLevel(severity: Finding['severity']): 'error' | 'warning' | 'note' {
+  return severity === 'info' ? 'note' : severity;
 }
 
 /** SARIF 2.1.0: one run, every rule described, each finding a result with file and region. */
@@ -131,7 +150,7 @@ export function validateSarif(run: ValidateRun): unknown {
       const uri = shownPath(run, index, f.file);
       return {
         ruleId: f.rule,
-        level: f.severity,
+        level: sarifLevel(f.severity),
         message: { text: f.hint === undefined ? f.message : `${f.message} (hint: ${f.hint})` },
         ...(uri === undefined
           ? {}
@@ -160,7 +179,7 @@ export function validateSarif(run: ValidateRun): unknown {
             rules: (Object.entries(RULES) as [RuleId, (typeof RULES)[RuleId]][]).map(([id, info]) => ({
               id,
               shortDescription: { text: info.description },
-              defaultConfiguration: { level: run.strict ? 'error' : info.severity },
+              defaultConfiguration: { level: run.strict && info.severity === 'warning' ? 'error' : sarifLevel(info.severity) },
             })),
           },
         },
@@ -189,7 +208,7 @@ export function renderGithub(run: ValidateRun): string {
       if (f.line !== undefined) props.push(`line=${f.line}`, `col=${f.column ?? 1}`);
       props.push(`title=${escapeProperty(`popef validate ${f.rule}`)}`);
       const message = f.hint === undefined ? f.message : `${f.message}\nhint: ${f.hint}`;
-      lines.push(`::${f.severity} ${props.join(',')}::${escapeData(message)}`);
+      lines.push(`::${f.severity === 'info' ? 'notice' : f.severity} ${props.join(',')}::${escapeData(message)}`);
     }
   });
   lines.push(summaryLine(run));

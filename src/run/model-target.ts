@@ -1,8 +1,8 @@
-import { readdir, stat } from 'node:fs/promises';
-import { FILE_LIMITS, readRegularText } from '../io/local-file.js';
+import { stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { ErrorCode, PopefError, ioError, isNotFound } from '../errors.js';
+import { ErrorCode, PopefError } from '../errors.js';
 import { parseNameMap } from '../triton/name-map.js';
+import { readModelDirectory, readVersionDirectory, type VersionDirectory } from '../triton/repository/model-directory.js';
 
 /**
  * What `popef run` was pointed at: PopEF files, or a model directory of a
@@ -27,44 +27,59 @@ async function isDirectory(path: string): Promise<boolean> {
   );
 }
 
+const MODEL_DIRECTORY_HINT = 'give a model directory of a Triton repository (MODEL/config.pbtxt, MODEL/1/executable.popef) or PopEF files';
+
+/**
+ * A model directory's version, read as Triton reads it (model-directory.ts,
+ * the reader validate and serve use): without `version`, the highest the
+ * config's version policy selects; with it, that version directory whether
+ * the policy selects it or not (the user asked for it by number).
+ */
+export async function modelDirectoryVersion(path: string, version?: number): Promise<VersionDirectory> {
+  const directory = await readModelDirectory(path, basename(path));
+  if (directory.config.kind === 'unparsable') {
+    // Which version Triton would serve depends on the policy the config sets.
+    throw new PopefError(ErrorCode.InvalidInput, `config.pbtxt does not parse: ${directory.config.error.message}`, { file: join(path, 'config.pbtxt'), suggestion: 'check it with popef validate' });
+  }
+  let chosen: VersionDirectory | undefined;
+  if (version === undefined) {
+    chosen = directory.selected[0];
+  } else {
+    chosen = directory.selected.find((v) => v.version === version);
+    const candidate = directory.candidates.find((c) => c.version === version);
+    if (chosen === undefined && candidate !== undefined) chosen = await readVersionDirectory(path, { ...candidate, version });
+  }
+  if (chosen === undefined) {
+    const none = directory.candidates.every((c) => c.version === undefined);
+    const message = version !== undefined ? `the model directory has no version ${version}` : none ? 'the model directory has no numeric version directory' : 'the version policy of config.pbtxt selects no version directory';
+    throw new PopefError(ErrorCode.InvalidInput, message, { file: path, suggestion: MODEL_DIRECTORY_HINT });
+  }
+  if (chosen.listError !== undefined) throw chosen.listError;
+  if (chosen.nameMapError !== undefined) throw chosen.nameMapError;
+  return chosen;
+}
+
 export async function resolveTarget(args: readonly string[], cwd: string, version?: number): Promise<ModelTarget> {
   const paths = args.map((a) => resolve(cwd, a));
   const first = paths[0];
   if (paths.length === 1 && first !== undefined && (await isDirectory(first))) {
-    const entries = await readdir(first).catch((error: unknown) => {
-      throw ioError(error, first, 'list the model directory');
-    });
-    const versions = entries.filter((e) => /^(0|[1-9]\d*)$/.test(e)).map(Number).sort((a, b) => b - a);
-    const chosen = version ?? versions[0];
-    if (chosen === undefined || !versions.includes(chosen)) {
-      throw new PopefError(ErrorCode.InvalidInput, version === undefined ? 'the model directory has no numeric version directory' : `the model directory has no version ${version}`, {
-        file: first,
-        suggestion: 'give a model directory of a Triton repository (MODEL/config.pbtxt, MODEL/1/executable.popef) or PopEF files',
-      });
-    }
-    const versionDir = join(first, String(chosen));
-    const files = (await readdir(versionDir))
-      .filter((f) => f.endsWith('.popef'))
-      .sort((a, b) => (a === 'executable.popef' ? -1 : b === 'executable.popef' ? 1 : a < b ? -1 : 1))
-      .map((f) => join(versionDir, f));
+    const chosen = await modelDirectoryVersion(first, version);
+    const versionDir = join(first, chosen.dir);
+    const files = chosen.popefFiles.map((f) => join(versionDir, f));
     if (files.length === 0) {
-      throw new PopefError(ErrorCode.InvalidInput, `version directory ${chosen} holds no .popef file`, { file: versionDir });
+      throw new PopefError(ErrorCode.InvalidInput, `version directory ${chosen.version} holds no .popef file`, { file: versionDir });
     }
     const clientNames = new Map<string, string>();
     const mapPath = join(versionDir, 'name_map.json');
-    const text = await readRegularText(mapPath, { what: 'name_map.json', limit: FILE_LIMITS.json }).catch((error: unknown) => {
-      // No map: the anchors keep their own names. Any other failure is the user's to fix.
-      if (isNotFound(error)) return undefined;
-      throw error;
-    });
-    if (text !== undefined) {
-      const parsed = parseNameMap(text, mapPath);
+    // No map: the anchors keep their own names.
+    if (chosen.nameMapText !== undefined) {
+      const parsed = parseNameMap(chosen.nameMapText, mapPath);
       if (parsed.schemaErrors.length > 0) {
         throw new PopefError(ErrorCode.InvalidInput, `name_map.json is not usable: ${parsed.schemaErrors.join('; ')}`, { file: mapPath, suggestion: 'check it with popef validate' });
       }
       for (const e of parsed.entries) clientNames.set(e.anchor, e.name);
     }
-    return { files, clientNames, description: `model directory ${args[0] ?? ''}, version ${chosen}`, modelName: basename(first), version: chosen };
+    return { files, clientNames, description: `model directory ${args[0] ?? ''}, version ${chosen.version}`, modelName: basename(first), version: chosen.version };
   }
   return { files: paths, clientNames: new Map(), description: args.join(' + ') };
 }

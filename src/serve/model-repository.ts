@@ -67,7 +67,7 @@ function joinTensors(
   return out;
 }
 
-async function loadModel(root: string, report: ModelReport, options: LoadOptions): Promise<ServedModel> {
+async function loadModel(root: string, report: ModelReport, options: LoadOptions, selectedVersion: number | undefined): Promise<ServedModel> {
   const error = report.findings.find((f) => f.severity === 'error');
   const config = report.config;
   if (error !== undefined) return unavailable(report.name, config, error.message);
@@ -76,14 +76,14 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
     return unavailable(report.name, config, `popef serve runs models of the poplar backend only; this one names backend '${config.backend ?? ''}'`);
   }
   const modelDir = join(root, report.name);
-  let version = '';
+  let version = selectedVersion === undefined ? '' : String(selectedVersion);
   const opened: StartedInstance[] = [];
   const release = async (): Promise<void> => {
     await Promise.allSettled(opened.map((i) => i.model.close()));
     await Promise.allSettled(opened.map((i) => i.plugin.dispose()));
   };
   try {
-    const target = await resolveTarget([modelDir], root);
+    const target = await resolveTarget([modelDir], root, selectedVersion);
     version = String(target.version ?? '');
     const anchorOf = new Map<string, string>();
     for (const [anchor, client] of target.clientNames) anchorOf.set(client, anchor);
@@ -131,13 +131,22 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
   }
 }
 
+/** The versions of one model Triton loads: every one its version policy selects; one refusal when the model has errors. */
+async function loadVersions(root: string, report: ModelReport, options: LoadOptions): Promise<ServedModel[]> {
+  const served: ServedModel[] = [];
+  const versions = report.findings.some((f) => f.severity === 'error') || report.versions.length === 0 ? [undefined] : report.versions;
+  for (const v of versions) served.push(await loadModel(root, report, options, v));
+  return served;
+}
+
 export class ModelRepository {
-  private readonly models = new Map<string, ServedModel>();
+  /** Each model's served versions, highest first. */
+  private readonly models = new Map<string, ServedModel[]>();
   private loaded = false;
 
-  /** Every model, in name order. */
+  /** Every model version, in name order, then version order. */
   list(): ServedModel[] {
-    return [...this.models.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...this.models.values()].flat().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : Number(a.version) - Number(b.version)));
   }
 
   /** True once every model has been loaded or refused. */
@@ -153,12 +162,12 @@ export class ModelRepository {
       for (const m of report.models) {
         if (options.models !== undefined && !options.models.includes(m.name)) continue;
         const served = this.models.has(m.name)
-          ? unavailable(m.name, m.config, `model '${m.name}' appears in more than one model repository`)
-          : await loadModel(root, m, options);
+          ? [unavailable(m.name, m.config, `model '${m.name}' appears in more than one model repository`)]
+          : await loadVersions(root, m, options);
         const earlier = this.models.get(m.name);
-        if (earlier !== undefined) await earlier.close();
+        if (earlier !== undefined) await Promise.allSettled(earlier.map((e) => e.close()));
         this.models.set(m.name, served);
-        options.onModel?.(served);
+        for (const s of served) options.onModel?.(s);
       }
     }
     this.loaded = true;
@@ -166,8 +175,8 @@ export class ModelRepository {
 
   /** The model, with Triton's messages for a name, version or state that does not serve. */
   get(name: string, version: string): ServedModel {
-    const model = this.models.get(name);
-    if (model === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' is not found`);
+    const versions = this.models.get(name);
+    if (versions === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' is not found`);
     if (version !== '') {
       // std::stoll: exact over int64, out_of_range beyond it (a Number would round 99999999999999999999 up to 1e20).
       const exact = /^-?\d+$/.test(version) ? BigInt(version) : undefined;
@@ -175,15 +184,16 @@ export class ModelRepository {
         throw new RequestError('INVALID_ARG', `failed to get model version from specified version string '${version}' (details: stoll)`);
       }
       if (exact !== -1n) {
-        if (exact.toString() !== model.version) {
-          throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' version ${exact} is not found`);
-        }
+        const model = versions.find((m) => exact.toString() === m.version);
+        if (model === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' version ${exact} is not found`);
         if (!model.ready) throw new RequestError('UNAVAILABLE', `Request for unknown model: '${name}' version ${exact} is not at ready state`);
         return model;
       }
     }
-    if (!model.ready) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' has no available versions`);
-    return model;
+    // No version (or -1): the highest version that is ready, as ModelLifeCycle::GetModel picks it.
+    const latest = versions.find((m) => m.ready);
+    if (latest === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' has no available versions`);
+    return latest;
   }
 
   /** Whether the model (and version) is ready, without an error. */

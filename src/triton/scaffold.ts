@@ -90,7 +90,7 @@ export async function planScaffold(
   repository: string,
   model: string,
   version: number,
-  files: { readonly config: string; readonly nameMap: string; readonly popefFiles: readonly string[] },
+  files: { readonly config: string; readonly nameMap: string; readonly popefFiles: readonly string[]; readonly description?: string },
   options: ScaffoldOptions = {},
 ): Promise<ScaffoldPlan> {
   checkModelName(model);
@@ -118,6 +118,8 @@ export async function planScaffold(
     taken.add(name);
     out.push({ path: join(String(version), name), content: { copyFrom: file } });
   });
+  // Scaffolded from a PopEF description: it goes where validate looks for it, beside where the export belongs.
+  if (files.description !== undefined) out.push({ path: join(String(version), 'executable.popef.json'), content: { copyFrom: files.description } });
   const replaces: string[] = [];
   for (const target of [join(modelDir, 'config.pbtxt'), join(modelDir, String(version))]) {
     if (await exists(target)) replaces.push(target);

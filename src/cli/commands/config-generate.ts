@@ -1,6 +1,9 @@
 import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { openModelSet } from './open-popef.js';
+import { describedModel, isDescriptionName, parseDescription } from '../../inspect/description.js';
+import { FILE_LIMITS, readRegularText } from '../../io/local-file.js';
+import type { Metadata } from '../../schema/model.js';
 import { configFromPopef, type ConfigOptions, type GeneratedConfig } from '../../triton/config-from-popef.js';
 import { renderNameMap } from '../../triton/name-map.js';
 import { printPbtxt } from '../../triton/pbtxt-printer.js';
@@ -20,16 +23,25 @@ function pair(value: string, what: string): [string, string] {
 export interface GeneratedFiles extends GeneratedConfig {
   readonly pbtxt: string;
   readonly nameMapText: string;
-  /** The PopEF files, the one holding the executable first. */
+  /** The PopEF files, the one holding the executable first (none when generated from a description). */
   readonly popefFiles: readonly string[];
+  /** The PopEF description the config was generated from, in place of the PopEF. */
+  readonly descriptionFile?: string;
   readonly executable: string;
   /** How many models the files hold (scaffold places all files, so it needs exactly one). */
   readonly modelCount: number;
 }
 
-/** Opens the files, picks the model, generates config.pbtxt and name_map.json text. */
+/** Opens the files (or reads a description), picks the model, generates config.pbtxt and name_map.json text. */
 export async function generateFiles(files: readonly string[], flags: ConfigFlags, modelName: string | undefined, io: CliIo): Promise<GeneratedFiles> {
   const paths = files.map((f) => resolve(io.cwd, f));
+  const only = paths[0];
+  // A PopEF description (FILE.popef.json, from popef describe) stands in for the PopEF: a config can be generated where the file cannot be read.
+  if (paths.length === 1 && only !== undefined && isDescriptionName(only)) {
+    const description = parseDescription(await readRegularText(only, { what: 'the PopEF description', limit: FILE_LIMITS.json }), files[0] ?? only);
+    const model = describedModel(description, files[0] ?? only, flags.executable);
+    return { ...generate(model.metadata, model.storedTensorNames, flags, modelName), popefFiles: [], descriptionFile: only, executable: model.name, modelCount: description.models.length };
+  }
   // Metadata and anchors only: an SDK-written file's executable is not copied to read them.
   const set = await openModelSet(paths, io, { executables: false });
   try {
@@ -38,34 +50,37 @@ export async function generateFiles(files: readonly string[], flags: ConfigFlags
     if (metadata === undefined) {
       throw usage(`executable "${model.name}" has no metadata blob, so its inputs and outputs are unknown`);
     }
-    const names = new Map<string, string>();
-    for (const n of flags.name ?? []) {
-      const [anchor, name] = pair(n, '--name ANCHOR=NAME');
-      if (names.has(anchor)) throw usage(`--name gives anchor "${anchor}" two names`);
-      names.set(anchor, name);
-    }
-    const options: ConfigOptions = {
-      modelName,
-      names,
-      deviceIterations: flags.deviceIterations,
-      gradientAccumulation: flags.gradientAccumulation,
-      maxBatchSize: flags.maxBatchSize,
-      batching: flags.batching,
-      parameters: (flags.parameter ?? []).map((p) => pair(p, '--parameter KEY=VALUE')),
-      dynamicBatching:
-        flags.dynamicBatching === true
-          ? { preferredBatchSizes: flags.preferredBatchSize, maxQueueDelayMicroseconds: flags.maxQueueDelayUs }
-          : undefined,
-    };
-    if (flags.dynamicBatching !== true && (flags.preferredBatchSize !== undefined || flags.maxQueueDelayUs !== undefined)) {
-      throw usage('--preferred-batch-size and --max-queue-delay-us need --dynamic-batching');
-    }
-    const generated = configFromPopef(metadata, set.storedTensorNames, options);
-    const pbtxt = printPbtxt(generated.config, { tritonVersion: flags.tritonVersion });
     const owner = set.fileOf(model.executable).source.name;
     const popefFiles = [owner, ...paths.filter((p) => p !== owner)];
-    return { ...generated, pbtxt, nameMapText: renderNameMap(generated.nameMap), popefFiles, executable: model.name, modelCount: set.models.length };
+    return { ...generate(metadata, set.storedTensorNames, flags, modelName), popefFiles, executable: model.name, modelCount: set.models.length };
   } finally {
     await set.close();
   }
+}
+
+function generate(metadata: Metadata, storedTensorNames: ReadonlySet<string>, flags: ConfigFlags, modelName: string | undefined): GeneratedConfig & { pbtxt: string; nameMapText: string } {
+  const names = new Map<string, string>();
+  for (const n of flags.name ?? []) {
+    const [anchor, name] = pair(n, '--name ANCHOR=NAME');
+    if (names.has(anchor)) throw usage(`--name gives anchor "${anchor}" two names`);
+    names.set(anchor, name);
+  }
+  const options: ConfigOptions = {
+    modelName,
+    names,
+    deviceIterations: flags.deviceIterations,
+    gradientAccumulation: flags.gradientAccumulation,
+    maxBatchSize: flags.maxBatchSize,
+    batching: flags.batching,
+    parameters: (flags.parameter ?? []).map((p) => pair(p, '--parameter KEY=VALUE')),
+    dynamicBatching:
+      flags.dynamicBatching === true
+        ? { preferredBatchSizes: flags.preferredBatchSize, maxQueueDelayMicroseconds: flags.maxQueueDelayUs }
+        : undefined,
+  };
+  if (flags.dynamicBatching !== true && (flags.preferredBatchSize !== undefined || flags.maxQueueDelayUs !== undefined)) {
+    throw usage('--preferred-batch-size and --max-queue-delay-us need --dynamic-batching');
+  }
+  const generated = configFromPopef(metadata, storedTensorNames, options);
+  return { ...generated, pbtxt: printPbtxt(generated.config, { tritonVersion: flags.tritonVersion }), nameMapText: renderNameMap(generated.nameMap) };
 }

@@ -3,6 +3,7 @@ import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { registerConfig } from './config.js';
 import { registerConvert } from './convert.js';
+import { registerDescribe } from './describe.js';
 import { registerDiff } from './diff.js';
 import { registerDoctor } from './doctor.js';
 import { registerDump } from './dump.js';
@@ -23,6 +24,7 @@ const COMMANDS: readonly (readonly [names: readonly string[], register: Registra
   [['config'], registerConfig],
   [['scaffold'], registerScaffold],
   [['validate'], registerValidate],
+  [['describe'], registerDescribe],
   [['run'], registerRun],
   [['serve'], registerServe],
   [['pack'], registerPack],

@@ -39,7 +39,7 @@ const collect = (value: string, previous?: string[]): string[] => [...(previous 
 const HELP = `
 <model> is one or more PopEF open-layout files, or a model directory of a
 Triton repository (MODEL/config.pbtxt with MODEL/N/executable.popef); then
-the highest version (or --version N) is run and name_map.json gives the
+the highest version its version_policy selects (or --version N) is run and name_map.json gives the
 client-facing names, as the server would use them.
 
 Inputs: --input NAME=FILE with .npy, .json (nested arrays or {"shape", "data"}),
@@ -80,7 +80,7 @@ export function registerRun(program: Command, io: CliIo, run: (handler: Handler)
     .option('--url <url>', 'triton plugin: the inference server, grpc://HOST:PORT or http://HOST:PORT (Triton, or popef serve)')
     .option('--plugin-option <key=value>', 'an option passed to the plugin (repeatable)', collect)
     .option('--executable <name>', 'the model to run when the files hold several')
-    .addOption(new Option('--version <n>', 'version directory of a Triton model directory (default: the highest)').argParser(parseIntOption(0, Number.MAX_SAFE_INTEGER)))
+    .addOption(new Option('--version <n>', 'version directory of a Triton model directory (default: the highest the version policy selects)').argParser(parseIntOption(0, Number.MAX_SAFE_INTEGER)))
     .option('-i, --input <name=file>', 'an input from a file (repeatable)', collect)
     .option('--random', 'fill inputs not given with seeded random data')
     .addOption(new Option('--seed <n>', 'seed of --random').argParser(parseIntOption(0, 2 ** 32 - 1)).default(0))

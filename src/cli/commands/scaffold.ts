@@ -56,7 +56,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
         repository,
         flags.model,
         flags.version,
-        { config: generated.pbtxt, nameMap: generated.nameMapText, popefFiles: generated.popefFiles },
+        { config: generated.pbtxt, nameMap: generated.nameMapText, popefFiles: generated.popefFiles, ...(generated.descriptionFile === undefined ? {} : { description: generated.descriptionFile }) },
         { force: flags.force },
       );
       const shown = (path: string): string => join(flags.repository, relative(repository, path));

@@ -12,6 +12,8 @@ interface Flags {
   readonly format?: 'text' | 'json' | 'junit' | 'sarif' | 'github' | 'html';
   readonly json?: boolean;
   readonly strict?: boolean;
+  readonly requirePopef?: boolean;
+  readonly verify?: boolean;
   readonly tritonVersion: string;
   readonly model?: string[];
   readonly backendDirectory?: string;
@@ -27,6 +29,12 @@ rules with Triton's own messages, the name map, and the config against the
 PopEF anchors (headers and metadata only). Every finding has a rule id, a
 file and, where it applies, a line:column.
 
+A version with no PopEF file, or with one not in the open layout (as every
+export of the Poplar SDK is), gets every other rule and one notice
+(popef/not-cross-checked): its anchors were not compared. A description
+committed beside the file (FILE.json, written by popef describe) is
+cross-checked instead. --require-popef makes the notice an error.
+
 Exit codes: 0 no errors (warnings allowed unless --strict), 1 findings,
 2 usage or I/O errors.`;
 
@@ -38,6 +46,8 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github', 'html']))
     .option('--json', 'the same as --format json')
     .option('--strict', 'treat warnings as errors')
+    .option('--verify', 'check a PopEF description\'s SHA-256 against the file beside it, not only its size (reads the whole file)')
+    .option('--require-popef', 'a deployment gate: a served poplar version with no PopEF, or one that cannot be cross-checked here, is an error')
     .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', DEFAULT_TRITON_VERSION)
     .option('--model <name>', 'check only this model directory (repeatable)', (v: string, prev?: string[]) => [...(prev ?? []), v])
     .option('--backend-directory <dir>', 'also check that each backend library exists there (<dir>/<backend>/libtriton_<backend>.so)')
@@ -56,15 +66,21 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
           // Through the one error funnel, as every other bad option value.
           throw new PopefError(ErrorCode.Usage, `--max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all`, { suggestion: 'give a number of findings, or all' });
         }
+        const { sdkPopefReader } = await import('./foreign-popef.js');
+        // One reader for the run: it finds out once whether the SDK is there.
+        const foreign = sdkPopefReader(io);
         const reports = [];
         for (const repository of repositories) {
           reports.push(
             await validateRepository(resolve(io.cwd, repository), {
               tritonVersion: flags.tritonVersion,
               strict: flags.strict,
+              requirePopef: flags.requirePopef,
+              verify: flags.verify,
               maxFindingsPerRule: perRule,
               models: flags.model,
               backendDirectory: flags.backendDirectory === undefined ? undefined : resolve(io.cwd, flags.backendDirectory),
+              readForeignPopef: foreign,
             }),
           );
         }

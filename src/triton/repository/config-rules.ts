@@ -1,8 +1,8 @@
-import { isAbsolute, normalize, sep } from 'node:path';
 import type { Int64, ModelConfig } from '../model-config.js';
 import { ENUMS, ENUM_VALUE_SINCE, MESSAGES, isEnumName, isMessageName, knownIn, type FieldSpec } from '../schema.js';
 import type { RawFinding } from './findings.js';
 import { enumName, validateModelIOConfig } from './io-rules.js';
+import { OWN_RULES } from './own-rules.js';
 import { autoCompleteBackendFields, normalizeInstanceGroup, normalizeModelConfig, type ModelDirectory } from './normalize.js';
 
 /**
@@ -17,13 +17,6 @@ import { autoCompleteBackendFields, normalizeInstanceGroup, normalizeModelConfig
  * the facts of its directory in, findings (with config paths) out.
  */
 
-/**
- * Parameters the Poplar backend reads: the two Graphcore's example configs set
- * (https://github.com/graphcore/examples, utils/triton_server) and the two test
- * delays of its API reference
- * (https://docs.graphcore.ai/projects/poplar-triton-backend/en/latest/reference.html).
- */
-export const POPLAR_PARAMETERS = ['synchronous_execution', 'timeout_ns', 'execute_delay_ms', 'instance_wise_delay_multiplier'];
 
 export interface ConfigContext extends ModelDirectory {
   readonly tritonVersion: string;
@@ -412,77 +405,6 @@ function validateInstanceGroup(config: ModelConfig, out: RawFinding[]): void {
   });
 }
 
-/** Does a file name written in the config leave the directory it is relative to? */
-export function escapes(file: string): boolean {
-  if (isAbsolute(file)) return true;
-  const normal = normalize(file);
-  return normal === '..' || normal.startsWith(`..${sep}`);
-}
-
-/** Rules of this tool's own: what Triton accepts silently but a Poplar deployment gets wrong. */
-function ownRules(config: ModelConfig, m: string, out: RawFinding[]): void {
-  const backend = config.backend ?? '';
-  const db = config.dynamic_batching;
-  if (db !== undefined && n(config.max_batch_size) === 0 && (db.preferred_batch_size ?? []).length === 0) {
-    out.push({ rule: 'config/dynamic-batching-without-batch', message: `dynamic_batching is set for ${m} but max_batch_size is 0: every batch will hold one request`, path: 'dynamic_batching', hint: 'remove dynamic_batching, or give the model a batch dimension' });
-  }
-  const seen = new Map<string, number>();
-  (config.parameters ?? []).forEach((p, i) => {
-    const first = seen.get(p.key);
-    if (first !== undefined) {
-      out.push({ rule: 'config/duplicate-parameter', message: `parameter "${p.key}" is given more than once for ${m} (first at entry ${first + 1}); Triton keeps only one of them`, path: `parameters[${i}]`, hint: 'keep one entry per key' });
-    } else {
-      seen.set(p.key, i);
-    }
-    if (backend === 'poplar' && !POPLAR_PARAMETERS.includes(p.key) && !p.key.startsWith('TRITON_')) {
-      out.push({ rule: 'config/unknown-parameter', message: `parameter "${p.key}" is not one the Poplar backend reads (${POPLAR_PARAMETERS.join(', ')})`, path: `parameters[${i}]`, hint: 'check the key for a typo' });
-    }
-  });
-  const defaultFile = config.default_model_filename;
-  if (defaultFile !== undefined && defaultFile !== '' && escapes(defaultFile)) {
-    out.push({ rule: 'config/file-escapes-model', message: `default_model_filename '${defaultFile}' of model '${m}' is outside the version directory`, path: 'default_model_filename', hint: 'name a file inside the version directory' });
-  }
-  (config.cc_model_filenames ?? []).forEach((e, i) => {
-    if (escapes(e.value)) out.push({ rule: 'config/file-escapes-model', message: `cc_model_filenames entry '${e.value}' of model '${m}' is outside the version directory`, path: `cc_model_filenames[${i}]`, hint: 'name a file inside the version directory' });
-  });
-  (config.output ?? []).forEach((o, i) => {
-    const label = o.label_filename ?? '';
-    if (label !== '' && escapes(label)) {
-      out.push({ rule: 'config/file-escapes-model', message: `label file path '${label}' for output '${o.name ?? ''}' in model '${m}' is outside model directory`, path: `output[${i}].label_filename`, hint: 'keep label files inside the model directory' });
-    }
-  });
-  (config.model_metrics?.metric_control ?? []).forEach((mc, i) => {
-    const problem =
-      mc.metric_identifier === undefined
-        ? "metric control must specify 'metric_identifier'"
-        : (mc.metric_identifier.family ?? '') === ''
-          ? "metric identifier must specify non-empty 'family'"
-          : mc.histogram_options === undefined
-            ? "metric control must specify 'histogram_options'"
-            : (mc.histogram_options.buckets ?? []).length === 0
-              ? "histogram options must specify non-empty 'buckets'"
-              : undefined;
-    if (problem !== undefined) out.push({ rule: 'config/model-metrics', message: problem, path: `model_metrics.metric_control[${i}]`, hint: 'complete the metric control' });
-  });
-  (config.instance_group ?? []).forEach((g, i) => {
-    if (g.count !== undefined && g.count < 1) {
-      const group = (g.name ?? '') !== '' ? (g.name ?? '') : `${m}_${i}`;
-      out.push({ rule: 'instance-group/count', message: `instance group ${group} of model ${m} has count ${g.count}; Triton replaces it with the default (1)`, path: `instance_group[${i}].count`, hint: 'set count to 1 or more, or leave it out' });
-    }
-  });
-  const names = new Set<string>();
-  for (const [kind, list] of [['input', config.input ?? []], ['output', config.output ?? []]] as const) {
-    list.forEach((t, i) => {
-      const name = t.name ?? '';
-      if (name === '') return;
-      if (names.has(`${kind}:${name}`)) {
-        out.push({ rule: 'io/duplicate-name', message: `model ${kind} '${name}' is specified more than once for ${m}; Triton uses the first and ignores the others`, path: `${kind}[${i}]`, hint: `rename or remove the second '${name}'` });
-      }
-      names.add(`${kind}:${name}`);
-    });
-  }
-}
-
 /** The config after autofill and normalisation, and the findings of every config rule. */
 export interface ConfigCheck {
   readonly normalized: ModelConfig;
@@ -507,7 +429,7 @@ export function checkConfig(config: ModelConfig, ctx: ConfigContext): ConfigChec
       hint: `rename the directory to ${m}, or set name: "${ctx.name}" (or leave name out)`,
     });
   }
-  ownRules(normalized, m, out);
+  for (const rule of OWN_RULES) for (const f of rule(normalized, m)) out.push(f);
   // Create: TritonModel::Create normalises and checks instance groups once the
   // backend resolves, then Model::Init checks inputs and outputs. Triton never
   // gets there without the backend library; these run anyway, so one pass

@@ -1,3 +1,5 @@
+import type { SourcePos } from '../pbtxt-lexer.js';
+
 /**
  * What `popef validate` reports: findings, each from one rule of the
  * registry below. Messages quote Triton's own wording where Triton has a
@@ -5,7 +7,8 @@
  * not check have wording of our own.
  */
 
-export type Severity = 'error' | 'warning';
+/** `info`: a notice (what was not checked, and why); it never fails a run, --strict included. */
+export type Severity = 'error' | 'warning' | 'info';
 
 /** One problem validate found: the rule, its severity, the message, where, and a hint. */
 export interface Finding {
@@ -39,6 +42,7 @@ const MRM = 'ModelRepositoryManager::InitializeModelInfo';
 
 /** Every rule, by id. Ids are stable: scripts and suppressions may rely on them. */
 export const RULES = {
+  'layout/model-directory': { severity: 'warning', mirrors: null, description: 'the path given is a repository, not a model directory (it holds no config.pbtxt of its own)' },
   'layout/hidden-directory': { severity: 'warning', mirrors: null, description: 'hidden directories at the repository root are loaded by Triton as models' },
   'layout/link-outside': { severity: 'error', mirrors: null, description: 'config.pbtxt and name_map.json are not symbolic links that leave the repository (nothing of such a target is read or quoted)' },
   'layout/link-loop': { severity: 'error', mirrors: null, description: 'no model or version directory is a symbolic link loop (ELOOP: Triton cannot open it)' },
@@ -47,7 +51,7 @@ export const RULES = {
   'layout/version-name': { severity: 'warning', mirrors: 'VersionsToLoad', description: 'version directories are plain decimal numbers (others are ignored or misread; Triton only logs a warning)' },
   'layout/no-version': { severity: 'error', mirrors: 'ModelLifeCycle::AsyncLoad', description: 'the version policy selects at least one existing version directory' },
   'layout/specific-version-missing': { severity: 'warning', mirrors: 'VersionsToLoad', description: 'every version listed by a specific version policy exists (Triton logs an error and loads the others)' },
-  'layout/popef-missing': { severity: 'error', mirrors: null, description: 'each served version of a poplar model holds a .popef file' },
+  'layout/popef-missing': { severity: 'error', mirrors: null, description: 'with --require-popef, each served version of a poplar model holds a .popef file (without it, popef/not-cross-checked notes the version)' },
   'layout/popef-name': { severity: 'warning', mirrors: null, description: 'the PopEF file is named executable.popef, as Graphcore names it' },
   'layout/name-map-missing': { severity: 'error', mirrors: null, description: 'each served version of a poplar model holds a name_map.json' },
   'config/parse': { severity: 'error', mirrors: 'ReadTextProto', description: "config.pbtxt parses as Triton's ModelConfig (protobuf text format)" },
@@ -96,6 +100,9 @@ export const RULES = {
   'popef/dims': { severity: 'error', mirrors: null, description: 'config dims equal the anchor shapes without the batch dimension' },
   'popef/max-batch-size': { severity: 'error', mirrors: null, description: "max_batch_size is a multiple of the anchors' micro-batch, or 0 with full dims" },
   'popef/unserved-anchor': { severity: 'error', mirrors: null, description: 'every user-provided anchor of the PopEF is in the config' },
+  'popef/not-cross-checked': { severity: 'info', mirrors: null, description: 'a notice: a served version holds no PopEF file, or one not in the open layout (SDK-written), so its anchors were not cross-checked (an error with --require-popef)' },
+  'popef/stale-description': { severity: 'error', mirrors: null, description: 'a PopEF description (FILE.json) records the size (and with --verify the SHA-256) of the file beside it' },
+  'popef/description-only': { severity: 'info', mirrors: null, description: 'a notice: a version is cross-checked against a PopEF description with no PopEF file beside it' },
   'popef/backend': { severity: 'error', mirrors: null, description: 'a model directory holding PopEF files uses backend "poplar"' },
   'backend/library-missing': { severity: 'error', mirrors: 'TritonModel::GetBackendLibraryProperties', description: 'the backend library exists in --backend-directory' },
   'backend/runtime-escapes': { severity: 'error', mirrors: 'TritonModel::GetBackendLibraryProperties', description: 'runtime names a file inside the backend directory' },
@@ -113,4 +120,8 @@ export interface RawFinding {
   readonly hint?: string;
   /** Overrides the rule's default severity. */
   readonly severity?: Severity;
+  /** The file, relative to the repository root, when it is not the model's config.pbtxt. */
+  readonly file?: string;
+  /** A position in `file` known directly (a name_map.json key), rather than by config path. */
+  readonly at?: SourcePos;
 }

@@ -1,0 +1,246 @@
+import type { Dirent } from 'node:fs';
+import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import { isAbsolute, join, relative } from 'node:path';
+import { PopefError, ioError, isNotFound } from '../../errors.js';
+import { FILE_LIMITS, readRegularFile, readRegularText } from '../../io/local-file.js';
+import type { Message, ModelConfig } from '../model-config.js';
+import type { SourcePos } from '../pbtxt-lexer.js';
+import { parsePbtxt } from '../pbtxt-parser.js';
+import type { DirEntry } from './normalize.js';
+
+/**
+ * A model directory of a Triton repository, read once with Triton's rules:
+ * which sub-directories are versions (ModelRepositoryManager's
+ * VersionsToLoad, core r24.10), which of them the version policy selects,
+ * and what each selected version holds. `popef validate`, `popef run` and
+ * `popef serve` all read a model directory through this module, so the three
+ * agree on the version served.
+ *
+ * Failures to read a file that belongs to one version are kept beside it
+ * (`listError`, `nameMapError`) rather than thrown: validate reports the model's other
+ * findings first, as Triton's log does, and a reader that needs the version
+ * rethrows.
+ */
+
+/** Directories in a model directory that are not versions (Triton skips them silently). */
+const NOT_VERSIONS = new Set(['warmup', 'initial_state', 'configs']);
+
+/** How Triton reads a sub-directory's name as a version. */
+export type VersionVerdict =
+  /** A plain decimal number. */
+  | 'version'
+  /** Digits with a leading zero: Triton ignores the directory. */
+  | 'leading-zeros'
+  /** No numeric prefix: Triton ignores the directory. */
+  | 'not-a-number'
+  /** A numeric prefix and more (Triton's std::stoll reads the prefix): loaded as that version. */
+  | 'numeric-prefix';
+
+export interface VersionCandidate {
+  /** The directory's name. */
+  readonly dir: string;
+  readonly verdict: VersionVerdict;
+  /** The version Triton reads, when it reads one ('version' and 'numeric-prefix'). */
+  readonly version?: number;
+}
+
+/** The file name.popef sort: executable.popef first, then by name (Graphcore's examples name it so). */
+export function sortPopefFiles(names: readonly string[]): string[] {
+  return names.filter((f) => f.endsWith('.popef')).sort((a, b) => (a === 'executable.popef' ? -1 : b === 'executable.popef' ? 1 : a < b ? -1 : a > b ? 1 : 0));
+}
+
+export interface VersionDirectory {
+  readonly dir: string;
+  readonly version: number;
+  /** Names of the entries that are not directories. */
+  readonly files: readonly string[];
+  /** The .popef files among them, in the order they are opened as one model set. */
+  readonly popefFiles: readonly string[];
+  /** name_map.json's text, when the version holds one and it could be read. */
+  readonly nameMapText?: string;
+  /** What stopped the directory being listed (then `files` is empty). */
+  readonly listError?: PopefError;
+  /** What stopped name_map.json being read. */
+  readonly nameMapError?: PopefError;
+  /** name_map.json is a symbolic link that leaves the repository: it was not read. */
+  readonly nameMapLinksOutside?: boolean;
+}
+
+/** config.pbtxt as read: absent, parsed, or not parsable (the parser's error, with its position). */
+export type ConfigRead =
+  | { readonly kind: 'missing' }
+  /** A symbolic link that leaves the repository: not read, so nothing of its target is quoted. */
+  | { readonly kind: 'link-outside' }
+  | { readonly kind: 'parsed'; readonly bytes: Uint8Array; readonly config: ModelConfig; readonly positions: ReadonlyMap<string, SourcePos> }
+  | { readonly kind: 'unparsable'; readonly bytes: Uint8Array; readonly error: PopefError };
+
+export interface ModelDirectoryRead {
+  /** The directory's name: the model's name in the repository. */
+  readonly name: string;
+  readonly path: string;
+  readonly config: ConfigRead;
+  /**
+   * Contents of the first (byte-order) sub-directory, whatever its name:
+   * what Triton's autofill inspects. Undefined when there is none.
+   */
+  readonly firstSubdirectory?: readonly DirEntry[];
+  /** Every sub-directory Triton considers as a version, with its verdict, in listing order. */
+  readonly candidates: readonly VersionCandidate[];
+  /** The versions the policy selects, highest first, each read. */
+  readonly selected: readonly VersionDirectory[];
+  /** Sub-directory entries that are symbolic link loops (ELOOP): Triton cannot open them. */
+  readonly linkLoops: readonly string[];
+}
+
+/** Whether `entry` is a symbolic link that loops (ELOOP): not a directory, and not to be skipped in silence. */
+export async function isLinkLoop(path: string, entry: Dirent): Promise<boolean> {
+  if (!entry.isSymbolicLink()) return false;
+  return stat(path).then(
+    () => false,
+    (error: unknown) => (error as NodeJS.ErrnoException).code === 'ELOOP',
+  );
+}
+
+/**
+ * Whether `path` is a symbolic link whose target lies outside `root` (the
+ * repository): such a file (/etc/shadow, an env file) is not read, so that
+ * nothing of it can reach a report.
+ */
+export async function linksOutside(path: string, root: string | undefined): Promise<boolean> {
+  if (root === undefined) return false;
+  const info = await lstat(path).catch(() => undefined);
+  if (info?.isSymbolicLink() !== true) return false;
+  const [target, base] = await Promise.all([realpath(path).catch(() => undefined), realpath(root).catch(() => root)]);
+  if (target === undefined) return false;
+  const inside = relative(base, target);
+  return inside === '' || inside.startsWith('..') || isAbsolute(inside);
+}
+
+/** A directory's entries; a failure is a PopefError naming the directory. */
+export async function listDir(path: string): Promise<Dirent[]> {
+  try {
+    return await readdir(path, { withFileTypes: true });
+  } catch (error) {
+    throw ioError(error, path, 'list the directory');
+  }
+}
+
+/** Whether an entry is a directory, following a symbolic link as Triton does. */
+export async function isDirectory(path: string, entry: Dirent): Promise<boolean> {
+  if (entry.isDirectory()) return true;
+  if (!entry.isSymbolicLink()) return false;
+  return stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+}
+
+/** How Triton reads a version directory's name (std::stoll: a numeric prefix counts). */
+export function versionVerdict(name: string): VersionCandidate {
+  if (/^(0|[1-9]\d*)$/.test(name)) return { dir: name, verdict: 'version', version: Number(name) };
+  if (name.length > 1 && name.startsWith('0') && /^\d+$/.test(name)) return { dir: name, verdict: 'leading-zeros' };
+  const m = /^\s*([+-]?\d+)/.exec(name);
+  return m === null ? { dir: name, verdict: 'not-a-number' } : { dir: name, verdict: 'numeric-prefix', version: Number(m[1]) };
+}
+
+/**
+ * The candidates a version policy selects, highest version first, as
+ * VersionsToLoad selects them: latest N (N = 1 without a policy), all, or
+ * the specific versions that exist.
+ */
+export function selectVersions(candidates: readonly VersionCandidate[], policy: Message<'inference.ModelVersionPolicy'> | undefined): VersionCandidate[] {
+  const byVersion = candidates.filter((c) => c.version !== undefined).sort((a, b) => (b.version ?? 0) - (a.version ?? 0));
+  if (policy?.all !== undefined) return byVersion;
+  if (policy?.specific !== undefined) {
+    const wanted = new Set((policy.specific.versions ?? []).map(Number));
+    return byVersion.filter((v) => wanted.has(v.version ?? NaN));
+  }
+  const count = policy?.latest === undefined ? 1 : policy.latest.num_versions ?? 0;
+  return byVersion.slice(0, count);
+}
+
+/** Reads one version directory: its files, its PopEF files in order, its name map. */
+export async function readVersionDirectory(
+  modelPath: string,
+  candidate: VersionCandidate & { readonly version: number },
+  list: (path: string) => Promise<Dirent[]> = listDir,
+  root?: string,
+): Promise<VersionDirectory> {
+  const path = join(modelPath, candidate.dir);
+  let files: string[];
+  try {
+    files = (await list(path)).filter((e) => !e.isDirectory()).map((e) => e.name);
+  } catch (error) {
+    if (!(error instanceof PopefError)) throw error;
+    return { dir: candidate.dir, version: candidate.version, files: [], popefFiles: [], listError: error };
+  }
+  const base = { dir: candidate.dir, version: candidate.version, files, popefFiles: sortPopefFiles(files) };
+  if (!files.includes('name_map.json')) return base;
+  if (await linksOutside(join(path, 'name_map.json'), root)) return { ...base, nameMapLinksOutside: true };
+  try {
+    return { ...base, nameMapText: await readRegularText(join(path, 'name_map.json'), { what: 'name_map.json', limit: FILE_LIMITS.json }) };
+  } catch (error) {
+    if (!(error instanceof PopefError)) throw error;
+    return { ...base, nameMapError: error };
+  }
+}
+
+async function readConfig(path: string, file: string, root: string | undefined): Promise<ConfigRead> {
+  if (await linksOutside(path, root)) return { kind: 'link-outside' };
+  let bytes: Uint8Array;
+  try {
+    // The bytes go to the parser as they are: a 50 MB config is not also decoded into a string.
+    bytes = await readRegularFile(path, { what: 'config.pbtxt', limit: FILE_LIMITS.config });
+  } catch (error) {
+    if (isNotFound(error)) return { kind: 'missing' };
+    throw error;
+  }
+  try {
+    const parsed = parsePbtxt(bytes, { file });
+    return { kind: 'parsed', bytes, config: parsed.message, positions: parsed.positions };
+  } catch (error) {
+    if (!(error instanceof PopefError)) throw error;
+    return { kind: 'unparsable', bytes, error };
+  }
+}
+
+/**
+ * Reads a model directory. Throws (a PopefError) only when the directory
+ * itself or its config.pbtxt cannot be read; `configFile` is how parse
+ * errors name the config (relative to the repository for validate).
+ */
+export async function readModelDirectory(path: string, name: string, configFile = join(name, 'config.pbtxt'), root?: string): Promise<ModelDirectoryRead> {
+  // Listings read once: autofill and the version reading both list the first sub-directory.
+  const listings = new Map<string, Promise<Dirent[]>>();
+  const list = (p: string): Promise<Dirent[]> => {
+    let listing = listings.get(p);
+    if (listing === undefined) {
+      listing = listDir(p);
+      listings.set(p, listing);
+    }
+    return listing;
+  };
+  const config = await readConfig(join(path, 'config.pbtxt'), configFile, root);
+  const entries = await list(path);
+  const subdirs: string[] = [];
+  const linkLoops: string[] = [];
+  for (const e of entries) {
+    if (await isLinkLoop(join(path, e.name), e)) linkLoops.push(e.name);
+    else if (await isDirectory(join(path, e.name), e)) subdirs.push(e.name);
+  }
+  const first = [...subdirs].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))[0];
+  let firstSubdirectory: DirEntry[] | undefined;
+  if (first !== undefined) {
+    const inside = await list(join(path, first)).catch((error: unknown) => {
+      if (error instanceof PopefError) return [];
+      throw error;
+    });
+    firstSubdirectory = [];
+    for (const e of inside) firstSubdirectory.push({ name: e.name, isDirectory: await isDirectory(join(path, first, e.name), e) });
+  }
+  const candidates = subdirs.filter((d) => !NOT_VERSIONS.has(d)).map(versionVerdict);
+  const policy = config.kind === 'parsed' ? config.config.version_policy : undefined;
+  const selected: VersionDirectory[] = [];
+  for (const c of selectVersions(candidates, policy)) if (c.version !== undefined) selected.push(await readVersionDirectory(path, { ...c, version: c.version }, list, root));
+  return { name, path, config, ...(firstSubdirectory === undefined ? {} : { firstSubdirectory }), candidates, selected, linkLoops };
+}
