@@ -37,7 +37,7 @@ export interface RunningServer {
 function portError(error: unknown, what: string, host: string, port: number): PopefError {
   const code = (error as NodeJS.ErrnoException).code;
   const flag = what === 'HTTP' ? '--http-port' : '--grpc-port';
-  if (code === 'EADDRINUSE' || /address already in use|No address added/i.test((error as Error).message)) {
+  if (code === 'EADDRINUSE') {
     return new PopefError(ErrorCode.Io, `cannot serve ${what} on ${host}:${port}: the port is in use`, { suggestion: `stop what listens there, or choose another port with ${flag} (0 picks a free one)` });
   }
   return new PopefError(ErrorCode.Io, `cannot serve ${what} on ${host}:${port}: ${(error as Error).message}`, { suggestion: `check --host and ${flag}` });
