@@ -8,7 +8,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
  * one "JSON-pointer: message" line each, the form the CLI prints.
  */
 
-export type SchemaName = 'manifest' | 'dump' | 'name-map' | 'validate' | 'sarif-2.1.0-subset' | 'diff' | 'doctor';
+export type SchemaName = 'manifest' | 'dump' | 'name-map' | 'validate' | 'sarif-2.1.0-subset' | 'diff' | 'doctor' | 'run';
 
 const compiled = new Map<SchemaName, ValidateFunction>();
 
