@@ -1,6 +1,7 @@
-import { access, link, rename, rm } from 'node:fs/promises';
+import { access, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { openRegularFile } from '../io/local-file.js';
+import { commitAtomically } from '../io/commit.js';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
@@ -197,15 +198,7 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
     // What this SDK release could not store (deviceIterations before SDK 3.3).
     const warnings = Array.isArray(reply.warnings) ? reply.warnings.filter((w): w is string => typeof w === 'string') : [];
 
-    try {
-      if (options.force === true) await rename(temp, out);
-      else {
-        await link(temp, out);
-        await rm(temp);
-      }
-    } catch (error) {
-      throw ioError(error, out, 'move the exported file into place');
-    }
+    await commitAtomically(temp, out, { force: options.force, what: 'exported file' });
     return { blobs: blobs.length + metadata.length, bytes: progress.bytes, skipped, warnings };
   } catch (error) {
     // A bridge that failed mid-export was stopped before withExchange gave
