@@ -43,6 +43,37 @@ function inOrder(inputs: readonly TensorSpec[], values: ReadonlyMap<string, Tens
   });
 }
 
+/**
+ * The most an HTTP answer's JSON header may hold. Triton's answers are
+ * kilobytes; a JSON text must stay far below the longest string V8 holds
+ * (about 512 MiB), which would otherwise be an abort, not an error.
+ */
+export const MAX_RESPONSE_JSON_BYTES = 64 * 1024 ** 2;
+
+/** An answer's body, refused as soon as it is known (Content-Length) or seen (while read) to exceed `limit`. */
+async function readBody(res: Response, limit: number, endpoint: Endpoint): Promise<Buffer> {
+  const declared = Number(res.headers.get('content-length') ?? 0);
+  const tooLarge = (n: number | string): PopefError => serverError(endpoint, `a body of ${n} bytes, more than the ${limit} that the outputs and a JSON header can take`);
+  if (declared > limit) {
+    await res.body?.cancel();
+    throw tooLarge(declared);
+  }
+  const reader = (res.body as ReadableStream<Uint8Array> | null)?.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const step = await reader?.read();
+    if (step === undefined || step.done) break;
+    total += step.value.byteLength;
+    if (total > limit) {
+      await reader?.cancel();
+      throw tooLarge(`more than ${limit}`);
+    }
+    chunks.push(step.value);
+  }
+  return Buffer.concat(chunks, total);
+}
+
 function serverError(endpoint: Endpoint, message: string): PopefError {
   return new PopefError(ErrorCode.Plugin, `the server at ${endpoint.display} answered: ${message}`, {});
 }
@@ -148,6 +179,7 @@ export class TritonPlugin implements ExecutionPlugin {
   private httpRun(endpoint: Endpoint, model: string, version: string, inputs: readonly TensorSpec[], outputs: readonly TensorSpec[], client: (a: string) => string): OpenedModel['run'] {
     const path = `/v2/models/${encodeURIComponent(model)}${version === '' ? '' : `/versions/${version}`}/infer`;
     const byName = new Map(outputs.map((spec) => [client(spec.name), spec]));
+    const outputBytes = outputs.reduce((sum, spec) => sum + byteLength(spec), 0);
     return async (values) => {
       const tensors = inOrder(inputs, values);
       const header = Buffer.from(
@@ -167,8 +199,12 @@ export class TritonPlugin implements ExecutionPlugin {
       } catch (error) {
         throw unreachable(endpoint, (error as Error).message);
       }
-      const body = Buffer.from(await res.arrayBuffer());
+      // At most the JSON header's limit plus the bytes of every output: a server's length must not make us buffer without bound.
+      const body = await readBody(res, MAX_RESPONSE_JSON_BYTES + outputBytes, endpoint);
       const jsonLength = Number(res.headers.get('inference-header-content-length') ?? body.byteLength);
+      if (!Number.isSafeInteger(jsonLength) || jsonLength < 0 || jsonLength > Math.min(body.byteLength, MAX_RESPONSE_JSON_BYTES)) {
+        throw serverError(endpoint, `Inference-Header-Content-Length ${res.headers.get('inference-header-content-length') ?? ''} does not fit a body of ${body.byteLength} bytes`);
+      }
       let json: { error?: string; outputs?: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size?: number } }[] };
       try {
         json = JSON.parse(body.subarray(0, jsonLength).toString('utf8')) as typeof json;
@@ -182,6 +218,9 @@ export class TritonPlugin implements ExecutionPlugin {
         const size = o.parameters?.binary_data_size;
         const spec = byName.get(o.name);
         if (size === undefined) throw serverError(endpoint, `output '${o.name}' came without binary data`);
+        if (!Number.isSafeInteger(size) || size < 0 || at + size > body.byteLength) {
+          throw serverError(endpoint, `output '${o.name}' declares binary_data_size ${String(size)}, but the body holds ${body.byteLength - at} more bytes`);
+        }
         const data = new Uint8Array(body.subarray(at, at + size));
         at += size;
         if (spec !== undefined) out.set(spec.name, this.toTensor(endpoint, spec, o.name, o.datatype, o.shape, data));
