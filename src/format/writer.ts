@@ -14,6 +14,7 @@ import { PopefFile } from './reader.js';
 /** Bytes of a payload: in memory, or streamed chunk by chunk (never held whole). */
 export type PayloadSource = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
 
+/** How PopefWriter.create writes a file. */
 export interface WriterOptions {
   /** Replace an existing file (atomically). Without it an existing file is an error. */
   readonly force?: boolean;
@@ -39,6 +40,7 @@ interface BlobSpec {
   readonly raw?: boolean;
 }
 
+/** How one executable blob is written. */
 export interface ExecutableOptions {
   /** Store the executable as one zlib stream. */
   readonly compress?: boolean;
@@ -82,12 +84,13 @@ export class PopefWriter {
     this.executableNames = new Set(existingExecutables);
   }
 
+  /** Starts a file at `path` (written to a temporary name and renamed into place by close), or appends to one with `append`. */
   static async create(path: string, options: WriterOptions = {}): Promise<PopefWriter> {
     if (options.append === true) return PopefWriter.openForAppend(path, options);
     if (options.force !== true && (await exists(path))) {
       throw new PopefError(ErrorCode.Exists, 'destination already exists', {
         file: path,
-        suggestion: 'use --force to overwrite it, or choose another name',
+        suggestion: 'choose another name, or pass force: true to replace it',
       });
     }
     await removeStaleSiblings(path);
@@ -117,6 +120,7 @@ export class PopefWriter {
     return new PopefWriter(handle, path, undefined, size, options, names);
   }
 
+  /** Writes a Poplar executable blob named `name`, compressed if asked. */
   async writeExecutable(name: string, payload: PayloadSource, options: ExecutableOptions = {}): Promise<void> {
     checkName('executable name', name, false);
     if (this.executableNames.has(name)) invalid(`executable name "${name}" is already used in this file`, 'executable name');
@@ -125,6 +129,7 @@ export class PopefWriter {
     this.executableNames.add(name);
   }
 
+  /** Writes a metadata blob (checked first: a value the layout cannot hold is an error). */
   async writeMetadata(metadata: Metadata): Promise<void> {
     checkMetadata(metadata);
     const bytes = encodeMetadata(metadata);
@@ -132,6 +137,7 @@ export class PopefWriter {
     await this.writeBlob({ type: BlobType.METADATA, codec: Codec.NONE, descriptor: () => encodeDescriptorOf({}), expectedLength: bytes.byteLength }, bytes);
   }
 
+  /** Writes a tensor data blob; the payload must be exactly the tensor's size. */
   async writeTensorData(desc: { readonly name: string; readonly tensorInfo: TensorInfo }, payload: PayloadSource): Promise<void> {
     checkName('tensor name', desc.name, false);
     checkTensorInfo('tensor info', desc.tensorInfo);
@@ -139,6 +145,7 @@ export class PopefWriter {
     await this.writeBlob({ type: BlobType.DATA_TENSOR, codec: Codec.NONE, descriptor: () => encodeDescriptorOf({ name: desc.name, tensorInfo: desc.tensorInfo }), expectedLength: size }, payload);
   }
 
+  /** Writes a feed data blob of `sampleCount` samples of the tensor. */
   async writeFeedData(
     desc: { readonly name: string; readonly tensorInfo: TensorInfo; readonly sampleCount: number },
     payload: PayloadSource,
@@ -151,6 +158,7 @@ export class PopefWriter {
     await this.writeBlob({ type: BlobType.DATA_FEED, codec: Codec.NONE, descriptor, expectedLength: size }, payload);
   }
 
+  /** Writes an opaque blob that belongs to `executable`. */
   async writeOpaque(desc: { readonly name: string; readonly executable: string }, payload: PayloadSource): Promise<void> {
     checkName('opaque name', desc.name, true);
     checkName('executable name', desc.executable, true);

@@ -33,6 +33,7 @@ export interface ChildPluginOptions {
 
 export type { Exchange, Payload } from './child/channel.js';
 
+/** An execution plugin in a child process, spoken to over the stdio protocol of src/run/PROTOCOL.md. */
 export class ChildProcessPlugin implements ExecutionPlugin {
   readonly name: string;
   private process: PluginProcess | undefined;
@@ -71,6 +72,7 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     return this.connect().withExchange(message, sources, timeoutMs, use);
   }
 
+  /** The handshake (once): whether the plugin can run here. */
   async probe(): Promise<Availability> {
     if (this.hello !== undefined) return this.hello;
     const reply = await this.connect().request({ type: 'hello', protocol: PROTOCOL, host: this.options.host ?? 'popef-toolkit' }, [], this.controlTimeoutMs);
@@ -89,6 +91,7 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     return this.hello;
   }
 
+  /** Starts the child if need be, and has it load the model. */
   async open(request: ModelRequest): Promise<OpenedModel> {
     const availability = await this.probe();
     if (!availability.available) throw cannotRunHere(`plugin "${this.name}"`, availability);

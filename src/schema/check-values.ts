@@ -1,6 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
-import { Limits } from '../format/constants.js';
-import { DATA_TYPES, TENSOR_TYPES, type Metadata, type TensorInfo } from './model.js';
+import { Limits } from './limits.js';
+import { TENSOR_TYPES, isDataType, type Metadata, type TensorInfo } from './model.js';
 
 /**
  * What the writer checks of the values it is given before it encodes them
@@ -31,7 +31,7 @@ export function checkU32List(field: string, values: readonly number[]): void {
 }
 
 export function checkTensorInfo(field: string, info: TensorInfo): void {
-  if (!(DATA_TYPES as readonly string[]).includes(info.dtype)) invalid(`${field}: unknown dtype ${JSON.stringify(info.dtype)}`, `${field}.dtype`);
+  if (!isDataType(info.dtype)) invalid(`${field}: unknown dtype ${JSON.stringify(info.dtype)}`, `${field}.dtype`);
   if (info.shape.length > Limits.maxRank) invalid(`${field}: rank ${info.shape.length} exceeds ${Limits.maxRank}`, `${field}.shape`);
   info.shape.forEach((d, i) => checkCount(`${field}.shape[${i}]`, d));
 }
