@@ -25,9 +25,11 @@ function install(): void {
   installed = true;
   /* eslint-disable no-restricted-globals -- the trap is on the process's own exit: a plugin that calls it must not end popef. */
   const exit = process.exit.bind(process);
-  process.exit = (code?: number | string | null) => {
+  process.exit = (...args: Parameters<typeof process.exit>) => {
     const step = steps.getStore();
-    if (step === undefined) return exit(code);
+    // Passed on as given: process.exit() and process.exit(undefined) differ (the first keeps process.exitCode).
+    if (step === undefined) return exit(...args);
+    const code = args[0];
     const error = new PopefError(ErrorCode.Plugin, `plugin "${step.plugin}" called process.exit(${code ?? ''}) while it was asked to ${step.what}`, {
       suggestion: 'an in-process plugin reports a failure by throwing (or rejecting), never by ending the process',
     });
