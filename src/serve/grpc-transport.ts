@@ -5,6 +5,8 @@ import { isProtocolDataType, protocolElementBytes } from '../triton/protocol-dat
 import { serializeBytes, type InferRequest, type RequestInput, type RequestedOutput } from './infer-request.js';
 import { statisticsReport, type InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
 import { asRequestError, invalidArg, type StatusCode } from './status.js';
+import { TransportBase } from './transport.js';
+import { grpcRequestParameters } from './grpc-parameters.js';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
@@ -117,12 +119,8 @@ function contentsToBytes(input: Message, model: string): Uint8Array {
 export function fromModelInferRequest(message: Message): InferRequest {
   const model = str(message.model_name);
   const raw = list(message.raw_input_contents) as Uint8Array[];
-  const params = (message.parameters ?? {}) as Record<string, Message>;
-  for (const key of Object.keys(params)) {
-    if (key.startsWith('triton_')) {
-      throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response");
-    }
-  }
+  const { priority, timeoutUs } = grpcRequestParameters((message.parameters ?? {}) as Record<string, Message>);
+  const scheduling = { ...(priority === undefined ? {} : { priority }), ...(timeoutUs === undefined ? {} : { timeoutUs }) };
   const inputs: RequestInput[] = [];
   let index = 0;
   for (const item of list(message.inputs)) {
@@ -144,19 +142,19 @@ export function fromModelInferRequest(message: Message): InferRequest {
     const p = ((output.parameters ?? {}) as Record<string, Message>).classification;
     return { name: str(output.name), classCount: p === undefined ? 0 : toInt(p.int64_param ?? p.uint64_param ?? 0) };
   });
-  return { modelName: model, modelVersion: str(message.model_version), id: str(message.id), inputs, outputs };
+  return { modelName: model, modelVersion: str(message.model_version), id: str(message.id), inputs, outputs, ...scheduling };
 }
 
-type Handler = (request: Message) => Message | Promise<Message>;
+/** `signal` aborts when the call is cancelled or passes its deadline. */
+type Handler = (request: Message, signal: AbortSignal) => Message | Promise<Message>;
 
-export class GrpcTransport {
+export class GrpcTransport extends TransportBase {
+  readonly name = 'gRPC';
+  readonly portFlag = '--grpc-port';
   private readonly server: Server;
-  private readonly core: InferenceServer;
-  private readonly options: TransportOptions;
 
   constructor(core: InferenceServer, options: TransportOptions) {
-    this.core = core;
-    this.options = options;
+    super(core, options);
     this.server = new Server({ 'grpc.max_receive_message_length': options.maxRequestSize, 'grpc.max_send_message_length': -1 });
     const handlers: Record<string, [string, string, Handler, boolean?]> = {
       ServerLive: ['ServerLiveRequest', 'ServerLiveResponse', () => ({ live: core.live() })],
@@ -167,7 +165,7 @@ export class GrpcTransport {
       ModelConfig: ['ModelConfigRequest', 'ModelConfigResponse', (r) => ({ config: configToProtoObject(core.model(str(r.name), str(r.version)).config ?? {}) }), true],
       ModelStatistics: ['ModelStatisticsRequest', 'ModelStatisticsResponse', (r) => statisticsReport(core.statistics(str(r.name), str(r.version)))],
       RepositoryIndex: ['RepositoryIndexRequest', 'RepositoryIndexResponse', (r) => ({ models: core.index().filter((e) => r.ready !== true || e.state === 'READY') })],
-      ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r) => this.infer(r)],
+      ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r, signal) => this.infer(r, signal)],
     };
     const definition: Record<string, ServiceDefinition[string]> = {};
     const implementation: UntypedServiceImplementation = {};
@@ -185,14 +183,17 @@ export class GrpcTransport {
         originalName: method,
       };
       implementation[method] = (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
-        void this.answer(method, call.request, handler, callback);
+        // grpc-js cancels the call when the client does and when its deadline passes.
+        const client = new AbortController();
+        call.once('cancelled', () => client.abort());
+        void this.answer(method, call.request, (r) => handler(r, client.signal), callback);
       };
     }
     this.server.addService(definition, implementation);
   }
 
-  private async infer(request: Message): Promise<Message> {
-    const result = await this.core.infer(fromModelInferRequest(request));
+  private async infer(request: Message, signal: AbortSignal): Promise<Message> {
+    const result = await this.core.infer({ ...fromModelInferRequest(request), signal });
     return {
       model_name: result.modelName,
       model_version: result.modelVersion,
@@ -202,7 +203,7 @@ export class GrpcTransport {
     };
   }
 
-  private async answer(method: string, request: Message, handler: Handler, callback: sendUnaryData<Message>): Promise<void> {
+  private async answer(method: string, request: Message, handler: (request: Message) => Message | Promise<Message>, callback: sendUnaryData<Message>): Promise<void> {
     const started = performance.now();
     const model = str(request.model_name) || str(request.name) || undefined;
     let entry: RequestLog;

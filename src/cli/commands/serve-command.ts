@@ -1,7 +1,9 @@
 import { resolve } from 'node:path';
 import { loadPlugin } from '../../run/load-plugin.js';
 import { requireAvailable, type ExecutionPlugin } from '../../run/plugin-api.js';
+import { printable } from '../../present/printable.js';
 import type { RequestLog } from '../../serve/inference-server.js';
+import type { InstanceEvent } from '../../serve/served-model.js';
 import { startServer } from '../../serve/server.js';
 import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
@@ -12,7 +14,15 @@ import type { ServeFlags } from './serve.js';
 export async function serveCommand(repositories: string[], flags: ServeFlags, io: CliIo): Promise<number> {
   const timeoutMs = positiveSecondsMs(flags.timeout, '--timeout');
   if (!flags.http && !flags.grpc) throw usage('--no-http and --no-grpc leave nothing to serve');
-  if (flags.http && flags.grpc && flags.httpPort === flags.grpcPort && flags.httpPort !== 0) throw usage(`--http-port and --grpc-port are both ${flags.httpPort}`);
+  const ports: [string, number][] = [
+    ...(flags.http ? [['--http-port', flags.httpPort] as [string, number]] : []),
+    ...(flags.grpc ? [['--grpc-port', flags.grpcPort] as [string, number]] : []),
+    ...(flags.allowMetrics ? [['--metrics-port', flags.metricsPort] as [string, number]] : []),
+  ];
+  for (const [i, [flag, port]] of ports.entries()) {
+    const other = ports.slice(i + 1).find(([, p]) => p === port && p !== 0);
+    if (other !== undefined) throw usage(`${flag} and ${other[0]} are both ${port}`);
+  }
   const options = pluginOptions(flags.pluginOption);
   const createPlugin = (): Promise<ExecutionPlugin> => loadPlugin(flags.plugin, { cwd: io.cwd, env: io.env, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}` });
   // A plugin that cannot run here fails the start, before any port is taken.
@@ -32,14 +42,16 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     host: flags.host,
     httpPort: flags.http ? flags.httpPort : undefined,
     grpcPort: flags.grpc ? flags.grpcPort : undefined,
+    metricsPort: flags.allowMetrics ? flags.metricsPort : undefined,
     maxRequestSize: flags.maxRequestSize,
     log,
+    onInstanceEvent: (e: InstanceEvent) => io.stderr(instanceLine(e, flags.jsonLogs === true)),
     onModel: (m) => {
       const line = m.ready ? `model '${m.name}' version ${m.version}: READY` : `model '${m.name}': UNAVAILABLE: ${m.reason}`;
       io.stderr(flags.jsonLogs === true ? `${JSON.stringify({ time: new Date().toISOString(), model: m.name, version: m.version, state: m.state, reason: m.reason })}\n` : `popef serve: ${line}\n`);
     },
   });
-  const where = [server.httpPort === undefined ? '' : `HTTP on ${flags.host}:${server.httpPort}`, server.grpcPort === undefined ? '' : `gRPC on ${flags.host}:${server.grpcPort}`].filter((s) => s !== '').join(', ');
+  const where = [...server.ports].map(([name, port]) => `${name} on ${flags.host}:${port}`).join(', ');
   const models = server.core.index();
   const ready = models.filter((m) => m.state === 'READY').length;
   // Draining may take as long as the slowest running request; Triton waits up to 30 s (--exit-timeout-secs).
@@ -54,4 +66,12 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
   io.stderr('popef serve: stopped\n');
   io.signalIsNormalStop?.();
   return ExitCode.Ok;
+}
+
+/** An instance's change of state, for stderr: names escaped as validate and dump escape them. */
+function instanceLine(e: InstanceEvent, json: boolean): string {
+  if (json) return `${JSON.stringify({ time: new Date().toISOString(), ...e })}\n`;
+  const what = { READY: 'READY', FAILED: 'FAILED, restarting', GIVEN_UP: 'given up' }[e.state];
+  const line = `popef serve: model '${printable(e.model, true)}' instance '${printable(e.instance, true)}': ${what}: ${printable(e.reason, true)}\n`;
+  return e.modelUnavailable === true ? `${line}popef serve: model '${printable(e.model, true)}': UNAVAILABLE: no instance can be started\n` : line;
 }
