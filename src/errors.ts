@@ -61,8 +61,6 @@ export interface PopefErrorOptions extends ErrorLocation {
   /** One sentence telling the user what to do about it. */
   readonly suggestion?: string;
   readonly cause?: unknown;
-  /** The process exit code this error calls for, when not 2 (128 + n for a plugin killed by signal n). */
-  readonly exitCode?: number;
 }
 
 export class PopefError extends Error {
@@ -73,7 +71,6 @@ export class PopefError extends Error {
   readonly column: number | undefined;
   readonly field: string | undefined;
   readonly suggestion: string | undefined;
-  readonly exitCode: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: PopefErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -85,7 +82,6 @@ export class PopefError extends Error {
     this.column = options.column;
     this.field = options.field;
     this.suggestion = options.suggestion;
-    this.exitCode = options.exitCode;
   }
 
   /** The same error, attributed to a file (used when a source learns its name late). */
@@ -125,6 +121,40 @@ export class PopefError extends Error {
       field: this.field,
       suggestion: this.suggestion,
     };
+  }
+}
+
+/**
+ * How an execution plugin failed, for code that acts on it (whether the
+ * plugin can take another request; the CLI's exit code), so that nothing
+ * matches message text.
+ */
+export type PluginFailure =
+  /** It answered the request with an error of its own, and is free for the next one. */
+  | 'reply'
+  /** It broke the protocol (a malformed or oversized frame, a wrong reply) and was stopped. */
+  | 'protocol'
+  /** Its process exited, died by a signal, or stopped reading its requests. */
+  | 'died';
+
+export interface PluginErrorOptions extends PopefErrorOptions {
+  /** The signal that ended the plugin's process (SIGSEGV), when it died by one. */
+  readonly signal?: string;
+}
+
+/** An E_PLUGIN error that says how the plugin failed. */
+export class PluginError extends PopefError {
+  readonly signal: string | undefined;
+
+  constructor(
+    readonly failure: PluginFailure,
+    readonly plugin: string,
+    message: string,
+    options: PluginErrorOptions = {},
+  ) {
+    super(ErrorCode.Plugin, message, options);
+    this.name = 'PluginError';
+    this.signal = options.signal;
   }
 }
 

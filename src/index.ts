@@ -2,8 +2,8 @@
  * popef-toolkit's library entry. Everything exported here is pure: nothing
  * below this boundary prints, exits, or reads process state.
  */
-export { ErrorCode, PopefError, isPopefError } from './errors.js';
-export type { ErrorLocation, PopefErrorOptions } from './errors.js';
+export { ErrorCode, PluginError, PopefError, isPopefError } from './errors.js';
+export type { ErrorLocation, PluginErrorOptions, PluginFailure, PopefErrorOptions } from './errors.js';
 
 export type { ByteSource } from './io/byte-source.js';
 export { FileSource } from './io/file-source.js';

@@ -6,6 +6,7 @@ import dump from '../schemas/dump.schema.json' with { type: 'json' };
 import manifest from '../schemas/manifest.schema.json' with { type: 'json' };
 import nameMap from '../schemas/name-map.schema.json' with { type: 'json' };
 import popefDescription from '../schemas/popef-description.schema.json' with { type: 'json' };
+import run from '../schemas/run.schema.json' with { type: 'json' };
 import sarif from '../schemas/sarif-2.1.0-subset.schema.json' with { type: 'json' };
 import validate from '../schemas/validate.schema.json' with { type: 'json' };
 import type { SchemaName } from './json-schemas.js';
@@ -24,6 +25,7 @@ const SCHEMAS: Record<SchemaName, object> = {
   manifest,
   'name-map': nameMap,
   'popef-description': popefDescription,
+  run,
   'sarif-2.1.0-subset': sarif,
   validate,
 };

@@ -9,7 +9,7 @@ import { errorLines } from './json-schema-lines.js';
  * one "JSON-pointer: message" line each, the form the CLI prints.
  */
 
-export type SchemaName = 'manifest' | 'dump' | 'name-map' | 'validate' | 'sarif-2.1.0-subset' | 'diff' | 'doctor' | 'popef-description';
+export type SchemaName = 'manifest' | 'dump' | 'name-map' | 'validate' | 'sarif-2.1.0-subset' | 'diff' | 'doctor' | 'popef-description' | 'run';
 
 /** Schemas another one refers to by $ref, added to its ajv instance first. */
 const REFERENCED: Partial<Record<SchemaName, readonly SchemaName[]>> = { 'popef-description': ['dump'] };

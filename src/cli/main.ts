@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { ErrorCode, PopefError, isPopefError } from '../errors.js';
-import { EXIT_CODES_HELP, ExitCode } from './exit-codes.js';
+import { EXIT_CODES_HELP, ExitCode, exitCodeOf } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { reportError } from './report-error.js';
 import { VERSION } from '../version.js';
@@ -88,7 +88,7 @@ function report(error: unknown, io: CliIo): number {
   }
   if (isPopefError(error)) {
     reportError(error, io);
-    return error.exitCode ?? ExitCode.Error;
+    return exitCodeOf(error);
   }
   const e = error instanceof Error ? error : new Error(String(error));
   io.stderr(`popef: internal error: ${e.message}\n`);

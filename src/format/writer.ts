@@ -1,11 +1,12 @@
-import { access, link, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { access, open, unlink, type FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { createDeflate, crc32 } from 'node:zlib';
+import { commitAtomically } from '../io/commit.js';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
-import { encodeDescriptor, encodeMetadata } from '../schema/encode.js';
-import type { RawDescriptor } from '../schema/decode.js';
-import { TENSOR_TYPES, isDataType, sizeInBytes, type Metadata, type TensorInfo } from '../schema/model.js';
+import { checkCount, checkMetadata, checkName, checkTensorInfo, invalid, toLength } from '../schema/check-values.js';
+import { encodeDescriptorOf, encodeMetadata } from '../schema/encode.js';
+import { sizeInBytes, type Metadata, type TensorInfo } from '../schema/model.js';
 import { BlobType, Codec, HEADER_SIZE, LAYOUT_VERSION, Limits } from './constants.js';
 import { END_OF_SEGMENT, END_PAYLOAD_SIZE, align, encodeHeader } from './header.js';
 import { PopefFile } from './reader.js';
@@ -23,6 +24,20 @@ export interface WriterOptions {
   readonly compressionLevel?: number;
   /** Stops a write in progress (Ctrl-C): the writer aborts and removes what it wrote. */
   readonly signal?: AbortSignal;
+}
+
+/** How one blob is written (writeBlob): its header fields and descriptor, and what its payload must be. */
+interface BlobSpec {
+  readonly type: number;
+  readonly codec: number;
+  /** The descriptor for a payload of this uncompressed size; called first with 0 for a placeholder of the same length. */
+  readonly descriptor: (uncompressedSize: number) => Uint8Array;
+  /** The uncompressed length the payload must have, when the blob type fixes it. */
+  readonly expectedLength?: number;
+  /** The header's layout version (default LAYOUT_VERSION). */
+  readonly version?: string;
+  /** Copied as given: the payload is stored as it is (no compression) and the placeholder is the descriptor. */
+  readonly raw?: boolean;
 }
 
 /** How one executable blob is written. */
@@ -110,13 +125,7 @@ export class PopefWriter {
     checkName('executable name', name, false);
     if (this.executableNames.has(name)) invalid(`executable name "${name}" is already used in this file`, 'executable name');
     const compress = options.compress === true;
-    await this.writeBlob(
-      BlobType.POPLAR_EXECUTABLE,
-      compress ? Codec.ZLIB : Codec.NONE,
-      (size) => descriptorOf({ name, uncompressedSize: BigInt(size) }),
-      payload,
-      undefined,
-    );
+    await this.writeBlob({ type: BlobType.POPLAR_EXECUTABLE, codec: compress ? Codec.ZLIB : Codec.NONE, descriptor: (size) => encodeDescriptorOf({ name, uncompressedSize: BigInt(size) }) }, payload);
     this.executableNames.add(name);
   }
 
@@ -125,7 +134,7 @@ export class PopefWriter {
     checkMetadata(metadata);
     const bytes = encodeMetadata(metadata);
     if (bytes.byteLength > Limits.maxMetadataBytes) invalid(`metadata encodes to ${bytes.byteLength} bytes, over the limit of ${Limits.maxMetadataBytes}`, 'metadata');
-    await this.writeBlob(BlobType.METADATA, Codec.NONE, () => descriptorOf({}), bytes, bytes.byteLength);
+    await this.writeBlob({ type: BlobType.METADATA, codec: Codec.NONE, descriptor: () => encodeDescriptorOf({}), expectedLength: bytes.byteLength }, bytes);
   }
 
   /** Writes a tensor data blob; the payload must be exactly the tensor's size. */
@@ -133,7 +142,7 @@ export class PopefWriter {
     checkName('tensor name', desc.name, false);
     checkTensorInfo('tensor info', desc.tensorInfo);
     const size = toLength(sizeInBytes(desc.tensorInfo), 'tensor size');
-    await this.writeBlob(BlobType.DATA_TENSOR, Codec.NONE, () => descriptorOf({ name: desc.name, tensorInfo: desc.tensorInfo }), payload, size);
+    await this.writeBlob({ type: BlobType.DATA_TENSOR, codec: Codec.NONE, descriptor: () => encodeDescriptorOf({ name: desc.name, tensorInfo: desc.tensorInfo }), expectedLength: size }, payload);
   }
 
   /** Writes a feed data blob of `sampleCount` samples of the tensor. */
@@ -145,20 +154,15 @@ export class PopefWriter {
     checkTensorInfo('tensor info', desc.tensorInfo);
     checkCount('sample count', desc.sampleCount);
     const size = toLength(sizeInBytes(desc.tensorInfo) * BigInt(desc.sampleCount), 'feed size');
-    await this.writeBlob(
-      BlobType.DATA_FEED,
-      Codec.NONE,
-      () => descriptorOf({ name: desc.name, tensorInfo: desc.tensorInfo, sampleCount: BigInt(desc.sampleCount) }),
-      payload,
-      size,
-    );
+    const descriptor = (): Uint8Array => encodeDescriptorOf({ name: desc.name, tensorInfo: desc.tensorInfo, sampleCount: BigInt(desc.sampleCount) });
+    await this.writeBlob({ type: BlobType.DATA_FEED, codec: Codec.NONE, descriptor, expectedLength: size }, payload);
   }
 
   /** Writes an opaque blob that belongs to `executable`. */
   async writeOpaque(desc: { readonly name: string; readonly executable: string }, payload: PayloadSource): Promise<void> {
     checkName('opaque name', desc.name, true);
     checkName('executable name', desc.executable, true);
-    await this.writeBlob(BlobType.OPAQUE, Codec.NONE, () => descriptorOf({ name: desc.name, executable: desc.executable }), payload, undefined);
+    await this.writeBlob({ type: BlobType.OPAQUE, codec: Codec.NONE, descriptor: () => encodeDescriptorOf({ name: desc.name, executable: desc.executable }) }, payload);
   }
 
   /** Copies a blob of a type this code does not model, byte for byte. */
@@ -169,7 +173,7 @@ export class PopefWriter {
     if (!/^\d{1,5}\.\d{1,5}$/.test(raw.version)) invalid(`version ${JSON.stringify(raw.version)} is not MAJOR.MINOR`, 'version');
     if (!Number.isInteger(raw.codec) || raw.codec < 0 || raw.codec > 255) invalid(`codec ${raw.codec} is not a byte`, 'codec');
     if (raw.descriptor.byteLength > Limits.maxDescriptorBytes) invalid('descriptor too large', 'descriptor');
-    await this.writeBlob(raw.typeCode, raw.codec, () => raw.descriptor, payload, undefined, raw.version, true);
+    await this.writeBlob({ type: raw.typeCode, codec: raw.codec, descriptor: () => raw.descriptor, version: raw.version, raw: true }, payload);
   }
 
   /** Closes the current segment with an end-of-segment marker. */
@@ -178,7 +182,7 @@ export class PopefWriter {
     const view = new DataView(payload.buffer);
     view.setBigUint64(0, BigInt(this.position - this.segmentStart), true);
     view.setUint32(8, this.segmentBlobs, true);
-    await this.writeBlob(END_OF_SEGMENT, Codec.NONE, () => new Uint8Array(0), payload, END_PAYLOAD_SIZE, LAYOUT_VERSION, true);
+    await this.writeBlob({ type: END_OF_SEGMENT, codec: Codec.NONE, descriptor: () => new Uint8Array(0), expectedLength: END_PAYLOAD_SIZE, raw: true }, payload);
     this.segmentStart = this.position;
     this.segmentBlobs = 0;
   }
@@ -190,7 +194,7 @@ export class PopefWriter {
     this.enter();
     try {
       await this.handle.close();
-      if (this.tempPath !== undefined) await this.commit(this.tempPath);
+      if (this.tempPath !== undefined) await commitAtomically(this.tempPath, this.path, { force: this.options.force });
       this.state = 'closed';
     } catch (error) {
       await this.abort();
@@ -211,35 +215,13 @@ export class PopefWriter {
     if (this.tempPath !== undefined) await unlink(this.tempPath).catch(() => undefined);
   }
 
-  private async commit(tempPath: string): Promise<void> {
-    try {
-      if (this.options.force === true) {
-        await rename(tempPath, this.path);
-      } else {
-        // link() refuses to replace an existing file, so a file that appeared
-        // while we were writing is never clobbered.
-        await link(tempPath, this.path);
-        await unlink(tempPath);
-      }
-    } catch (error) {
-      throw ioError(error, this.path, 'move the new file into place');
-    }
-  }
-
   private enter(): void {
     if (this.state !== 'open') throw new Error(`PopefWriter is ${this.state}: write one blob at a time, and not after close()`);
     this.state = 'busy';
   }
 
-  private async writeBlob(
-    blobType: number,
-    codec: number,
-    descriptorFor: (uncompressedSize: number) => Uint8Array,
-    payload: PayloadSource,
-    expectedLength: number | undefined,
-    version = LAYOUT_VERSION,
-    raw = false,
-  ): Promise<void> {
+  private async writeBlob(spec: BlobSpec, payload: PayloadSource): Promise<void> {
+    const { type: blobType, codec, descriptor: descriptorFor, expectedLength, version = LAYOUT_VERSION, raw = false } = spec;
     this.enter();
     try {
       const start = this.position;
@@ -347,74 +329,5 @@ async function* chunksOf(payload: PayloadSource): AsyncGenerator<Uint8Array> {
   for await (const chunk of payload) {
     if (!(chunk instanceof Uint8Array)) throw new TypeError('payload chunks must be Uint8Array');
     if (chunk.byteLength > 0) yield chunk;
-  }
-}
-
-function descriptorOf(d: Partial<RawDescriptor>): Uint8Array {
-  return encodeDescriptor({
-    name: d.name ?? '',
-    executable: d.executable ?? '',
-    tensorInfo: d.tensorInfo,
-    sampleCount: d.sampleCount ?? 0n,
-    uncompressedSize: d.uncompressedSize ?? 0n,
-  });
-}
-
-function invalid(message: string, field: string): never {
-  throw new PopefError(ErrorCode.InvalidInput, message, { field });
-}
-
-function checkName(field: string, value: unknown, allowEmpty: boolean): void {
-  if (typeof value !== 'string') invalid(`${field} must be a string`, field);
-  if (!allowEmpty && value === '') invalid(`${field} must not be empty`, field);
-  if (Buffer.byteLength(value) > Limits.maxStringBytes) invalid(`${field} is longer than ${Limits.maxStringBytes} bytes`, field);
-}
-
-function checkCount(field: string, value: unknown): void {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) invalid(`${field} must be a non-negative integer, not ${String(value)}`, field);
-}
-
-function checkU32List(field: string, values: readonly number[]): void {
-  if (values.length > Limits.maxPrograms) invalid(`${field} has more than ${Limits.maxPrograms} entries`, field);
-  values.forEach((v, i) => {
-    if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) invalid(`${field}[${i}] must be an unsigned 32-bit integer, not ${v}`, `${field}[${i}]`);
-  });
-}
-
-function checkTensorInfo(field: string, info: TensorInfo): void {
-  if (!isDataType(info.dtype)) invalid(`${field}: unknown dtype ${JSON.stringify(info.dtype)}`, `${field}.dtype`);
-  if (info.shape.length > Limits.maxRank) invalid(`${field}: rank ${info.shape.length} exceeds ${Limits.maxRank}`, `${field}.shape`);
-  info.shape.forEach((d, i) => checkCount(`${field}.shape[${i}]`, d));
-}
-
-function toLength(value: bigint, field: string): number {
-  if (value > BigInt(Number.MAX_SAFE_INTEGER)) invalid(`${field} ${value} is too large`, field);
-  return Number(value);
-}
-
-function checkMetadata(m: Metadata): void {
-  checkName('metadata.executable', m.executable, false);
-  if (m.anchors.length > Limits.maxAnchors) invalid(`more than ${Limits.maxAnchors} anchors`, 'metadata.anchors');
-  m.anchors.forEach((a, i) => {
-    const f = `metadata.anchors[${i}]`;
-    checkName(`${f}.name`, a.name, false);
-    checkName(`${f}.handle`, a.handle, true);
-    checkTensorInfo(`${f}.tensorInfo`, a.tensorInfo);
-    if (!(TENSOR_TYPES as readonly string[]).includes(a.type)) invalid(`${f}.type: unknown tensor type ${JSON.stringify(a.type)}`, `${f}.type`);
-    checkU32List(`${f}.programs`, a.programs);
-  });
-  checkU32List('metadata.programFlow.load', m.programFlow.load);
-  checkU32List('metadata.programFlow.main', m.programFlow.main);
-  checkU32List('metadata.programFlow.save', m.programFlow.save);
-  checkU32List('metadata.programsMap', m.programsMap.map((p) => p.index));
-  m.programsMap.forEach((p, i) => checkName(`metadata.programsMap[${i}].name`, p.name, true));
-  for (const key of ['replicationFactor', 'numIpus', 'ipuVersion', 'numProcesses', 'deviceIterations'] as const) checkCount(`metadata.${key}`, m[key]);
-  checkName('metadata.seedHandle', m.seedHandle, true);
-  for (const list of ['engineOptions', 'deviceOptions'] as const) {
-    if (m[list].length > Limits.maxOptions) invalid(`metadata.${list} has more than ${Limits.maxOptions} entries`, `metadata.${list}`);
-    m[list].forEach((o, i) => {
-      checkName(`metadata.${list}[${i}].name`, o.name, true);
-      checkName(`metadata.${list}[${i}].value`, o.value, true);
-    });
   }
 }

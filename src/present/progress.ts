@@ -23,25 +23,38 @@ const NONE: Progress = { update: () => undefined, finish: () => undefined, stop:
  * never sees it.
  */
 export function progressBar(io: ProgressTarget, label: string, total: number, threshold = PROGRESS_THRESHOLD): Progress {
-  if (!io.stderrIsTTY || total < threshold) return NONE;
-  let last = 0;
-  let drawn = false;
-  const draw = (done: number): void => {
-    drawn = true;
+  if (total < threshold) return NONE;
+  return progressLine(io, (done) => {
     const width = 30;
     const fraction = total === 0 ? 1 : Math.min(1, done / total);
     const filled = Math.round(fraction * width);
-    io.stderr(`\r${label} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(fraction * 100).toFixed(0).padStart(3)}%`);
+    return `${label} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(fraction * 100).toFixed(0).padStart(3)}%`;
+  }, total);
+}
+
+/**
+ * Any one-line progress display (`render` gives the line for the work done
+ * of the total): only on a terminal, redrawn at most ten times a second.
+ */
+export function progressLine(io: ProgressTarget, render: (done: number, total: number) => string, total = 0): Progress {
+  if (!io.stderrIsTTY) return NONE;
+  let last = 0;
+  let drawn = false;
+  let latestTotal = total;
+  const draw = (done: number, total: number): void => {
+    drawn = true;
+    io.stderr(`\r${render(done, total)}`);
   };
   return {
-    update(done) {
+    update(done, of) {
+      latestTotal = of;
       const now = Date.now();
       if (now - last < 100) return;
       last = now;
-      draw(done);
+      draw(done, of);
     },
     finish() {
-      draw(total);
+      draw(latestTotal, latestTotal);
       io.stderr('\n');
     },
     stop() {

@@ -1,21 +1,6 @@
 import type { Colour } from './colour.js';
 import Table from 'cli-table3';
-import type { Comparison } from '../run/compare.js';
-import type { Latency, TensorSummary } from '../run/stats.js';
-
-/** What `popef run` reports; its --json form is this object. */
-export interface RunReport {
-  readonly tool: 'popef-toolkit';
-  readonly plugin: string;
-  readonly model: string;
-  readonly executable: string;
-  readonly inputs: readonly { name: string; anchor: string; dtype: string; shape: readonly number[] }[];
-  readonly outputs: readonly (TensorSummary & { anchor: string; topK?: { index: number; value: number }[][] })[];
-  readonly timing: Latency & { warmup: number; totalMs: number; batch: number; samplesPerSecond: number };
-  comparison: (Comparison & { name: string; atol: number; rtol: number; note?: string })[] | null;
-  /** The second plugin of --compare-with, when the comparison is against it. */
-  comparedWith?: string;
-}
+import type { RunReport } from '../run/run-report.js';
 
 function num(x: number): string {
   if (!Number.isFinite(x)) return String(x);

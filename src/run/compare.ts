@@ -1,3 +1,6 @@
+import type { Tensor } from './plugin-api.js';
+import { toNumbers } from './tensor.js';
+
 /**
  * Output comparison, numpy.isclose style: an element passes when
  * |actual - expected| <= atol + rtol * |expected| (NaN equals NaN). Besides
@@ -81,4 +84,54 @@ export function compareValues(actual: ArrayLike<number>, expected: ArrayLike<num
     minAtol: settle(Math.max(0, minAtol), (x) => allClose(x, tol.rtol)),
     minRtol: settle(Math.max(0, minRtol), (x) => allClose(tol.atol, x)),
   };
+}
+
+/** One output's comparison, as `popef run` reports it. */
+export interface OutputComparison extends Comparison {
+  /** The output's client-facing name. */
+  readonly name: string;
+  readonly atol: number;
+  readonly rtol: number;
+  /** Why it failed beyond the values (a shape that differs, an output missing). */
+  readonly note?: string;
+}
+
+/** A tolerance for all outputs, and any given per output (by client or anchor name). */
+export interface OutputTolerance {
+  readonly all: number;
+  readonly by: ReadonlyMap<string, number>;
+}
+
+export interface OutputTolerances {
+  readonly atol: OutputTolerance;
+  readonly rtol: OutputTolerance;
+}
+
+/**
+ * Compares each output with its expected values, whether they come from
+ * saved files (--expect) or from a second plugin (--compare-with):
+ * `expectedOf` gives the expected tensor of an output, or a note saying why
+ * there is none. `nameOf` gives an anchor's client-facing name.
+ */
+export async function compareOutputs(
+  actual: ReadonlyMap<string, Tensor>,
+  expectedOf: (output: Tensor, name: string) => Promise<Tensor | string>,
+  tolerances: OutputTolerances,
+  nameOf: (anchor: string) => string,
+): Promise<OutputComparison[]> {
+  const comparisons: OutputComparison[] = [];
+  for (const t of actual.values()) {
+    const name = nameOf(t.name);
+    const pick = (tol: OutputTolerance): number => tol.by.get(name) ?? tol.by.get(t.name) ?? tol.all;
+    const tol = { atol: pick(tolerances.atol), rtol: pick(tolerances.rtol) };
+    const expected = await expectedOf(t, name);
+    if (typeof expected === 'string') {
+      comparisons.push({ ...compareValues([], [], tol), passed: false, name, ...tol, note: expected });
+      continue;
+    }
+    const c = compareValues(toNumbers(t), toNumbers(expected), tol);
+    const sameShape = expected.shape.length === t.shape.length && expected.shape.every((d, i) => d === t.shape[i]);
+    comparisons.push(sameShape ? { ...c, name, ...tol } : { ...c, passed: false, name, ...tol, note: `shape [${t.shape.join(', ')}] differs from the expected [${expected.shape.join(', ')}]` });
+  }
+  return comparisons;
 }

@@ -2,7 +2,7 @@ import { FILE_LIMITS, readRegularFile } from '../io/local-file.js';
 import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { DATA_TYPE_INFO, type DataTypeInfo } from '../schema/data-types.js';
-import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
+import { cannotRunHere, type Availability, type ExecutionPlugin, type ModelRequest, type OpenedModel, type Tensor, type TensorSpec } from './plugin-api.js';
 import { userTensorSpecs } from './tensor.js';
 import { importModule } from './import-module.js';
 
@@ -118,15 +118,16 @@ export class CpuPlugin implements ExecutionPlugin {
 
   async probe(): Promise<Availability> {
     const ort = await this.load();
-    if (ort !== undefined) return { available: true };
+    return ort !== undefined ? { available: true } : this.unavailable();
+  }
+
+  private unavailable(): Availability {
     return { available: false, reason: `onnxruntime-node cannot be loaded (${this.failure ?? ''})`, hint: INSTALL_HINT };
   }
 
   async open(request: ModelRequest): Promise<OpenedModel> {
     const ort = await this.load();
-    if (ort === undefined) {
-      throw new PopefError(ErrorCode.PluginUnavailable, `plugin "cpu" cannot run here: onnxruntime-node cannot be loaded (${this.failure ?? ''})`, { suggestion: INSTALL_HINT });
-    }
+    if (ort === undefined) throw cannotRunHere('plugin "cpu"', this.unavailable());
     const set = await ModelSet.open(request.files);
     let graph: Uint8Array;
     const stored = new Map<string, Tensor>();

@@ -5,6 +5,11 @@
  */
 export interface Deadline {
   readonly timeoutMs?: number;
+  /**
+   * The time that counts against `timeoutMs` so far (default: all of it).
+   * When the timer fires early by this measure, it is set again for what is left.
+   */
+  readonly spentMs?: () => number;
   /** The error when the time is up; may act first (stop a child). */
   readonly onTimeout: () => Error;
   readonly signal?: AbortSignal;
@@ -20,9 +25,18 @@ export async function raceDeadline<T>(work: Promise<T>, deadline: Deadline, othe
   work.catch(() => undefined);
   const racers: Promise<T>[] = [work, ...others];
   if (timeoutMs !== undefined) {
+    const { spentMs } = deadline;
+    const start = spentMs?.() ?? 0;
     racers.push(
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(deadline.onTimeout()), timeoutMs);
+        const arm = (ms: number): void => {
+          timer = setTimeout(() => {
+            const left = spentMs === undefined ? 0 : timeoutMs - (spentMs() - start);
+            if (left > 0) arm(left);
+            else reject(deadline.onTimeout());
+          }, ms);
+        };
+        arm(timeoutMs);
       }),
     );
   }

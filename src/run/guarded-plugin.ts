@@ -1,6 +1,7 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { raceDeadline } from './deadline.js';
+import { withExitTrapped } from './exit-trap.js';
 import { sameTensorInfo } from '../schema/model.js';
 import type { Availability, ExecutionPlugin, ModelRequest, ModelTensors, OpenedModel, RunOptions, Tensor, TensorSpec } from './plugin-api.js';
 import { byteLength, modelTensorSpecs } from './tensor.js';
@@ -41,13 +42,7 @@ class GuardedPlugin implements ExecutionPlugin {
 
   /** The plugin's step, bounded by the timeout and the interrupt; its exceptions become E_PLUGIN. */
   async step<T>(what: string, start: () => Promise<T>): Promise<T> {
-    let work: Promise<T>;
-    try {
-      // A plugin written in plain JavaScript may return a value, not a promise.
-      work = Promise.resolve(start());
-    } catch (error) {
-      work = Promise.reject(error instanceof Error ? error : new Error(String(error)));
-    }
+    const work = withExitTrapped(this.name, what, start);
     const { timeoutMs, signal } = this.options;
     try {
       return await raceDeadline(work, {
@@ -71,10 +66,11 @@ class GuardedPlugin implements ExecutionPlugin {
     const expected = request.tensors ?? (await modelTensors(request));
     const opened = await this.step('open the model', () => this.inner.open(request));
     try {
+      checkOpened(this.name, opened);
       checkDeclared(this.name, 'inputs', opened.inputs, expected.inputs);
       checkDeclared(this.name, 'outputs', opened.outputs, expected.outputs);
     } catch (error) {
-      await opened.close().catch(() => undefined);
+      if (typeof (opened as Partial<OpenedModel> | null)?.close === 'function') await opened.close().catch(() => undefined);
       throw error;
     }
     const step = this.step.bind(this);
@@ -109,6 +105,22 @@ async function modelTensors(request: ModelRequest): Promise<ModelTensors> {
   } finally {
     await set.close();
   }
+}
+
+/** What open() returned is an opened model at all: lists of tensor specs, run and close (it is plain JavaScript's to get wrong). */
+function checkOpened(plugin: string, opened: unknown): void {
+  const o = opened as Partial<Record<keyof OpenedModel, unknown>> | null | undefined;
+  const wrong = (what: string): PopefError => new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned from open() ${what}`, { suggestion: 'open() resolves with { inputs, outputs, run, close } (src/run/plugin-api.ts)' });
+  if (o === null || o === undefined) throw wrong(`${String(o)}, not an opened model`);
+  for (const kind of ['inputs', 'outputs'] as const) {
+    const list = o[kind];
+    if (!Array.isArray(list)) throw wrong(`"${kind}" as ${list === null ? 'null' : typeof list}, not a list of tensor specs`);
+    list.forEach((spec: unknown, i) => {
+      const s = spec as Partial<TensorSpec> | null;
+      if (typeof s?.name !== 'string' || typeof s.dtype !== 'string' || !Array.isArray(s.shape)) throw wrong(`${kind}[${i}] that is not a tensor spec ({ name, dtype, shape })`);
+    });
+  }
+  for (const method of ['run', 'close'] as const) if (typeof o[method] !== 'function') throw wrong(`a model without a ${method}() function`);
 }
 
 function checkDeclared(plugin: string, kind: 'inputs' | 'outputs', declared: readonly TensorSpec[], expected: readonly TensorSpec[]): void {

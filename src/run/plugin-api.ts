@@ -1,4 +1,5 @@
 import type { DataType } from '../schema/model.js';
+import { ErrorCode, PopefError } from '../errors.js';
 
 /**
  * The execution plugin API. `popef run` never executes a model itself: a
@@ -95,4 +96,15 @@ export interface ExecutionPlugin {
   open(model: ModelRequest): Promise<OpenedModel>;
   /** Releases everything (child processes included). Safe to call more than once. */
   dispose(): Promise<void>;
+}
+
+/** The one message for a plugin that cannot run here, with what is missing and how to enable it; `subject` is `plugin "ipu"` or `the SDK bridge`. */
+export function cannotRunHere(subject: string, availability: Availability): PopefError {
+  return new PopefError(ErrorCode.PluginUnavailable, `${subject} cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
+}
+
+/** Probes `plugin` and throws `cannotRunHere` unless it can run here. */
+export async function requireAvailable(plugin: ExecutionPlugin, subject = `plugin "${plugin.name}"`): Promise<void> {
+  const availability = await plugin.probe();
+  if (!availability.available) throw cannotRunHere(subject, availability);
 }

@@ -9,10 +9,27 @@ import type { Tensor, TensorSpec } from './plugin-api.js';
  */
 
 export const PROTOCOL = 'popef-plugin/1';
-/** Refuse tensor frames beyond this: a corrupt length must not make the host allocate without bound. */
-export const MAX_FRAME_BYTES = 16 * 1024 ** 3;
-/** Control messages are small (a model's metadata is the largest): a cap of their own, as the bridge has (PROTOCOL.md). */
-export const MAX_JSON_FRAME_BYTES = 64 * 1024 ** 2;
+
+/**
+ * The limits of PROTOCOL.md ("Limits"), each checked against a frame's
+ * announced length before a byte of it is buffered: a corrupt or hostile
+ * length must not make the host allocate without bound (CWE-789).
+ */
+export const FRAME_LIMITS = {
+  /**
+   * A JSON control message. Real ones are kilobytes (a model's metadata in
+   * an import is the largest); far below V8's longest string (about
+   * 512 MiB), which a larger frame would hit as an abort, not an error.
+   */
+  controlBytes: 64 * 1024 ** 2,
+  /** One TENS frame of a chunked tensor, which is streamed and never held whole. */
+  chunkBytes: 16 * 1024 ** 3,
+  /** A tensor sent whole (one TENS frame, held in one buffer): Node's largest Buffer on 64-bit Node 20. */
+  wholeTensorBytes: 4 * 1024 ** 3,
+} as const;
+/** The control and chunk limits by the names PROTOCOL.md and the bridge's frames.py give them. */
+export const MAX_JSON_FRAME_BYTES = FRAME_LIMITS.controlBytes;
+export const MAX_FRAME_BYTES = FRAME_LIMITS.chunkBytes;
 
 /** How much of a chunk frame is gathered before it is handed on (see `chunks`). */
 const BATCH_BYTES = 2 * 1024 * 1024;
@@ -28,8 +45,30 @@ export interface Announcement extends TensorSpec {
 
 export type Message = Record<string, unknown> & { readonly type: string; readonly id: number };
 
+/**
+ * What is wrong with the stream, for the host to act on without reading the
+ * message: `ended` (the other side closed it: its exit is the story),
+ * `malformed` (bytes that are not the protocol) or `limit` (a size beyond
+ * FRAME_LIMITS or the request's own bounds).
+ */
+export type ProtocolErrorKind = 'ended' | 'malformed' | 'limit';
+
 export class ProtocolError extends Error {
   override readonly name = 'ProtocolError';
+  constructor(
+    readonly kind: ProtocolErrorKind,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What one reply may announce, beyond FRAME_LIMITS: a run's result holds no more, and no larger, tensors than the model's outputs. */
+export interface ReplyBounds {
+  readonly maxTensors: number;
+  readonly maxTensorBytes: number;
+  /** Names the bound in errors: "the model's 1 output". */
+  readonly what: string;
 }
 
 function header(tag: 'JSON' | 'TENS', length: number): Buffer {
@@ -39,14 +78,42 @@ function header(tag: 'JSON' | 'TENS', length: number): Buffer {
   return h;
 }
 
+/**
+ * The time spent waiting for the other side: for bytes to read, or for room
+ * to write. A plugin's timeout is measured on this clock, so that the host's
+ * own work (parsing a reply, storing a chunk) is never counted against it.
+ */
+export class WaitClock {
+  private waiters = 0;
+  private since = 0;
+  private total = 0;
+
+  /** Milliseconds waited so far, the current wait included. */
+  get waitedMs(): number {
+    return this.total + (this.waiters > 0 ? performance.now() - this.since : 0);
+  }
+
+  /** Counts the time until `wait` settles (waits that overlap count once). */
+  async during<T>(wait: Promise<T>): Promise<T> {
+    if (this.waiters++ === 0) this.since = performance.now();
+    try {
+      return await wait;
+    } finally {
+      if (--this.waiters === 0) this.total += performance.now() - this.since;
+    }
+  }
+}
+
 /** Writes a message and the tensors it announces; resolves when the data is handed to the stream. */
-export async function writeMessage(out: Writable, message: Message, tensors: readonly Uint8Array[] = []): Promise<void> {
+export async function writeMessage(out: Writable, message: Message, tensors: readonly Uint8Array[] = [], clock?: WaitClock): Promise<void> {
   const json = Buffer.from(JSON.stringify(message), 'utf8');
+  // The plugin applies the same limit: a message it would refuse is not sent.
+  if (json.length > FRAME_LIMITS.controlBytes) throw new ProtocolError('limit', `the "${message.type}" message is ${json.length} bytes, more than the protocol's ${FRAME_LIMITS.controlBytes} for a control message`);
   const chunks: Uint8Array[] = [header('JSON', json.length), json];
   for (const t of tensors) chunks.push(header('TENS', t.byteLength), t);
   let ok = true;
   for (const c of chunks) ok = out.write(c);
-  if (!ok) await drained(out);
+  if (!ok) await (clock?.during(drained(out)) ?? drained(out));
 }
 
 /** Resolves when `out` can take more, rejects if it fails first. */
@@ -66,13 +133,13 @@ function drained(out: Writable): Promise<void> {
 }
 
 /** Writes one tensor's bytes as chunk frames, reading them from `source` as they come. */
-export async function writeChunks(out: Writable, source: AsyncIterable<Uint8Array>): Promise<number> {
+export async function writeChunks(out: Writable, source: AsyncIterable<Uint8Array>, clock?: WaitClock): Promise<number> {
   let total = 0;
   for await (const chunk of source) {
     if (chunk.byteLength === 0) continue;
     total += chunk.byteLength;
     const ok = out.write(header('TENS', chunk.byteLength)) && out.write(chunk);
-    if (!ok) await drained(out);
+    if (!ok) await (clock?.during(drained(out)) ?? drained(out));
   }
   return total;
 }
@@ -81,14 +148,14 @@ export function announce(tensors: readonly Tensor[]): Announcement[] {
   return tensors.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, bytes: t.data.byteLength }));
 }
 
-/**
- * Reads frames from a stream. `next()` resolves with the next message and
- * the tensors it announces; a malformed stream rejects with ProtocolError;
- * the end of the stream rejects with `ended`.
- */
 /** From this size on, a whole frame is copied into place as it arrives (FrameReader.takeLarge). */
 const LARGE_FRAME = 1 << 20;
 
+/**
+ * Reads frames from a stream. `next()` resolves with the next message and
+ * the tensors it announces; a malformed stream rejects with a ProtocolError
+ * of kind `malformed` or `limit`, the end of the stream with kind `ended`.
+ */
 export class FrameReader {
   private buffers: Buffer[] = [];
   private buffered = 0;
@@ -104,7 +171,11 @@ export class FrameReader {
   private paused = false;
   private wanted = 0;
 
-  constructor(private readonly stream: Readable) {
+  constructor(
+    private readonly stream: Readable,
+    /** Where the time spent waiting for bytes is counted. */
+    readonly clock = new WaitClock(),
+  ) {
     stream.on('data', (chunk: Buffer) => {
       this.buffers.push(chunk);
       this.buffered += chunk.length;
@@ -139,16 +210,16 @@ export class FrameReader {
     }
   }
 
-  /** Exactly n bytes, waiting as needed; one copy at most. */
   /** Waits until at least `n` bytes are buffered; the stream's failure or end rejects. */
   private async buffer(n: number): Promise<void> {
     while (this.buffered < n) {
       if (this.failure !== undefined) throw this.failure;
-      if (this.ended) throw new ProtocolError('ended');
-      await new Promise<void>((resolve) => (this.waiting = resolve));
+      if (this.ended) throw new ProtocolError('ended', 'the stream ended');
+      await this.clock.during(new Promise<void>((resolve) => (this.waiting = resolve)));
     }
   }
 
+  /** Exactly n bytes, waiting as needed; one copy at most. */
   private async take(n: number): Promise<Buffer> {
     this.resumeUnder(n);
     await this.buffer(n);
@@ -172,7 +243,7 @@ export class FrameReader {
     let done = 0;
     while (done < n) {
       const c = this.buffers[0];
-      if (c === undefined) throw new ProtocolError('internal: buffer accounting');
+      if (c === undefined) throw new Error('internal: buffer accounting');
       const take = Math.min(c.length, n - done);
       c.copy(out, at + done, 0, take);
       done += take;
@@ -205,41 +276,40 @@ export class FrameReader {
     this.resumeUnder(1);
     await this.buffer(1);
     const first = this.buffers[0];
-    if (first === undefined) throw new ProtocolError('internal: buffer accounting');
+    if (first === undefined) throw new Error('internal: buffer accounting');
     return this.take(Math.min(n, first.length));
   }
 
-  private async frameLength(expect: 'JSON' | 'TENS'): Promise<number> {
+  /** The length of the next frame, which must have tag `expect` and be no longer than `limit` (what it is, for the error). */
+  private async frameLength(expect: 'JSON' | 'TENS', limit: number, what: string): Promise<number> {
     const h = await this.take(12);
     const tag = h.toString('ascii', 0, 4);
     const length = h.readBigUInt64LE(4);
-    if (tag !== expect) throw new ProtocolError(`expected a ${expect} frame, got tag ${JSON.stringify(tag)}`);
-    const limit = expect === 'JSON' ? MAX_JSON_FRAME_BYTES : MAX_FRAME_BYTES;
-    if (length > BigInt(limit)) throw new ProtocolError(`${expect} frame of ${length} bytes exceeds the limit of ${limit}`);
+    if (tag !== expect) throw new ProtocolError('malformed', `expected a ${expect} frame, got tag ${JSON.stringify(tag)}`);
+    if (length > BigInt(limit)) throw new ProtocolError('limit', `${what} of ${length} bytes exceeds the limit of ${limit}`);
     return Number(length);
-  }
-
-  private async frame(expect: 'JSON' | 'TENS'): Promise<Buffer> {
-    const n = await this.frameLength(expect);
-    return n >= LARGE_FRAME ? this.takeLarge(n) : this.take(n);
   }
 
   /**
    * The next message without its tensors: the caller then reads each
    * announced tensor, in order, with `chunks()`. For chunked announcements.
    */
-  async nextMessage(): Promise<{ message: Message; announced: Announcement[] }> {
-    const body = await this.frame('JSON');
-    let message: Message;
+  async nextMessage(bounds?: ReplyBounds): Promise<{ message: Message; announced: Announcement[] }> {
+    const n = await this.frameLength('JSON', FRAME_LIMITS.controlBytes, 'a control message (JSON frame)');
+    const body = n >= LARGE_FRAME ? await this.takeLarge(n) : await this.take(n);
+    let parsed: unknown;
     try {
-      message = JSON.parse(body.toString('utf8')) as Message;
+      parsed = JSON.parse(body.toString('utf8'));
     } catch {
-      throw new ProtocolError(`a JSON frame does not hold valid JSON: ${body.toString('utf8', 0, Math.min(body.length, 200))}`);
+      throw new ProtocolError('malformed', `a JSON frame does not hold valid JSON: ${body.toString('utf8', 0, Math.min(body.length, 200))}`);
     }
-    if (typeof message !== 'object' || typeof message.type !== 'string' || typeof message.id !== 'number') {
-      throw new ProtocolError('a message lacks its "type" or "id"');
+    // `null` and arrays are JSON too: a message is an object with its type and id.
+    const m = parsed as Partial<Message> | null;
+    if (typeof m !== 'object' || m === null || typeof m.type !== 'string' || typeof m.id !== 'number') {
+      throw new ProtocolError('malformed', 'a message lacks its "type" or "id"');
     }
-    return { message, announced: parseAnnouncements(message.tensors) };
+    const message = m as Message;
+    return { message, announced: parseAnnouncements(message.tensors, bounds) };
   }
 
   /**
@@ -260,8 +330,8 @@ export class FrameReader {
     let left = a.bytes;
     let shared: Buffer | undefined;
     while (left > 0) {
-      const length = await this.frameLength('TENS');
-      if (length === 0 || length > left) throw new ProtocolError(`a chunk of tensor "${a.name}" has ${length} bytes with ${left} left`);
+      const length = await this.frameLength('TENS', FRAME_LIMITS.chunkBytes, `a chunk of tensor "${a.name}"`);
+      if (length === 0 || length > left) throw new ProtocolError('malformed', `a chunk of tensor "${a.name}" has ${length} bytes with ${left} left`);
       left -= length;
       // Pieces are gathered to BATCH_BYTES first: the consumer writes each
       // to disk, and a write per pipe read (64 KiB) costs more than a copy.
@@ -293,8 +363,8 @@ export class FrameReader {
    * The next message with all its tensors, each read whole; a tensor for
    * which `into` lends a buffer of exactly its size is received into it.
    */
-  async next(into?: ReadonlyMap<string, Uint8Array>): Promise<{ message: Message; tensors: Tensor[] }> {
-    const { message, announced } = await this.nextMessage();
+  async next(into?: ReadonlyMap<string, Uint8Array>, bounds?: ReplyBounds): Promise<{ message: Message; tensors: Tensor[] }> {
+    const { message, announced } = await this.nextMessage(bounds);
     const tensors: Tensor[] = [];
     for (const a of announced) tensors.push({ name: a.name, dtype: a.dtype, shape: a.shape, data: await this.wholeTensor(a, into?.get(a.name)) });
     return { message, tensors };
@@ -302,8 +372,8 @@ export class FrameReader {
 
   /** The single frame of an announced tensor that is not chunked. */
   private async wholeTensor(a: Announcement, lent: Uint8Array | undefined): Promise<Buffer> {
-    const n = await this.frameLength('TENS');
-    if (n !== a.bytes) throw new ProtocolError(`tensor "${a.name}" was announced with ${a.bytes} bytes but its frame holds ${n}`);
+    const n = await this.frameLength('TENS', FRAME_LIMITS.wholeTensorBytes, `tensor "${a.name}", sent whole,`);
+    if (n !== a.bytes) throw new ProtocolError('malformed', `tensor "${a.name}" was announced with ${a.bytes} bytes but its frame holds ${n}`);
     if (lent === undefined || lent.byteLength !== n) return n >= LARGE_FRAME ? this.takeLarge(n) : this.take(n);
     const into = Buffer.from(lent.buffer, lent.byteOffset, lent.byteLength);
     if (n >= LARGE_FRAME) return this.takeLarge(n, into);
@@ -312,9 +382,10 @@ export class FrameReader {
   }
 }
 
-export function parseAnnouncements(value: unknown): Announcement[] {
+export function parseAnnouncements(value: unknown, bounds?: ReplyBounds): Announcement[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value)) throw new ProtocolError('"tensors" is not a list');
+  if (!Array.isArray(value)) throw new ProtocolError('malformed', '"tensors" is not a list');
+  if (bounds !== undefined && value.length > bounds.maxTensors) throw new ProtocolError('limit', `the reply announces ${value.length} tensors, more than ${bounds.what} (${bounds.maxTensors})`);
   return value.map((v: unknown, i) => {
     const a = v as Partial<Announcement>;
     const ok =
@@ -326,17 +397,18 @@ export function parseAnnouncements(value: unknown): Announcement[] {
       typeof a.bytes === 'number' &&
       Number.isSafeInteger(a.bytes) &&
       a.bytes >= 0;
-    if (!ok) throw new ProtocolError(`tensor announcement ${i} is malformed: ${JSON.stringify(v)}`);
+    if (!ok) throw new ProtocolError('malformed', `tensor announcement ${i} is malformed: ${JSON.stringify(v).slice(0, 200)}`);
+    if (bounds !== undefined && (a.bytes ?? 0) > bounds.maxTensorBytes) throw new ProtocolError('limit', `tensor "${a.name ?? ''}" is announced with ${a.bytes ?? 0} bytes, more than the largest of ${bounds.what} (${bounds.maxTensorBytes})`);
     return a as Announcement;
   });
 }
 
 export function parseSpecs(value: unknown, what: string): TensorSpec[] {
-  if (!Array.isArray(value)) throw new ProtocolError(`"${what}" is not a list`);
+  if (!Array.isArray(value)) throw new ProtocolError('malformed', `"${what}" is not a list`);
   return value.map((v: unknown, i) => {
     const s = v as Partial<TensorSpec>;
     if (typeof s.name !== 'string' || typeof s.dtype !== 'string' || !isDataType(s.dtype) || !Array.isArray(s.shape) || !s.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
-      throw new ProtocolError(`${what}[${i}] is not a tensor spec: ${JSON.stringify(v)}`);
+      throw new ProtocolError('malformed', `${what}[${i}] is not a tensor spec: ${JSON.stringify(v).slice(0, 200)}`);
     }
     return { name: s.name, dtype: s.dtype, shape: s.shape };
   });

@@ -1,6 +1,7 @@
-import { access, link, rename, rm } from 'node:fs/promises';
+import { access, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { openRegularFile } from '../io/local-file.js';
+import { commitAtomically } from '../io/commit.js';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
@@ -8,7 +9,8 @@ import { PopefWriter } from '../format/writer.js';
 import { schemaErrors } from '../json-schemas.js';
 import { checkModelContents, type Where } from '../format/model-rules.js';
 import type { Metadata, TensorInfo } from '../schema/model.js';
-import type { ChildProcessPlugin } from './child-plugin.js';
+import type { ChildProcessPlugin, Exchange } from './child-plugin.js';
+import { requireAvailable } from './plugin-api.js';
 import type { Announcement } from './protocol.js';
 
 /**
@@ -42,11 +44,8 @@ function stringsOf(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((w): w is string => typeof w === 'string') : [];
 }
 
-async function available(bridge: ChildProcessPlugin): Promise<void> {
-  const a = await bridge.probe();
-  if (!a.available) {
-    throw new PopefError(ErrorCode.PluginUnavailable, `the SDK bridge cannot run here: ${a.reason ?? 'no reason given'}`, { suggestion: a.hint });
-  }
+function available(bridge: ChildProcessPlugin): Promise<void> {
+  return requireAvailable(bridge, 'the SDK bridge');
 }
 
 async function* counted(chunks: AsyncIterable<Uint8Array>, progress: { bytes: number }, onProgress?: (bytes: number) => void): AsyncGenerator<Uint8Array> {
@@ -82,72 +81,85 @@ export async function importSdkFiles(
   // What arrives is checked as a model set before the file is committed,
   // with the rules every reader applies; errors blame the SDK files.
   const where = { file: files.join(' + ') };
-  const contents = {
-    executables: [] as { name: string; where: Where }[],
-    metadata: [] as { metadata: Metadata; where: Where }[],
-    tensors: [] as { name: string; tensorInfo: TensorInfo; where: Where }[],
-    feeds: [] as { name: string; where: Where }[],
-    opaques: [] as { name: string; executable: string; where: Where }[],
-  };
+  const contents: ImportState['contents'] = { executables: [], metadata: [], tensors: [], feeds: [], opaques: [] };
   try {
     const request = { type: 'import', files, ...(options.executables === false ? { executables: false } : {}) };
-    const exchange = await bridge.exchange(request, [], options.timeoutMs ?? 300_000);
-    let current: { message: Record<string, unknown>; announced: Announcement[] } = exchange;
-    while (current.message.type !== 'imported') {
-      const m = current.message as Record<string, unknown> & { kind?: string; name?: string; executable?: string; tensorInfo?: TensorInfo; sampleCount?: number; metadata?: unknown };
-      if (m.type !== 'blob') throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent an unexpected "${String(m.type)}" during import`, {});
-      const announcement = current.announced[0];
-      // The writer stores each chunk before it asks for the next, except when
-      // it compresses (zlib queues its input): only then are chunks fresh buffers.
-      const payload = (reuse = true): AsyncIterable<Uint8Array> => {
-        if (announcement === undefined) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent no data for ${m.kind ?? 'a blob'} "${m.name ?? ''}"`, {});
-        return counted(exchange.chunks(announcement, reuse), progress, options.onProgress);
-      };
-      const name = m.name ?? '';
-      const tensorInfo = m.tensorInfo ?? { dtype: 'U8', shape: [] };
-      switch (m.kind) {
-        case 'executable':
-          await writer.writeExecutable(name, payload(options.compress !== true), { compress: options.compress });
-          contents.executables.push({ name, where });
-          break;
-        case 'metadata': {
-          const problems = schemaErrors('manifest', { format: 'popef-open-manifest', version: 1, blobs: [{ type: 'METADATA', metadata: m.metadata }] });
-          if (problems.length > 0) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent metadata that does not fit the open layout: ${problems.join('; ')}`, {});
-          const metadata = m.metadata as Metadata;
-          await writer.writeMetadata(metadata);
-          contents.metadata.push({ metadata, where });
-          break;
-        }
-        case 'tensor':
-          await writer.writeTensorData({ name, tensorInfo }, payload());
-          contents.tensors.push({ name, tensorInfo, where });
-          break;
-        case 'feed':
-          await writer.writeFeedData({ name, tensorInfo, sampleCount: m.sampleCount ?? 0 }, payload());
-          contents.feeds.push({ name, where });
-          break;
-        case 'opaque': {
-          const executable = m.executable ?? '';
-          await writer.writeOpaque({ name, executable }, payload());
-          contents.opaques.push({ name, executable, where });
-          break;
-        }
-        default:
-          throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent a blob of unknown kind "${String(m.kind)}"`, {});
+    const imported = await bridge.withExchange(request, [], options.timeoutMs ?? 300_000, async (exchange) => {
+      let current: { message: Record<string, unknown>; announced: readonly Announcement[] } = exchange;
+      while (current.message.type !== 'imported') {
+        await storeBlob(current, exchange, writer, { contents, where, progress, options });
+        blobs += 1;
+        current = await exchange.next();
       }
-      blobs += 1;
-      current = await exchange.next();
-    }
-    exchange.finish();
+      return current.message;
+    });
     checkModelContents(contents);
     await writer.close();
-    const sdkVersion = typeof current.message.sdkVersion === 'string' ? current.message.sdkVersion : null;
-    return { blobs, bytes: progress.bytes, warnings: stringsOf(current.message.warnings), sdkVersion };
+    const sdkVersion = typeof imported.sdkVersion === 'string' ? imported.sdkVersion : null;
+    return { blobs, bytes: progress.bytes, warnings: stringsOf(imported.warnings), sdkVersion };
   } catch (error) {
+    // The bridge, if it was left mid-stream, is stopped already (withExchange).
     await writer.abort();
-    // A bridge left mid-stream cannot take further requests.
-    await bridge.kill();
     throw error;
+  }
+}
+
+interface ImportState {
+  readonly contents: {
+    executables: { name: string; where: Where }[];
+    metadata: { metadata: Metadata; where: Where }[];
+    tensors: { name: string; tensorInfo: TensorInfo; where: Where }[];
+    feeds: { name: string; where: Where }[];
+    opaques: { name: string; executable: string; where: Where }[];
+  };
+  readonly where: Where;
+  readonly progress: { bytes: number };
+  readonly options: ConvertOptions;
+}
+
+/** Stores one blob message of an import, with its payload's chunks. */
+async function storeBlob(current: { message: Record<string, unknown>; announced: readonly Announcement[] }, exchange: Exchange, writer: PopefWriter, state: ImportState): Promise<void> {
+  const { contents, where, progress, options } = state;
+  const m = current.message as Record<string, unknown> & { kind?: string; name?: string; executable?: string; tensorInfo?: TensorInfo; sampleCount?: number; metadata?: unknown };
+  if (m.type !== 'blob') throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent an unexpected "${String(m.type)}" during import`, {});
+  const announcement = current.announced[0];
+  // The writer stores each chunk before it asks for the next, except when
+  // it compresses (zlib queues its input): only then are chunks fresh buffers.
+  const payload = (reuse = true): AsyncIterable<Uint8Array> => {
+    if (announcement === undefined) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent no data for ${m.kind ?? 'a blob'} "${m.name ?? ''}"`, {});
+    return counted(exchange.chunks(announcement, reuse), progress, options.onProgress);
+  };
+  const name = m.name ?? '';
+  const tensorInfo = m.tensorInfo ?? { dtype: 'U8', shape: [] };
+  switch (m.kind) {
+    case 'executable':
+      await writer.writeExecutable(name, payload(options.compress !== true), { compress: options.compress });
+      contents.executables.push({ name, where });
+      break;
+    case 'metadata': {
+      const problems = schemaErrors('manifest', { format: 'popef-open-manifest', version: 1, blobs: [{ type: 'METADATA', metadata: m.metadata }] });
+      if (problems.length > 0) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent metadata that does not fit the open layout: ${problems.join('; ')}`, {});
+      const metadata = m.metadata as Metadata;
+      await writer.writeMetadata(metadata);
+      contents.metadata.push({ metadata, where });
+      break;
+    }
+    case 'tensor':
+      await writer.writeTensorData({ name, tensorInfo }, payload());
+      contents.tensors.push({ name, tensorInfo, where });
+      break;
+    case 'feed':
+      await writer.writeFeedData({ name, tensorInfo, sampleCount: m.sampleCount ?? 0 }, payload());
+      contents.feeds.push({ name, where });
+      break;
+    case 'opaque': {
+      const executable = m.executable ?? '';
+      await writer.writeOpaque({ name, executable }, payload());
+      contents.opaques.push({ name, executable, where });
+      break;
+    }
+    default:
+      throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent a blob of unknown kind "${String(m.kind)}"`, {});
   }
 }
 
@@ -200,26 +212,18 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
           break;
       }
     }
-    const reply = await bridge.exchange({ type: 'export', path: temp, compress: options.compress === true, model: { metadata, blobs } }, sources, options.timeoutMs ?? 300_000);
-    reply.finish();
-    if (reply.message.type !== 'exported') throw new PopefError(ErrorCode.Plugin, `the SDK bridge answered "${reply.message.type}" to export`, {});
+    const reply = await bridge.withExchange({ type: 'export', path: temp, compress: options.compress === true, model: { metadata, blobs } }, sources, options.timeoutMs ?? 300_000, async (r) => {
+      if (r.message.type !== 'exported') throw new PopefError(ErrorCode.Plugin, `the SDK bridge answered "${r.message.type}" to export`, {});
+      return Promise.resolve(r.message);
+    });
     // What this SDK release could not store (deviceIterations before SDK 3.3).
-    const warnings = stringsOf(reply.message.warnings);
+    const warnings = stringsOf(reply.warnings);
 
-    try {
-      if (options.force === true) await rename(temp, out);
-      else {
-        await link(temp, out);
-        await rm(temp);
-      }
-    } catch (error) {
-      throw ioError(error, out, 'move the exported file into place');
-    }
+    await commitAtomically(temp, out, { force: options.force, what: 'exported file' });
     return { blobs: blobs.length + metadata.length, bytes: progress.bytes, skipped, warnings };
   } catch (error) {
-    // The bridge is stopped first (unless it reported the error itself and
-    // is idle), so that it cannot write the temporary file after its removal.
-    if (!(error instanceof PopefError && error.code === ErrorCode.Plugin && /^plugin "[^"]+": /.test(error.message))) await bridge.kill();
+    // A bridge that failed mid-export was stopped before withExchange gave
+    // the error back: it cannot write the temporary file after its removal.
     await rm(temp, { force: true });
     throw error;
   } finally {

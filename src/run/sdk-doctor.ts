@@ -95,9 +95,7 @@ export async function diagnose(bridge: ChildProcessPlugin, pythonCommand: string
       problems: [`the bridge could not start with ${pythonCommand}: ${message}`],
     };
   }
-  const reply = await bridge.exchange({ type: 'doctor' }, [], 30_000);
-  reply.finish();
-  const m = reply.message as Record<string, unknown>;
+  const m: Record<string, unknown> = await bridge.withExchange({ type: 'doctor' }, [], 30_000, (reply) => Promise.resolve(reply.message));
   const python = (m.python ?? {}) as { executable?: unknown; version?: unknown };
   const imports = (m.imports ?? {}) as Record<string, unknown>;
   const calls: SdkCall[] = (Array.isArray(m.calls) ? m.calls : []).flatMap((c: unknown) => {

@@ -5,7 +5,7 @@ import { BlobDescriptor as FbBlobDescriptor } from './generated/popef/open/blob-
 import { Metadata as FbMetadata } from './generated/popef/open/metadata.js';
 import type { TensorInfo as FbTensorInfo } from './generated/popef/open/tensor-info.js';
 import { dataTypeOfCode } from './data-types.js';
-import { TENSOR_TYPES, type Anchor, type Metadata, type Option, type TensorInfo } from './model.js';
+import { TENSOR_TYPES, type Anchor, type Metadata, type Option, type RawDescriptor, type TensorInfo } from './model.js';
 import { verifyBuffer } from './verify.js';
 
 /**
@@ -20,14 +20,7 @@ export interface DecodeWhere {
   readonly offset: number;
 }
 
-/** Descriptor fields as stored; which ones matter depends on the blob type. */
-export interface RawDescriptor {
-  readonly name: string;
-  readonly executable: string;
-  readonly tensorInfo: TensorInfo | undefined;
-  readonly sampleCount: bigint;
-  readonly uncompressedSize: bigint;
-}
+export type { RawDescriptor } from './model.js';
 
 /**
  * A field's path, or a function that makes it: a million anchors must not

@@ -9,8 +9,7 @@ import { ProgramName as FbProgramName } from './generated/popef/open/program-nam
 import { DataType as FbDataType } from './generated/popef/open/data-type.js';
 import { TensorInfo as FbTensorInfo } from './generated/popef/open/tensor-info.js';
 import { TensorType as FbTensorType } from './generated/popef/open/tensor-type.js';
-import type { Metadata, Option, TensorInfo } from './model.js';
-import type { RawDescriptor } from './decode.js';
+import type { Metadata, Option, RawDescriptor, TensorInfo } from './model.js';
 
 /**
  * Domain objects -> FlatBuffers bytes. The builder is driven in one fixed
@@ -77,6 +76,11 @@ export function encodeMetadata(m: Metadata): Uint8Array {
   FbMetadata.addDeviceOptions(b, deviceOptions);
   b.finish(FbMetadata.endMetadata(b), METADATA_IDENTIFIER);
   return b.asUint8Array();
+}
+
+/** A descriptor with only the fields a blob type uses given; the rest stored at their defaults. */
+export function encodeDescriptorOf(d: Partial<RawDescriptor>): Uint8Array {
+  return encodeDescriptor({ name: d.name ?? '', executable: d.executable ?? '', tensorInfo: d.tensorInfo, sampleCount: d.sampleCount ?? 0n, uncompressedSize: d.uncompressedSize ?? 0n });
 }
 
 export function encodeDescriptor(d: RawDescriptor): Uint8Array {

@@ -32,6 +32,15 @@ export function sizeInBytes(info: TensorInfo): bigint {
   return count * BigInt(elementBytes(info.dtype));
 }
 
+/** Blob descriptor fields as stored (decode.ts reads them, encode.ts writes them); which ones matter depends on the blob type. */
+export interface RawDescriptor {
+  readonly name: string;
+  readonly executable: string;
+  readonly tensorInfo: TensorInfo | undefined;
+  readonly sampleCount: bigint;
+  readonly uncompressedSize: bigint;
+}
+
 /** Whether two tensor infos have the same dtype and shape. */
 export function sameTensorInfo(a: TensorInfo, b: TensorInfo): boolean {
   return a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);

@@ -225,8 +225,10 @@ export class GrpcTransport extends TransportBase {
       setLogVerbosity(logVerbosity.NONE);
       this.server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, ServerCredentials.createInsecure(), (error, bound) => {
         setLogVerbosity(logVerbosity.ERROR);
-        if (error !== null) reject(error);
-        else resolve(bound);
+        if (error === null) resolve(bound);
+        // grpc-js reports a port in use only in its message ("No address added ... errors: [... EADDRINUSE ...]"):
+        // it becomes the errno code here, at the one place that knows grpc-js, so that callers branch on the code.
+        else reject(/EADDRINUSE|address already in use/i.test(error.message) ? Object.assign(new Error(error.message), { code: 'EADDRINUSE' }) : error);
       });
     });
   }

@@ -68,7 +68,7 @@ function plan(core: InferenceServer, options: ServeOptions, budget: BodyBudget):
 function portError(error: unknown, transport: Transport, host: string, port: number): PopefError {
   const code = (error as NodeJS.ErrnoException).code;
   const { name, portFlag } = transport;
-  if (code === 'EADDRINUSE' || /address already in use|No address added/i.test((error as Error).message)) {
+  if (code === 'EADDRINUSE') {
     return new PopefError(ErrorCode.Io, `cannot serve ${name} on ${host}:${port}: the port is in use`, { suggestion: `stop what listens there, or choose another port with ${portFlag} (0 picks a free one)` });
   }
   return new PopefError(ErrorCode.Io, `cannot serve ${name} on ${host}:${port}: ${(error as Error).message}`, { suggestion: `check --host and ${portFlag}` });

@@ -1,5 +1,6 @@
-import { link, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { rm, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { commitAtomically } from '../io/commit.js';
 import { makeDirectories, type MadeDirectories } from '../io/make-directories.js';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
@@ -39,18 +40,7 @@ export async function writeFilesAtomically(files: readonly { path: string; conte
         throw ioError(error, f.path, 'write');
       });
     }
-    for (const [i, f] of files.entries()) {
-      const temp = temps[i] ?? '';
-      try {
-        if (options.force === true) await rename(temp, f.path);
-        else {
-          await link(temp, f.path);
-          await rm(temp);
-        }
-      } catch (error) {
-        throw ioError(error, f.path, 'move the new file into place');
-      }
-    }
+    for (const [i, f] of files.entries()) await commitAtomically(temps[i] ?? '', f.path, { force: options.force });
     done = true;
   } finally {
     await Promise.all(temps.map((t) => rm(t, { force: true })));

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFile, mkdir, readFile, readdir, symlink, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { outputFileNames } from '../../src/cli/commands/run-command.js';
+import { outputFileNames } from '../../src/run/tensor-io/output-files.js';
 import { fixture, inTempDir } from '../helpers.js';
 import { assertCleanError, spawnPopef } from './spawn-popef.js';
 

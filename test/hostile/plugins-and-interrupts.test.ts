@@ -20,6 +20,121 @@ async function inProcessPlugin(dir: string, name: string, body: string): Promise
   return path;
 }
 
+/**
+ * A plugin program (popef-plugin/1) whose answers are `handlers`, JavaScript
+ * keyed by message type, each given `m` (the message) and `send(message,
+ * tensors?)`, `header(tag, length)` and `out` (its stdout) to answer with.
+ * It answers hello and open (with MNIST's anchors) unless told otherwise.
+ */
+async function childPlugin(dir: string, name: string, handlers: Record<string, string>): Promise<string> {
+  const script = join(dir, `${name}.cjs`);
+  const cases = Object.entries(handlers)
+    .map(([type, body]) => `    case ${JSON.stringify(type)}: { ${body} break; }`)
+    .join('\n');
+  await writeFile(
+    script,
+    `const out = process.stdout;
+const header = (tag, n) => { const h = Buffer.alloc(12); h.write(tag, 0, 'ascii'); h.writeBigUInt64LE(BigInt(n), 4); return h; };
+const send = (message, tensors = []) => { const j = Buffer.from(JSON.stringify(message)); out.write(Buffer.concat([header('JSON', j.length), j, ...tensors.flatMap((t) => [header('TENS', t.length), t])])); };
+const anchors = { inputs: [{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10] }] };
+let buffered = Buffer.alloc(0);
+process.stdin.on('data', (chunk) => {
+  buffered = Buffer.concat([buffered, chunk]);
+  while (buffered.length >= 12) {
+    const n = Number(buffered.readBigUInt64LE(4));
+    if (buffered.length < 12 + n) return;
+    const tag = buffered.toString('ascii', 0, 4);
+    const body = buffered.subarray(12, 12 + n);
+    buffered = buffered.subarray(12 + n);
+    if (tag === 'JSON') handle(JSON.parse(body.toString('utf8')));
+  }
+});
+setInterval(() => {}, 1000);
+function handle(m) {
+  switch (m.type) {
+${cases}
+    case 'hello': send({ type: 'hello', id: m.id, protocol: 'popef-plugin/1', available: true }); break;
+    case 'open': send({ type: 'opened', id: m.id, ...anchors }); break;
+    case 'close': send({ type: 'closed', id: m.id }); process.exit(0);
+  }
+}
+`,
+  );
+  const program = join(dir, name);
+  await writeFile(program, `#!/bin/sh\nexec '${process.execPath}' '${script}'\n`);
+  await chmod(program, 0o755);
+  return program;
+}
+
+describe('plugins: the cases of issue 24', () => {
+  it('a child plugin sending a JSON control frame over 2 GiB is a protocol error (exit 2), refused before it is buffered', async () => {
+    await inTempDir(async (dir) => {
+      const plugin = await childPlugin(dir, 'huge-json', { hello: 'out.write(header("JSON", 2.5 * 1024 ** 3)); return;' });
+      const run = await spawnPopef(['run', MNIST, '--plugin', plugin, '--random']);
+      assertCleanError(run, 2, /plugin "[^"]*huge-json" broke the protocol: a control message \(JSON frame\) of 2684354560 bytes exceeds the limit of 67108864 \[E_PLUGIN\]/);
+      assert.ok(run.ms < 5000, `took ${run.ms} ms`);
+    });
+  });
+
+  it('a child plugin announcing a 12 GiB tensor frame is a protocol error (exit 2), not a RangeError', async () => {
+    await inTempDir(async (dir) => {
+      const twelve = 12 * 1024 ** 3;
+      // In an open reply (bounded by the whole-tensor limit) and in a run's result (bounded by the model's output).
+      const opened = await childPlugin(dir, 'big-opened', {
+        open: `send({ type: 'opened', id: m.id, ...anchors, tensors: [{ name: 'w', dtype: 'U8', shape: [${twelve}], bytes: ${twelve} }] }); out.write(header('TENS', ${twelve})); return;`,
+      });
+      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', opened, '--random']), 2, /broke the protocol: tensor "w", sent whole, of 12884901888 bytes exceeds the limit of 4294967296 \[E_PLUGIN\]/);
+      const result = await childPlugin(dir, 'big-result', {
+        run: `send({ type: 'result', id: m.id, tensors: [{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, ${twelve / 4}], bytes: ${twelve} }] }); out.write(header('TENS', ${twelve})); return;`,
+      });
+      assertCleanError(
+        await spawnPopef(['run', MNIST, '--plugin', result, '--random']),
+        2,
+        /broke the protocol: tensor "softmax\/Softmax:0" is announced with 12884901888 bytes, more than the largest of the model's 1 output \(40\) \[E_PLUGIN\]/,
+      );
+    });
+  });
+
+  it('a result announcing 2 million tensors is refused before anything is allocated, and so is one announcing more tensors than the model has outputs', async () => {
+    await inTempDir(async (dir) => {
+      const million = await childPlugin(dir, 'million', {
+        run: "const t = { name: '', dtype: 'U8', shape: [0], bytes: 0 }; send({ type: 'result', id: m.id, tensors: Array.from({ length: 2000000 }, () => t) }); return;",
+      });
+      const run = await spawnPopef(['run', MNIST, '--plugin', million, '--random']);
+      assertCleanError(run, 2, /plugin "[^"]*million" broke the protocol: a control message \(JSON frame\) of \d+ bytes exceeds the limit of 67108864 \[E_PLUGIN\]/);
+      const three = await childPlugin(dir, 'three', {
+        run: "const t = { name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10], bytes: 40 }; send({ type: 'result', id: m.id, tensors: [t, t, t] }, [Buffer.alloc(40), Buffer.alloc(40), Buffer.alloc(40)]); return;",
+      });
+      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', three, '--random']), 2, /broke the protocol: the reply announces 3 tensors, more than the model's 1 output \(1\) \[E_PLUGIN\]/);
+    });
+  });
+
+  it('a plugin that closes stdin after hello is reported within the timeout, saying so', async () => {
+    await inTempDir(async (dir) => {
+      const plugin = await childPlugin(dir, 'deaf', { hello: "send({ type: 'hello', id: m.id, protocol: 'popef-plugin/1', available: true }); process.stdin.destroy(); setImmediate(() => require('fs').closeSync(0)); return;" });
+      // Before, the report came after 12.2 s with --timeout 5 (2 s for an exit, then 10 s for a close nobody read).
+      const run = await spawnPopef(['run', MNIST, '--plugin', plugin, '--random', '--timeout', '10']);
+      assertCleanError(run, 2, /plugin "[^"]*deaf" closed its standard input during open without exiting, and was stopped \[E_PLUGIN\]/);
+      assert.ok(run.ms < 10_000, `took ${run.ms} ms`);
+    });
+  });
+
+  it('an in-process plugin whose open() calls process.exit(0) does not make popef run a silent exit 0', async () => {
+    await inTempDir(async (dir) => {
+      const plugin = await inProcessPlugin(dir, 'quitter', 'open: async () => { process.exit(0); }');
+      const run = await spawnPopef(['run', MNIST, '--plugin', plugin, '--random']);
+      assertCleanError(run, 2, /plugin "quitter" called process.exit\(0\) while it was asked to open the model \[E_PLUGIN\]/);
+    });
+  });
+
+  it('an in-process plugin whose open() returns inputs: null is E_PLUGIN, exit 2 (not an internal error)', async () => {
+    await inTempDir(async (dir) => {
+      const plugin = await inProcessPlugin(dir, 'nulls', "open: async () => ({ inputs: null, outputs: [], run: async () => new Map(), close: async () => {} })");
+      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', plugin, '--random']), 2, /plugin "nulls" returned from open\(\) "inputs" as null, not a list of tensor specs \[E_PLUGIN\]/);
+    });
+  });
+});
+
 describe('misbehaving plugins', () => {
   it('refuses outputs of the wrong dtype, shape or size, even when --expect would pass them', async () => {
     await inTempDir(async (dir) => {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { compareValues } from '../../src/run/compare.js';
+import { compareOutputs, compareValues } from '../../src/run/compare.js';
+import { fromNumbers } from '../../src/run/tensor.js';
 
 // Subnormal numbers have too little precision for "a little smaller" to mean anything: keep clear of them.
 const normal = (x: number): boolean => x === 0 || Math.abs(x) > 1e-200;
@@ -47,5 +48,25 @@ describe('output comparison', () => {
     const c = compareValues([NaN], [1], { atol: 0, rtol: 0 });
     assert.equal(c.passed, false);
     assert.equal(c.minAtol, Infinity);
+  });
+});
+
+describe('compareOutputs', () => {
+  const spec = { name: 'y', dtype: 'F32' as const, shape: [1, 3] };
+  const actual = new Map([['y', fromNumbers(spec, [1, 2, 3])]]);
+  const tolerances = { atol: { all: 0, by: new Map([['scores', 0.5]]) }, rtol: { all: 0, by: new Map<string, number>() } };
+  const nameOf = (anchor: string): string => (anchor === 'y' ? 'scores' : anchor);
+
+  it('takes the tolerance given by client name, then anchor name, then for all; notes a shape that differs or a missing output', async () => {
+    const shifted = await compareOutputs(actual, () => Promise.resolve(fromNumbers(spec, [1.5, 2.5, 3.5])), tolerances, nameOf);
+    assert.deepEqual(
+      shifted.map((c) => [c.name, c.atol, c.passed]),
+      [['scores', 0.5, true]],
+    );
+    const reshaped = await compareOutputs(actual, () => Promise.resolve(fromNumbers({ ...spec, shape: [3] }, [1, 2, 3])), tolerances, nameOf);
+    assert.equal(reshaped[0]?.passed, false);
+    assert.equal(reshaped[0].note, 'shape [1, 3] differs from the expected [3]');
+    const missing = await compareOutputs(actual, () => Promise.resolve('plugin "cpu" gave no output "y"'), tolerances, nameOf);
+    assert.deepEqual([missing[0]?.passed, missing[0]?.note], [false, 'plugin "cpu" gave no output "y"']);
   });
 });

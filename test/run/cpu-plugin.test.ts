@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { schemaErrors } from '../../src/json-schemas.js';
 import { CpuPlugin } from '../../src/run/cpu-plugin.js';
 import { loadInput } from '../../src/run/tensor-io/inputs.js';
 import { topK } from '../../src/run/stats.js';
@@ -92,6 +93,7 @@ describe('popef run --compare-with', () => {
     const r = await runCli(['run', MNIST, '--plugin', 'ipu', '--compare-with', 'cpu', '--input', `input=${fixture('mnist/img/3.png')}`, '--json'], { env: SIM });
     assert.equal(r.code, 1, r.stderr);
     const report = JSON.parse(r.stdout) as { comparedWith: string; comparison: { name: string; passed: boolean; maxAbsError: number; minAtol: number }[] };
+    assert.deepEqual(schemaErrors('run', report), []);
     assert.equal(report.comparedWith, 'cpu');
     const c = report.comparison[0];
     assert.ok(c);

@@ -43,7 +43,7 @@ describe('frame size limits', () => {
     const pipe = new PassThrough();
     const reader = new FrameReader(pipe);
     pipe.write(header('JSON', BigInt(MAX_JSON_FRAME_BYTES + 1)));
-    await assert.rejects(reader.nextMessage(), (e: unknown) => e instanceof ProtocolError && /JSON frame of 67108865 bytes exceeds the limit of 67108864/.test(e.message));
+    await assert.rejects(reader.nextMessage(), (e: unknown) => e instanceof ProtocolError && /control message \(JSON frame\) of 67108865 bytes exceeds the limit of 67108864/.test(e.message));
   });
 
   it('the bridge stops with status 2 on a JSON frame over its cap, naming it', async () => {

@@ -3,6 +3,7 @@ import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ModelSet } from '../../src/index.js';
+import { schemaErrors } from '../../src/json-schemas.js';
 import { fromNumbers, toNumbers } from '../../src/run/tensor.js';
 import { readNpy, writeNpy } from '../../src/run/tensor-io/npy.js';
 import { FIXTURES, ROOT, fixture, inTempDir, runCli, tempDir } from '../helpers.js';
@@ -133,6 +134,41 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
       assert.match(loose.stdout, /All outputs match\./);
       const again = await runCli(['run', model, '--random', '--seed', '5', '--save-outputs', join(dir, 'golden')], { env: SIM });
       assert.equal(again.code, 2, 'no overwrite without --force');
+    });
+  });
+});
+
+describe('popef run --json', () => {
+  it('fits schemas/run.schema.json: without a comparison, with one that fails, and with values JSON cannot hold', async () => {
+    await inTempDir(async (dir) => {
+      const reports: unknown[] = [];
+      const json = async (args: string[], env?: Record<string, string>): Promise<Record<string, unknown>> => {
+        const r = await runCli([...args, '--json'], { cwd: dir, ...(env === undefined ? {} : { env }) });
+        assert.ok(r.code === 0 || r.code === 1, r.stderr);
+        const report = JSON.parse(r.stdout) as Record<string, unknown>;
+        assert.deepEqual(schemaErrors('run', report), []);
+        reports.push(report);
+        return report;
+      };
+      const model = fixture('weights/executable.popef');
+      await json(['run', model, '--random', '--top-k', '2', '--iterations', '3', '--warmup', '1'], SIM);
+      await runCli(['run', model, '--random', '--seed', '1', '--save-outputs', join(dir, 'golden')], { env: SIM });
+      const failed = await json(['run', model, '--random', '--seed', '2', '--expect', join(dir, 'golden'), '--rtol', '0'], SIM);
+      assert.equal((failed.comparison as { passed: boolean }[])[0]?.passed, false);
+      // An in-process plugin whose output holds NaN and infinities, compared with saved zeros.
+      await writeFile(
+        join(dir, 'odd.mjs'),
+        `export default { name: 'odd', probe: async () => ({ available: true }), dispose: async () => {},
+  open: async () => ({ inputs: [{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10] }], close: async () => {},
+    run: async () => new Map([['softmax/Softmax:0', { name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10], data: new Uint8Array(new Float32Array([NaN, Infinity, -Infinity, 0, 0, 0, 0, 0, 0, 0]).buffer) }]]) }) };\n`,
+      );
+      await writeFile(join(dir, 'zeros.npy'), writeNpy(fromNumbers({ name: 'y', dtype: 'F32', shape: [1, 10] }, new Float64Array(10))));
+      const odd = await json(['run', fixture('mnist/executable.popef'), '--plugin', './odd.mjs', '--random', '--expect', join(dir, 'zeros.npy')]);
+      const outputs = odd.outputs as { first: unknown[] }[];
+      assert.deepEqual(outputs[0]?.first.slice(0, 3), ['NaN', 'Infinity', '-Infinity']);
+      // The schema is not vacuous: a report with a field it does not know fails it.
+      assert.notDeepEqual(schemaErrors('run', { ...odd, extra: 1 }), []);
+      assert.equal(reports.length, 3);
     });
   });
 });

@@ -422,6 +422,49 @@ describe('popef run --plugin triton checks what the server returns', () => {
   });
 });
 
+/** An HTTP server that answers every request with `headers` and `body` (a fake Triton), for the length of `use`. */
+async function answering(headers: Record<string, string>, body: Buffer, use: (url: string) => Promise<void>): Promise<void> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, headers);
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const address = server.address();
+    await use(`http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+describe('popef run --plugin triton: the cases of issue 24', () => {
+  const run = (url: string): ReturnType<typeof runCli> => runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'triton', '--url', url, '--plugin-option', 'model=mnist', '--random']);
+
+  it('refuses a response declaring binary_data_size 4e9 with 40 bytes of data', async () => {
+    const json = Buffer.from(JSON.stringify({ model_name: 'mnist', model_version: '1', outputs: [{ name: 'softmax/Softmax:0', datatype: 'FP32', shape: [1, 10], parameters: { binary_data_size: 4e9 } }] }));
+    await answering({ 'Inference-Header-Content-Length': String(json.byteLength) }, Buffer.concat([json, Buffer.alloc(40)]), async (url) => {
+      const r = await run(url);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /output 'softmax\/Softmax:0' declares binary_data_size 4000000000, but the body holds 40 more bytes \[E_PLUGIN\]/);
+    });
+  });
+
+  it('refuses a server answering a 2 GiB body before buffering it, as a plugin error (exit 2)', async () => {
+    // The body announced, not sent: the length alone must be refused.
+    await answering({ 'Content-Length': String(2 * 1024 ** 3) }, Buffer.alloc(0), async (url) => {
+      const started = Date.now();
+      const r = await run(url);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /answered: a body of 2147483648 bytes, more than the 67108904 that the outputs and a JSON header can take \[E_PLUGIN\]/);
+      assert.ok(Date.now() - started < 10_000);
+    });
+  });
+});
+
 describe('JSON tensor data (Triton HTTP frontend rules)', () => {
   it('reads nested or flat arrays and refuses values of the wrong kind, count or range', () => {
     assert.deepEqual([...new Int32Array(readJsonData('x', 'INT32', [2, 2], [[1, 2], [3, 4]]).slice().buffer)], [1, 2, 3, 4]);

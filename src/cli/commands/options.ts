@@ -56,3 +56,18 @@ export function deprecated(stderr: (text: string) => void, old: string, replacem
 export function exitCodesHelp(lines: string): string {
   return `\nExit codes: ${lines}`;
 }
+
+/** A usage error (exit 2): what is wrong with the command line, and how to put it right. */
+export function usage(message: string, suggestion?: string): PopefError {
+  return new PopefError(ErrorCode.InvalidInput, message, { suggestion });
+}
+
+/** --plugin-option KEY=VALUE, repeated, into the options a plugin gets (run and serve share it). */
+export function pluginOptions(values: readonly string[] | undefined, into: Record<string, string> = {}): Record<string, string> {
+  for (const o of values ?? []) {
+    const at = o.indexOf('=');
+    if (at <= 0) throw usage(`--plugin-option "${o}" is not KEY=VALUE`);
+    into[o.slice(0, at)] = o.slice(at + 1);
+  }
+  return into;
+}

@@ -1,26 +1,86 @@
 import { join, resolve } from 'node:path';
-import { ErrorCode, PopefError, isNotFound } from '../../errors.js';
 import { ModelSet } from '../../format/model-set.js';
-import { FILE_LIMITS, readRegularFile } from '../../io/local-file.js';
 import { chooseColour } from '../../present/colour.js';
-import { renderRunText, type RunReport } from '../../present/run-report.js';
-import { compareValues, type Comparison } from '../../run/compare.js';
+import { progressLine } from '../../present/progress.js';
+import { renderRunText } from '../../present/run-report.js';
+import { compareOutputs, type OutputComparison, type OutputTolerance, type OutputTolerances } from '../../run/compare.js';
 import { loadPlugin } from '../../run/load-plugin.js';
-import { resolveTarget } from '../../run/model-target.js';
-import type { ExecutionPlugin, ModelTensors, Tensor, TensorSpec } from '../../run/plugin-api.js';
-import { latency, summarize, topK } from '../../run/stats.js';
-import { modelTensorSpecs, toNumbers } from '../../run/tensor.js';
-import { loadInput, randomTensor } from '../../run/tensor-io/inputs.js';
-import { readNpy, writeNpy } from '../../run/tensor-io/npy.js';
-import { writeFilesAtomically } from '../../triton/write-files.js';
+import { runTimed, type TimedRun } from '../../run/measure.js';
+import { resolveTarget, type ModelTarget } from '../../run/model-target.js';
+import { requireAvailable, type ExecutionPlugin, type ModelRequest, type ModelTensors, type OpenedModel, type Tensor } from '../../run/plugin-api.js';
+import { runReport, type RunReport } from '../../run/run-report.js';
+import { modelTensorSpecs } from '../../run/tensor.js';
+import { bindInputs, type InputBinding } from '../../run/tensor-io/inputs.js';
+import { outputFiles, readExpected, saveOutputs } from '../../run/tensor-io/output-files.js';
 import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
-import { positiveSecondsMs } from './options.js';
+import { pluginOptions, positiveSecondsMs, usage } from './options.js';
 import type { RunFlags } from './run.js';
 
-function usage(message: string, suggestion?: string): PopefError {
-  return new PopefError(ErrorCode.InvalidInput, message, { suggestion });
+export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo): Promise<number> {
+  const plan = parseRunFlags(flags, io.cwd);
+  const target = await resolveTarget(modelArgs, io.cwd, flags.version);
+  const request = await modelRequest(target, flags, plan.pluginOptions);
+  const nameOf = (anchor: string): string => target.clientNames.get(anchor) ?? anchor;
+  const context = { cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: plan.timeoutMs, host: `popef-toolkit ${VERSION}`, url: flags.url };
+  const plugin = await loadPlugin(flags.plugin, context);
+  const reference = flags.compareWith === undefined ? undefined : await loadPlugin(flags.compareWith, context);
+  const models: OpenedModel[] = [];
+  let finished = false;
+  try {
+    for (const p of [plugin, reference]) if (p !== undefined) await requireAvailable(p);
+    const model = await plugin.open(request);
+    models.push(model);
+    const inputs = await bindInputs(model.inputs, { ...plan.binding, nameOf });
+    const run = await measure(model, inputs, flags, plan.durationMs, io);
+    const fileOf = outputFiles(run.outputs, nameOf);
+    if (flags.saveOutputs !== undefined) await saveOutputs(run.outputs, resolve(io.cwd, flags.saveOutputs), nameOf, fileOf, flags.force);
+    const expectedOf = flags.expect === undefined ? undefined : savedOutputs(resolve(io.cwd, flags.expect), flags.expect, run.outputs.size, fileOf);
+    const theirs = reference === undefined ? undefined : await runOnce(reference, request, inputs, models);
+    const comparisons = await compareWith(run.outputs, expectedOf ?? theirs?.expectedOf, plan.tolerances, nameOf);
+    const report = runReport({ plugin: plugin.name, model: target.description, executable: request.executable, inputs: model.inputs, outputs: model.outputs, run, warmup: flags.warmup, nameOf, topK: flags.topK, comparison: comparisons === undefined ? undefined : { comparisons, with: reference?.name } });
+    await render(report, flags, io);
+    finished = true;
+    return comparisons?.some((c) => !c.passed) === true ? ExitCode.Findings : ExitCode.Ok;
+  } finally {
+    await release(models, [plugin, reference], finished);
+  }
+}
+
+interface RunPlan {
+  readonly timeoutMs: number;
+  readonly durationMs: number | undefined;
+  readonly binding: Omit<InputBinding, 'nameOf'>;
+  readonly tolerances: OutputTolerances;
+  readonly pluginOptions: Record<string, string>;
+}
+
+/** The flags, checked and parsed, before anything is read or started. */
+function parseRunFlags(flags: RunFlags, cwd: string): RunPlan {
+  const timeoutMs = positiveSecondsMs(flags.timeout, '--timeout');
+  const durationMs = flags.duration === undefined ? undefined : Number(flags.duration) * 1000;
+  if (durationMs !== undefined && !(durationMs > 0)) throw usage(`--duration "${flags.duration ?? ''}" is not a positive number of seconds`);
+  const range = numberList(flags.range, '--range');
+  if (range !== undefined && (range.length !== 2 || (range[0] ?? 0) > (range[1] ?? 0))) throw usage('--range takes LOW,HIGH with LOW <= HIGH');
+  const image = { scale: numberList(flags.scale, '--scale')?.[0], mean: numberList(flags.mean, '--mean'), std: numberList(flags.std, '--std') };
+  const tolerances = { atol: tolerance(flags.atol, 1e-5, '--atol'), rtol: tolerance(flags.rtol, 1e-3, '--rtol') };
+  const options: Record<string, string> = {};
+  if (flags.reference !== undefined) options.reference = resolve(cwd, flags.reference);
+  for (const m of flags.referenceMap ?? []) {
+    const at = m.indexOf('=');
+    if (at <= 0) throw usage(`--reference-map "${m}" is not ANCHOR=NAME`);
+    options[`map.${m.slice(0, at)}`] = m.slice(at + 1);
+  }
+  if (flags.expect !== undefined && flags.compareWith !== undefined) throw usage('--expect and --compare-with are exclusive: compare with saved outputs or with another plugin');
+  pluginOptions(flags.pluginOption, options);
+  const files = (flags.input ?? []).map((given) => {
+    const at = given.indexOf('=');
+    if (at <= 0) throw usage(`--input "${given}" is not NAME=FILE`);
+    return { name: given.slice(0, at), path: resolve(cwd, given.slice(at + 1)) };
+  });
+  const random = flags.random === true ? { seed: flags.seed, range: range as [number, number] | undefined } : undefined;
+  return { timeoutMs, durationMs, binding: { files, image, ...(random === undefined ? {} : { random }) }, tolerances, pluginOptions: options };
 }
 
 function numberList(text: string | undefined, what: string): number[] | undefined {
@@ -31,7 +91,7 @@ function numberList(text: string | undefined, what: string): number[] | undefine
 }
 
 /** --atol 1e-3 --atol out=0.1 -> a default and per-output values. */
-function tolerances(values: readonly string[] | undefined, fallback: number, what: string): { all: number; by: Map<string, number> } {
+function tolerance(values: readonly string[] | undefined, fallback: number, what: string): OutputTolerance {
   let all = fallback;
   const by = new Map<string, number>();
   for (const v of values ?? []) {
@@ -44,58 +104,8 @@ function tolerances(values: readonly string[] | undefined, fallback: number, wha
   return { all, by };
 }
 
-/** File names for outputs: anchor and client names may hold "/" or ":". */
-export function outputFileName(name: string): string {
-  return `${name.replace(/[^A-Za-z0-9._-]/g, '_')}.npy`;
-}
-
-/**
- * One file name per output, refusing two outputs that would share one
- * ("a/b" and "a_b"; or names differing only in case, which share a file on
- * case-insensitive file systems): one of them would be lost without a word.
- */
-export function outputFileNames(names: readonly string[]): Map<string, string> {
-  const files = new Map<string, string>();
-  const taken = new Map<string, string>();
-  for (const name of names) {
-    const file = outputFileName(name);
-    const other = taken.get(file.toLowerCase());
-    if (other !== undefined) {
-      throw new PopefError(ErrorCode.InvalidInput, `outputs "${other}" and "${name}" would both be saved as ${file}`, {
-        suggestion: 'give one of them another name in name_map.json',
-      });
-    }
-    taken.set(file.toLowerCase(), name);
-    files.set(name, file);
-  }
-  return files;
-}
-
-export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo): Promise<number> {
-  const timeoutMs = positiveSecondsMs(flags.timeout, '--timeout');
-  const durationMs = flags.duration === undefined ? undefined : Number(flags.duration) * 1000;
-  if (durationMs !== undefined && !(durationMs > 0)) throw usage(`--duration "${flags.duration ?? ''}" is not a positive number of seconds`);
-  const range = numberList(flags.range, '--range');
-  if (range !== undefined && (range.length !== 2 || (range[0] ?? 0) > (range[1] ?? 0))) throw usage('--range takes LOW,HIGH with LOW <= HIGH');
-  const image = { scale: numberList(flags.scale, '--scale')?.[0], mean: numberList(flags.mean, '--mean'), std: numberList(flags.std, '--std') };
-  const atol = tolerances(flags.atol, 1e-5, '--atol');
-  const rtol = tolerances(flags.rtol, 1e-3, '--rtol');
-  const pluginOptions: Record<string, string> = {};
-  if (flags.reference !== undefined) pluginOptions.reference = resolve(io.cwd, flags.reference);
-  for (const m of flags.referenceMap ?? []) {
-    const at = m.indexOf('=');
-    if (at <= 0) throw usage(`--reference-map "${m}" is not ANCHOR=NAME`);
-    pluginOptions[`map.${m.slice(0, at)}`] = m.slice(at + 1);
-  }
-  if (flags.expect !== undefined && flags.compareWith !== undefined) throw usage('--expect and --compare-with are exclusive: compare with saved outputs or with another plugin');
-  for (const o of flags.pluginOption ?? []) {
-    const at = o.indexOf('=');
-    if (at <= 0) throw usage(`--plugin-option "${o}" is not KEY=VALUE`);
-    pluginOptions[o.slice(0, at)] = o.slice(at + 1);
-  }
-
-  const target = await resolveTarget(modelArgs, io.cwd, flags.version);
-  // The executable to run: checked here, so that plugins get a valid model set.
+/** What every plugin is asked to open: the executable (checked here, so that plugins get a valid model set), its tensors and the plugin options. */
+async function modelRequest(target: ModelTarget, flags: RunFlags, options: Record<string, string>): Promise<ModelRequest> {
   const set = await ModelSet.open(target.files);
   let executable: string;
   let tensors: ModelTensors;
@@ -105,159 +115,62 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
   } finally {
     await set.close();
   }
-  const client = (anchor: string): string => target.clientNames.get(anchor) ?? anchor;
   // The triton plugin asks a server for the model by its name and client tensor names.
-  if (flags.url !== undefined) pluginOptions.url = flags.url;
-  if (target.modelName !== undefined && !Object.hasOwn(pluginOptions, 'model')) pluginOptions.model = target.modelName;
-  for (const [anchor, name] of target.clientNames) if (!Object.hasOwn(pluginOptions, `name.${anchor}`)) pluginOptions[`name.${anchor}`] = name;
+  if (flags.url !== undefined) options.url = flags.url;
+  if (target.modelName !== undefined && !Object.hasOwn(options, 'model')) options.model = target.modelName;
+  for (const [anchor, name] of target.clientNames) if (!Object.hasOwn(options, `name.${anchor}`)) options[`name.${anchor}`] = name;
   if ((flags.plugin === 'triton' || flags.compareWith === 'triton') && flags.url === undefined) throw usage('--plugin triton needs --url grpc://HOST:PORT or http://HOST:PORT');
+  return { files: target.files, executable, options, tensors };
+}
 
-  const context = { cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}`, url: flags.url };
-  const plugin: ExecutionPlugin = await loadPlugin(flags.plugin, context);
-  const reference: ExecutionPlugin | undefined = flags.compareWith === undefined ? undefined : await loadPlugin(flags.compareWith, context);
+/** The timed runs, with a progress line on a terminal once they take longer than a second. */
+async function measure(model: OpenedModel, inputs: ReadonlyMap<string, Tensor>, flags: RunFlags, durationMs: number | undefined, io: CliIo): Promise<TimedRun> {
+  const line = progressLine(io, (done, total) => (durationMs === undefined ? `running: ${done}/${total} runs` : `running: ${(done / 1000).toFixed(1)}/${(total / 1000).toFixed(1)} s`));
+  const onProgress = ({ runs, elapsedMs }: { runs: number; elapsedMs: number }): void => {
+    if (elapsedMs > 1000) line.update(durationMs === undefined ? runs : elapsedMs, durationMs ?? flags.iterations);
+  };
   try {
-    for (const p of [plugin, reference]) {
-      if (p === undefined) continue;
-      const availability = await p.probe();
-      if (!availability.available) {
-        throw new PopefError(ErrorCode.PluginUnavailable, `plugin "${p.name}" cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
-      }
-    }
-    const model = await plugin.open({ files: target.files, executable, options: pluginOptions, tensors });
-
-    // Inputs, by the name the user knows (client name, or anchor name).
-    const byName = new Map<string, TensorSpec>();
-    for (const spec of model.inputs) {
-      byName.set(spec.name, spec);
-      byName.set(client(spec.name), spec);
-    }
-    const inputs = new Map<string, Tensor>();
-    for (const given of flags.input ?? []) {
-      const at = given.indexOf('=');
-      if (at <= 0) throw usage(`--input "${given}" is not NAME=FILE`);
-      const name = given.slice(0, at);
-      const spec = byName.get(name);
-      if (spec === undefined) {
-        throw usage(`the model has no input "${name}"; its inputs: ${model.inputs.map((s) => `"${client(s.name)}" ${s.dtype} [${s.shape.join(', ')}]`).join(', ')}`);
-      }
-      if (inputs.has(spec.name)) throw usage(`input "${name}" is given twice`);
-      inputs.set(spec.name, await loadInput(spec, resolve(io.cwd, given.slice(at + 1)), name, image));
-    }
-    model.inputs.forEach((spec, i) => {
-      if (inputs.has(spec.name)) return;
-      if (flags.random !== true) {
-        throw usage(`input "${client(spec.name)}" (${spec.dtype} [${spec.shape.join(', ')}]) is not given`, 'give it with --input NAME=FILE, or use --random');
-      }
-      inputs.set(spec.name, randomTensor(spec, { seed: flags.seed + i, range: range as [number, number] | undefined }));
-    });
-
-    // Run: warm-up, then timed runs (or a duration), with progress on a terminal for long runs.
-    // Each run receives its outputs into the previous run's buffers (only the last run's are kept).
-    const lend = (previous: ReadonlyMap<string, Tensor>): { into: Map<string, Uint8Array> } => ({ into: new Map([...previous].map(([name, t]) => [name, t.data])) });
-    let outputs = new Map<string, Tensor>();
-    for (let i = 0; i < flags.warmup; i++) outputs = await model.run(inputs, lend(outputs));
-    const samples: number[] = [];
-    const started = performance.now();
-    let lastDraw = 0;
-    const expectedRuns = flags.iterations;
-    for (let i = 0; durationMs === undefined ? i < expectedRuns : performance.now() - started < durationMs || i === 0; i++) {
-      const t0 = performance.now();
-      outputs = await model.run(inputs, lend(outputs));
-      samples.push(performance.now() - t0);
-      const elapsed = performance.now() - started;
-      if (io.stderrIsTTY && elapsed > 1000 && elapsed - lastDraw > 100) {
-        lastDraw = elapsed;
-        const done = durationMs === undefined ? `${i + 1}/${expectedRuns} runs` : `${(elapsed / 1000).toFixed(1)}/${(durationMs / 1000).toFixed(1)} s`;
-        io.stderr(`\rrunning: ${done}`);
-      }
-    }
-    if (lastDraw > 0) io.stderr('\n');
-    const totalMs = performance.now() - started;
-    await model.close();
-
-    const firstInput = model.inputs[0];
-    const batch = firstInput?.shape[0] ?? 1;
-    const report: RunReport = {
-      tool: 'popef-toolkit',
-      plugin: plugin.name,
-      model: target.description,
-      executable,
-      inputs: model.inputs.map((s) => ({ name: client(s.name), anchor: s.name, dtype: s.dtype, shape: s.shape })),
-      outputs: model.outputs.map((spec) => {
-        const t = outputs.get(spec.name);
-        if (t === undefined) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin.name}" returned no output "${spec.name}"`, {});
-        return { ...summarize(t, client(spec.name)), anchor: spec.name, ...(flags.topK === undefined ? {} : { topK: topK(t, flags.topK) }) };
-      }),
-      timing: { ...latency(samples), warmup: flags.warmup, totalMs, batch, samplesPerSecond: (samples.length * batch * 1000) / Math.max(totalMs, 1e-9) },
-      comparison: null,
-    };
-
-    // The file of each output, by client name: worked out once, only when outputs are saved or compared (a clash is an error only then).
-    let fileNames: Map<string, string> | undefined;
-    const fileOf = (name: string): string => (fileNames ??= outputFileNames([...outputs.values()].map((t) => client(t.name)))).get(name) ?? outputFileName(name);
-
-    if (flags.saveOutputs !== undefined) {
-      const dir = resolve(io.cwd, flags.saveOutputs);
-      const files = [...outputs.values()].map((t) => ({ path: join(dir, fileOf(client(t.name))), content: writeNpy(t) }));
-      await writeFilesAtomically(files, { force: flags.force });
-    }
-
-    let mismatch = false;
-    if (flags.expect !== undefined) {
-      const path = resolve(io.cwd, flags.expect);
-      const comparisons: (Comparison & { name: string; atol: number; rtol: number; note?: string })[] = [];
-      const single = path.endsWith('.npy');
-      if (single && outputs.size !== 1) throw usage(`--expect ${flags.expect} is one .npy file, but the model has ${outputs.size} outputs`, 'give a directory with NAME.npy per output');
-      for (const t of outputs.values()) {
-        const name = client(t.name);
-        const file = single ? path : join(path, fileOf(name));
-        const bytes = await readRegularFile(file, { what: `the expected values of output "${name}"`, limit: FILE_LIMITS.input }).catch((error: unknown) => {
-          if (isNotFound(error)) {
-            throw new PopefError(ErrorCode.Io, `no expected values for output "${name}"`, { file, suggestion: 'save them with popef run --save-outputs' });
-          }
-          throw error;
-        });
-        const expected = readNpy(bytes, file);
-        const a = atol.by.get(name) ?? atol.by.get(t.name) ?? atol.all;
-        const r = rtol.by.get(name) ?? rtol.by.get(t.name) ?? rtol.all;
-        const sameShape = expected.shape.length === t.shape.length && expected.shape.every((d, i) => d === t.shape[i]);
-        const c = compareValues(toNumbers(t), toNumbers(expected), { atol: a, rtol: r });
-        const entry = sameShape ? { ...c, name, atol: a, rtol: r } : { ...c, passed: false, name, atol: a, rtol: r, note: `shape [${t.shape.join(', ')}] differs from the expected [${expected.shape.join(', ')}]` };
-        if (!entry.passed) mismatch = true;
-        comparisons.push(entry);
-      }
-      report.comparison = comparisons;
-    }
-
-    if (reference !== undefined) {
-      // The same inputs through the second plugin; its outputs play the expected values.
-      const other = await reference.open({ files: target.files, executable, options: pluginOptions, tensors });
-      const theirs = await other.run(inputs);
-      await other.close();
-      const comparisons: (Comparison & { name: string; atol: number; rtol: number; note?: string })[] = [];
-      for (const t of outputs.values()) {
-        const name = client(t.name);
-        const expected = theirs.get(t.name);
-        const a = atol.by.get(name) ?? atol.by.get(t.name) ?? atol.all;
-        const r = rtol.by.get(name) ?? rtol.by.get(t.name) ?? rtol.all;
-        if (expected === undefined) {
-          comparisons.push({ ...compareValues([], [], { atol: a, rtol: r }), passed: false, name, atol: a, rtol: r, note: `plugin "${reference.name}" gave no output "${t.name}"` });
-          mismatch = true;
-          continue;
-        }
-        const c = compareValues(toNumbers(t), toNumbers(expected), { atol: a, rtol: r });
-        if (!c.passed) mismatch = true;
-        comparisons.push({ ...c, name, atol: a, rtol: r });
-      }
-      report.comparison = comparisons;
-      report.comparedWith = reference.name;
-    }
-
-    if (flags.json === true) io.stdout(`${JSON.stringify(report, (_, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`);
-    else io.stdout(renderRunText(report, await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
-    return mismatch ? ExitCode.Findings : ExitCode.Ok;
+    return await runTimed(model, inputs, { warmup: flags.warmup, iterations: flags.iterations, durationMs, onProgress });
   } finally {
-    await plugin.dispose();
-    await reference?.dispose();
+    line.stop();
   }
+}
+
+type ExpectedOf = (output: Tensor, name: string) => Promise<Tensor | string>;
+
+/** --expect: DIR/NAME.npy per output, or one FILE.npy for a model of one output. */
+function savedOutputs(path: string, given: string, outputs: number, fileOf: (name: string) => string): ExpectedOf {
+  const single = path.endsWith('.npy');
+  if (single && outputs !== 1) throw usage(`--expect ${given} is one .npy file, but the model has ${outputs} outputs`, 'give a directory with NAME.npy per output');
+  return (_, name) => readExpected(single ? path : join(path, fileOf(name)), name);
+}
+
+/** --compare-with: the same inputs through the second plugin, whose outputs play the expected values. */
+async function runOnce(reference: ExecutionPlugin, request: ModelRequest, inputs: ReadonlyMap<string, Tensor>, models: OpenedModel[]): Promise<{ expectedOf: ExpectedOf }> {
+  const other = await reference.open(request);
+  models.push(other);
+  const theirs = await other.run(inputs);
+  return { expectedOf: (t) => Promise.resolve(theirs.get(t.name) ?? `plugin "${reference.name}" gave no output "${t.name}"`) };
+}
+
+function compareWith(outputs: ReadonlyMap<string, Tensor>, expectedOf: ExpectedOf | undefined, tolerances: OutputTolerances, nameOf: (anchor: string) => string): Promise<OutputComparison[] | undefined> {
+  return expectedOf === undefined ? Promise.resolve(undefined) : compareOutputs(outputs, expectedOf, tolerances, nameOf);
+}
+
+async function render(report: RunReport, flags: RunFlags, io: CliIo): Promise<void> {
+  // JSON has no Infinity or NaN: they are written as strings (schemas/run.schema.json).
+  if (flags.json === true) io.stdout(`${JSON.stringify(report, (_, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`);
+  else io.stdout(renderRunText(report, await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
+}
+
+/**
+ * Closes every opened model and stops every plugin, however the run ended.
+ * A failure to close is reported only when nothing else went wrong first
+ * (`finished`): it must not hide the error that ended the run.
+ */
+async function release(models: readonly OpenedModel[], plugins: readonly (ExecutionPlugin | undefined)[], finished: boolean): Promise<void> {
+  const closed = await Promise.allSettled(models.map((m) => m.close()));
+  for (const p of plugins) await p?.dispose();
+  const failed = closed.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (finished && failed !== undefined) throw failed.reason;
 }

@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
-import { ErrorCode, PopefError } from '../../errors.js';
 import { loadPlugin } from '../../run/load-plugin.js';
-import type { ExecutionPlugin } from '../../run/plugin-api.js';
+import { requireAvailable, type ExecutionPlugin } from '../../run/plugin-api.js';
 import { printable } from '../../present/printable.js';
 import type { RequestLog } from '../../serve/inference-server.js';
 import type { InstanceEvent } from '../../serve/served-model.js';
@@ -9,12 +8,8 @@ import { startServer } from '../../serve/server.js';
 import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
-import { positiveSecondsMs } from './options.js';
+import { pluginOptions, positiveSecondsMs, usage } from './options.js';
 import type { ServeFlags } from './serve.js';
-
-function usage(message: string, suggestion?: string): PopefError {
-  return new PopefError(ErrorCode.InvalidInput, message, { suggestion });
-}
 
 export async function serveCommand(repositories: string[], flags: ServeFlags, io: CliIo): Promise<number> {
   const timeoutMs = positiveSecondsMs(flags.timeout, '--timeout');
@@ -28,20 +23,12 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     const other = ports.slice(i + 1).find(([, p]) => p === port && p !== 0);
     if (other !== undefined) throw usage(`${flag} and ${other[0]} are both ${port}`);
   }
-  const pluginOptions: Record<string, string> = {};
-  for (const o of flags.pluginOption ?? []) {
-    const at = o.indexOf('=');
-    if (at <= 0) throw usage(`--plugin-option "${o}" is not KEY=VALUE`);
-    pluginOptions[o.slice(0, at)] = o.slice(at + 1);
-  }
+  const options = pluginOptions(flags.pluginOption);
   const createPlugin = (): Promise<ExecutionPlugin> => loadPlugin(flags.plugin, { cwd: io.cwd, env: io.env, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}` });
   // A plugin that cannot run here fails the start, before any port is taken.
   const probe = await createPlugin();
   try {
-    const availability = await probe.probe();
-    if (!availability.available) {
-      throw new PopefError(ErrorCode.PluginUnavailable, `plugin "${probe.name}" cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
-    }
+    await requireAvailable(probe);
   } finally {
     await probe.dispose();
   }
@@ -50,7 +37,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
   const server = await startServer({
     repositories: repositories.map((r) => resolve(io.cwd, r)),
     createPlugin,
-    pluginOptions,
+    pluginOptions: options,
     models: flags.model,
     host: flags.host,
     httpPort: flags.http ? flags.httpPort : undefined,

@@ -275,3 +275,38 @@ export async function loadInput(spec: TensorSpec, path: string, label: string, i
   checkAgainstSpec(tensor, spec, label);
   return tensor;
 }
+
+export interface InputBinding {
+  /** Inputs given as files, by the name the user knows: the client name, or the anchor name. */
+  readonly files: readonly { readonly name: string; readonly path: string }[];
+  /** Fill the inputs not given with seeded random data (input i gets seed + i). */
+  readonly random?: RandomOptions;
+  readonly image?: ImageOptions;
+  /** The client-facing name of an anchor. */
+  readonly nameOf: (anchor: string) => string;
+}
+
+/** The model's inputs, by anchor name, from files and (for the rest, when asked) random data; every one checked against its spec. */
+export async function bindInputs(specs: readonly TensorSpec[], binding: InputBinding): Promise<Map<string, Tensor>> {
+  const { nameOf } = binding;
+  const describe = (s: TensorSpec): string => `${s.dtype} [${s.shape.join(', ')}]`;
+  const byName = new Map<string, TensorSpec>();
+  for (const spec of specs) {
+    byName.set(spec.name, spec);
+    byName.set(nameOf(spec.name), spec);
+  }
+  const inputs = new Map<string, Tensor>();
+  for (const { name, path } of binding.files) {
+    const spec = byName.get(name);
+    if (spec === undefined) throw new PopefError(ErrorCode.InvalidInput, `the model has no input "${name}"; its inputs: ${specs.map((s) => `"${nameOf(s.name)}" ${describe(s)}`).join(', ')}`);
+    if (inputs.has(spec.name)) throw new PopefError(ErrorCode.InvalidInput, `input "${name}" is given twice`);
+    inputs.set(spec.name, await loadInput(spec, path, name, binding.image));
+  }
+  specs.forEach((spec, i) => {
+    if (inputs.has(spec.name)) return;
+    const { random } = binding;
+    if (random === undefined) throw new PopefError(ErrorCode.InvalidInput, `input "${nameOf(spec.name)}" (${describe(spec)}) is not given`, { suggestion: 'give it with --input NAME=FILE, or use --random' });
+    inputs.set(spec.name, randomTensor(spec, { ...random, seed: random.seed + i }));
+  });
+  return inputs;
+}
