@@ -6,7 +6,8 @@ import { resolveTarget } from '../run/model-target.js';
 import type { ExecutionPlugin, ModelTensors, OpenedModel, TensorSpec } from '../run/plugin-api.js';
 import { modelTensorSpecs } from '../run/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../triton/model-config.js';
-import { validateRepository, type ModelReport } from '../triton/repository/validate.js';
+import { RULES } from '../triton/repository/findings.js';
+import { POLL_RULES, validateRepository, type ModelReport } from '../triton/repository/validate.js';
 import { protocolFromConfig } from '../triton/protocol-datatypes.js';
 import { ServedModel, type ServedTensor } from './served-model.js';
 import { RequestError } from './status.js';
@@ -67,7 +68,11 @@ function joinTensors(
 async function loadModel(root: string, report: ModelReport, options: LoadOptions): Promise<ServedModel> {
   const error = report.findings.find((f) => f.severity === 'error');
   const config = report.config;
-  if (error !== undefined) return unavailable(report.name, config, error.message);
+  if (error !== undefined) {
+    // A check Triton makes when it loads the model (not while polling) ends in a Status whose text names its class.
+    const loadTime = !POLL_RULES.has(error.rule) && RULES[error.rule].mirrors !== null;
+    return unavailable(report.name, config, loadTime ? `Invalid argument: ${error.message}` : error.message);
+  }
   if (config === undefined) return unavailable(report.name, config, 'the model has no usable config');
   if (config.backend !== 'poplar') {
     return unavailable(report.name, config, `popef serve runs models of the poplar backend only; this one names backend '${config.backend ?? ''}'`);
@@ -125,6 +130,8 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
 
 export class ModelRepository {
   private readonly models = new Map<string, ServedModel>();
+  /** Models being unloaded: lookups refuse them while their queued requests drain. */
+  private readonly unloading = new Set<string>();
   private loaded = false;
 
   /** Every model, in name order. */
@@ -135,6 +142,11 @@ export class ModelRepository {
   /** True once every model has been loaded or refused. */
   get ready(): boolean {
     return this.loaded;
+  }
+
+  /** The state to report for a model (Triton's UNLOADING while an unload drains it). */
+  stateOf(model: ServedModel): string {
+    return this.unloading.has(model.name) ? 'UNLOADING' : model.state;
   }
 
   async load(roots: readonly string[], options: LoadOptions): Promise<void> {
@@ -156,9 +168,44 @@ export class ModelRepository {
     this.loaded = true;
   }
 
+  /**
+   * (Re)loads one model from its directory, read afresh. The model it
+   * replaces keeps serving until the new one is loaded, then drains and
+   * closes, as in Triton's reload.
+   */
+  async reload(root: string, name: string, options: LoadOptions): Promise<ServedModel> {
+    const report = await validateRepository(root, { models: [name], tritonVersion: 'latest' });
+    const m = report.models.find((r) => r.name === name);
+    // A model Triton refuses while polling (its config) never reaches the life cycle: it gets no state.
+    const pollError = m?.findings.some((f) => f.severity === 'error' && POLL_RULES.has(f.rule)) ?? true;
+    if (m === undefined || pollError) throw new RequestError('INTERNAL', `failed to load '${name}', failed to poll from model repository`);
+    const served = await loadModel(root, m, options);
+    const earlier = this.models.get(name);
+    this.unloading.delete(name);
+    this.models.set(name, served);
+    options.onModel?.(served);
+    if (earlier !== undefined) await earlier.idle().then(() => earlier.close());
+    return served;
+  }
+
+  /** Unloads a model: new requests are refused, queued ones finish, then it closes and is listed UNAVAILABLE "unloaded". */
+  async unload(name: string): Promise<void> {
+    const model = this.models.get(name);
+    if (model === undefined || !model.ready || this.unloading.has(name)) return;
+    this.unloading.add(name);
+    try {
+      await model.idle();
+      await model.close();
+    } finally {
+      if (this.unloading.delete(name) && this.models.get(name) === model) this.models.set(name, unavailable(name, model.config, 'unloaded', model.version));
+    }
+  }
+
   /** The model, with Triton's messages for a name, version or state that does not serve. */
   get(name: string, version: string): ServedModel {
-    const model = this.models.get(name);
+    const found = this.models.get(name);
+    // A model being unloaded answers as one that is not ready.
+    const model = found !== undefined && this.unloading.has(name) ? unavailable(name, found.config, 'unloading', found.version) : found;
     if (model === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' is not found`);
     if (version !== '') {
       if (!/^-?\d+$/.test(version)) throw new RequestError('INVALID_ARG', `failed to get model version from specified version string '${version}' (details: stoll)`);

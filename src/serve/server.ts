@@ -3,6 +3,7 @@ import type { ExecutionPlugin } from '../run/plugin-api.js';
 import { GrpcTransport } from './grpc-transport.js';
 import { HttpTransport } from './http-transport.js';
 import { InferenceServer, type RequestLog } from './inference-server.js';
+import { ModelControl, type ModelControlOptions } from './model-control.js';
 import { ModelRepository } from './model-repository.js';
 import type { ServedModel } from './served-model.js';
 
@@ -25,6 +26,8 @@ export interface ServeOptions {
   readonly maxRequestSize: number;
   readonly log?: (entry: RequestLog) => void;
   readonly onModel?: (model: ServedModel) => void;
+  /** Triton's --model-control-mode and its options (default: none). */
+  readonly modelControl?: ModelControlOptions;
 }
 
 export interface RunningServer {
@@ -45,7 +48,9 @@ function portError(error: unknown, what: string, host: string, port: number): Po
 
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const repository = new ModelRepository();
-  const core = new InferenceServer(repository);
+  const loadOptions = { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel };
+  const control = new ModelControl(repository, options.repositories, loadOptions, options.modelControl ?? { mode: 'none' });
+  const core = new InferenceServer(repository, control);
   const transportOptions = { maxRequestSize: options.maxRequestSize, log: options.log };
   const http = options.httpPort === undefined ? undefined : new HttpTransport(core, transportOptions);
   const grpc = options.grpcPort === undefined ? undefined : new GrpcTransport(core, transportOptions);
@@ -55,9 +60,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   try {
     if (http !== undefined) httpPort = await http.listen(options.httpPort ?? 0, options.host).catch((e: unknown) => Promise.reject(portError(e, 'HTTP', options.host, options.httpPort ?? 0)));
     if (grpc !== undefined) grpcPort = await grpc.listen(options.grpcPort ?? 0, options.host).catch((e: unknown) => Promise.reject(portError(e, 'gRPC', options.host, options.grpcPort ?? 0)));
-    await repository.load(options.repositories, { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel });
+    await control.start();
   } catch (error) {
-    await Promise.allSettled([http?.close(), grpc?.close(), repository.close()]);
+    await Promise.allSettled([http?.close(), grpc?.close(), control.stop(), repository.close()]);
     throw error;
   }
   let stopping: Promise<void> | undefined;
@@ -68,8 +73,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     stop: () => {
       stopping ??= (async () => {
         core.stopAccepting();
-        await Promise.allSettled([http?.close(), grpc?.close(), repository.idle()]);
+        await Promise.allSettled([http?.close(), grpc?.close(), control.stop(), repository.idle()]);
         await repository.close();
+        core.sharedMemory.close();
       })();
       return stopping;
     },

@@ -17,6 +17,7 @@ function usage(message: string, suggestion?: string): PopefError {
 export async function serveCommand(repositories: string[], flags: ServeFlags, io: CliIo): Promise<number> {
   const timeoutMs = positiveSecondsMs(flags.timeout, '--timeout');
   if (!flags.http && !flags.grpc) throw usage('--no-http and --no-grpc leave nothing to serve');
+  if (flags.loadModel !== undefined && flags.modelControlMode !== 'explicit') throw usage('--load-model needs --model-control-mode explicit', 'in the other modes every model loads at start');
   if (flags.http && flags.grpc && flags.httpPort === flags.grpcPort && flags.httpPort !== 0) throw usage(`--http-port and --grpc-port are both ${flags.httpPort}`);
   const pluginOptions: Record<string, string> = {};
   for (const o of flags.pluginOption ?? []) {
@@ -46,6 +47,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     httpPort: flags.http ? flags.httpPort : undefined,
     grpcPort: flags.grpc ? flags.grpcPort : undefined,
     maxRequestSize: flags.maxRequestSize,
+    modelControl: { mode: flags.modelControlMode, loadModels: flags.loadModel, pollSeconds: flags.repositoryPollSecs },
     log,
     onModel: (m) => {
       const line = m.ready ? `model '${m.name}' version ${m.version}: READY` : `model '${m.name}': UNAVAILABLE: ${m.reason}`;

@@ -15,6 +15,9 @@ export interface ServeFlags {
   readonly jsonLogs?: boolean;
   readonly maxRequestSize: number;
   readonly timeout: string;
+  readonly modelControlMode: 'none' | 'poll' | 'explicit';
+  readonly loadModel?: string[];
+  readonly repositoryPollSecs: number;
 }
 
 const collect = (value: string, previous?: string[]): string[] => [...(previous ?? []), value];
@@ -54,6 +57,9 @@ export function registerServe(program: Command, io: CliIo, run: (handler: Handle
     .option('--json-logs', 'log one JSON line per request on standard error')
     .addOption(new Option('--max-request-size <bytes>', 'largest request body accepted').argParser(parseIntOption(1024, 2 ** 31 - 1)).default(64 * 1024 * 1024))
     .option('--timeout <seconds>', 'how long the plugin may take to open a model or run a request', '300')
+    .addOption(new Option('--model-control-mode <mode>', "as Triton's: none (load all, no load/unload), explicit (load/unload by clients), poll (reload on change)").choices(['none', 'poll', 'explicit']).default('none'))
+    .option('--load-model <name>', "explicit mode: a model to load at start (repeatable; '*' for all)", collect)
+    .addOption(new Option('--repository-poll-secs <seconds>', 'poll mode: seconds between polls of the repositories').argParser(parseIntOption(1, 86400)).default(15))
     .addHelpText('after', HELP)
     .action((repositories: string[], flags: ServeFlags) => {
       run(async () => {
