@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
@@ -146,6 +147,11 @@ function rawCases(): [string, string, RequestInit][] {
   ];
 }
 
+/** Runs protocol_cases.py (streaming, shared memory, model control) against one server. */
+function protocolCases(grpc: number, http: number, mode: 'none' | 'explicit'): Record<string, unknown> {
+  return JSON.parse(python([join(CLIENTS, 'protocol_cases.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist', mode])) as Record<string, unknown>;
+}
+
 describe('popef serve answers as the real Triton server does', { skip: process.env.CI === 'true' ? false : noTriton }, () => {
   let ours: Serving;
   let theirs: RunningTriton;
@@ -194,6 +200,15 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     assert.deepEqual((a['grpc/ok'] as { outputs: unknown }).outputs, [['output_labels', 'FP32', [1, 10]]]);
   });
 
+  it('the same answers on a gRPC stream, for system and CUDA shared memory, and to model control in mode none', () => {
+    const [a, b] = [protocolCases(ours.grpc, ours.http, 'none'), protocolCases(theirs.grpcPort, theirs.httpPort, 'none')];
+    // The stand-in backend writes no output: ours must have written the softmax into the region.
+    const sums = [a, b].map((r) => (r['grpc/shm'] as Record<string, unknown>)['output-region-sum']);
+    assert.deepEqual(sums, [1, 0]);
+    for (const r of [a, b]) delete (r['grpc/shm'] as Record<string, unknown>)['output-region-sum'];
+    assert.deepEqual(a, b);
+  });
+
   it('popef run --plugin triton speaks to the real server: requests accepted, its errors passed on', async () => {
     for (const url of [`grpc://127.0.0.1:${theirs.grpcPort}`, `http://127.0.0.1:${theirs.httpPort}`]) {
       const r = await runCli(['run', join(repo, 'mnist'), '--plugin', 'triton', '--url', url, '--random']);
@@ -224,5 +239,60 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
       if (mine[0] !== real[0] || mine[1] !== real[1]) differences.push(`${name}: popef serve ${JSON.stringify(mine)}, Triton ${JSON.stringify(real)}`);
     }
     assert.deepEqual(differences, []);
+  });
+});
+
+describe('model control answers as the real Triton server does (--model-control-mode explicit)', { skip: process.env.CI === 'true' ? false : noTriton }, () => {
+  let ours: Serving;
+  let theirs: RunningTriton;
+  let repo: string;
+  let cleanup: () => Promise<void>;
+
+  before(async () => {
+    const temp = await tempDir();
+    cleanup = temp.cleanup;
+    repo = await scaffoldMnist(temp.dir);
+    // Two models that fail: one while Triton polls (its config does not parse), one when it loads (no GPU).
+    const config = await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8');
+    for (const [name, text] of [['broken', config.replace('TYPE_FP32', 'TYPE_NOPE')], ['gpu', config.replace('KIND_CPU', 'KIND_GPU')]] as const) {
+      await cp(join(repo, 'mnist'), join(repo, name), { recursive: true });
+      await writeFile(join(repo, name, 'config.pbtxt'), text.replace('name: "mnist"', `name: "${name}"`));
+    }
+    const backends = join(temp.dir, 'backends');
+    await buildStandInBackends(backends, ['poplar']);
+    theirs = await startTriton(triton ?? '', repo, backends, 120_000, ['--model-control-mode=explicit']);
+    ours = await serve(repo, ['--model-control-mode', 'explicit']);
+  });
+
+  after(async () => {
+    ours.child.kill('SIGKILL');
+    await ours.exited;
+    await theirs.stop();
+    await cleanup();
+  });
+
+  it('loads, reloads and unloads with the same answers, and the same repository index at each step', () => {
+    assert.deepEqual(protocolCases(ours.grpc, ours.http, 'explicit'), protocolCases(theirs.grpcPort, theirs.httpPort, 'explicit'));
+  });
+
+  it('refuses a model whose config does not parse as not polled, and one that fails to load with its reason', () => {
+    const script = [
+      'import json, sys, tritonclient.grpc as g',
+      'c = g.InferenceServerClient(sys.argv[1])',
+      'out = []',
+      'for m in ["broken", "gpu"]:',
+      '    try:',
+      '        c.load_model(m); out.append("ok")',
+      '    except Exception as e:',
+      '        out.append([str(e.status()), e.message()])',
+      'out.append(c.get_model_repository_index(as_json=True))',
+      'print(json.dumps(out))',
+    ].join('\n');
+    const run = (port: number): unknown => JSON.parse(python(['-c', script, `127.0.0.1:${port}`]));
+    const [mine, real] = [run(ours.grpc), run(theirs.grpcPort)] as [unknown[], unknown[]];
+    // Which version a failed model is listed with waits for the shared model-directory reader.
+    const withoutFailedVersion = (r: unknown[]): unknown[] =>
+      r.map((x) => (typeof x === 'object' && x !== null && 'models' in x ? (x as { models: { name: string; version?: string }[] }).models.map((m) => (m.name === 'gpu' ? { ...m, version: undefined } : m)) : x));
+    assert.deepEqual(withoutFailedVersion(mine), withoutFailedVersion(real));
   });
 });
