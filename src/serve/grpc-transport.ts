@@ -156,10 +156,13 @@ export function fromModelInferRequest(message: Message, sharedMemory: SharedMemo
   const model = str(message.model_name);
   const raw = list(message.raw_input_contents) as Uint8Array[];
   const params = (message.parameters ?? {}) as Record<string, Message>;
-  for (const key of Object.keys(params)) {
-    if (key.startsWith('triton_')) {
+  for (const [key, value] of Object.entries(params)) {
+    if (!key.startsWith('triton_')) continue;
+    if (key !== 'triton_enable_empty_final_response') {
       throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response");
     }
+    // It asks for an empty final response of a decoupled model; none is served, so only its type matters.
+    if (choiceOf(value) !== 'bool_param') throw invalidArg(`invalid value type for '${key}' parameter, expected bool_param.`);
   }
   const inputs: RequestInput[] = [];
   let index = 0;

@@ -4,7 +4,9 @@ import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
 import type { InferRequest, RequestInput, RequestedOutput } from './infer-request.js';
 import { statisticsReport, type InferenceServer, type InferResult, type TransportOptions } from './inference-server.js';
+import { REPOSITORY_ROUTE, SHARED_MEMORY_ROUTE, repositoryRoute, sharedMemoryRoute, type BodyReader, type HttpAnswer } from './http-control.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
+import type { RegionSlice, SharedMemoryRegistry } from './shared-memory.js';
 import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 
 /**
@@ -93,12 +95,33 @@ function requireString(obj: JsonObject, key: string): string {
   return v;
 }
 
+/** A tensor's shared-memory parameters (CheckSharedMemoryData): undefined when it names no region. */
+function sharedMemoryData(params: JsonObject | undefined): RegionSlice | undefined {
+  if (params === undefined || member(params, 'shared_memory_region') === undefined) return undefined;
+  const region = member(params, 'shared_memory_region');
+  if (typeof region !== 'string') throw jsonAccess("Unable to parse 'shared_memory_region': attempt to access JSON non-string as string");
+  const uint = (key: string): number => {
+    const v = member(params, key);
+    if (v === undefined) return 0;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw jsonAccess(`Unable to parse '${key}': attempt to access JSON non-unsigned-integer as unsigned-integer`);
+    return v;
+  };
+  return { region, offset: uint('shared_memory_offset'), byteSize: uint('shared_memory_byte_size') };
+}
+
 /**
  * The `inputs` and `outputs` of an infer request body, with binary sections
  * taken from `binary` in order; and whether outputs not listed go back as
  * binary data (the request's binary_data_output).
  */
-function parseInferBody(model: string, version: string, header: JsonObject, binary: Buffer, hasHeaderLength: boolean): { request: InferRequest; binaryOutputs: boolean } {
+function parseInferBody(
+  model: string,
+  version: string,
+  header: JsonObject,
+  binary: Buffer,
+  hasHeaderLength: boolean,
+  sharedMemory: SharedMemoryRegistry,
+): { request: InferRequest; binaryOutputs: boolean } {
   const id = member(header, 'id');
   if (id !== undefined && typeof id !== 'string') throw missingOr('id', 'string', id);
   let binaryOutputs: boolean | undefined;
@@ -139,9 +162,10 @@ function parseInferBody(model: string, version: string, header: JsonObject, bina
       if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) throw jsonAccess("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
       return d;
     });
-    if (hasShm) throw new RequestError('UNSUPPORTED', `input '${name}': shared memory is not supported by popef serve`);
     let data: Uint8Array;
-    if (hasBinary) {
+    const slice = sharedMemoryData(params);
+    if (slice !== undefined) data = sharedMemory.read(slice);
+    else if (hasBinary) {
       const size = member(params, 'binary_data_size');
       if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) throw jsonAccess("Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer");
       if (size > 0 && !hasHeaderLength) {
@@ -166,14 +190,21 @@ function parseInferBody(model: string, version: string, header: JsonObject, bina
     for (const raw of outputsJson) {
       const output = asObject(raw);
       if (output === undefined) throw jsonAccess('attempt to access JSON non-object as object');
-      const name = requireString(output, 'name');
       const params = asObject(member(output, 'parameters')) ?? {};
       const cls = member(params, 'classification');
       const bin = member(params, 'binary_data');
+      // ValidateOutputParameter comes before the name is read.
+      if (member(params, 'shared_memory_region') !== undefined) {
+        if (cls !== undefined) throw invalidArg("Output can't set both 'shared_memory_region' and 'classification'");
+        if (bin !== undefined && typeof bin !== 'boolean') throw jsonAccess("Unable to set 'binary_data': attempt to access JSON non-boolean as boolean");
+        if (bin === true) throw invalidArg("Output can't set both 'shared_memory_region' and 'binary_data'");
+      }
+      const name = requireString(output, 'name');
       if (cls !== undefined && (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0)) throw jsonAccess("Unable to parse 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
       if (bin !== undefined && typeof bin !== 'boolean') throw jsonAccess("Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
-      if (member(params, 'shared_memory_region') !== undefined) throw new RequestError('UNSUPPORTED', `output '${name}': shared memory is not supported by popef serve`);
-      outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs });
+      const region = sharedMemoryData(params);
+      if (region !== undefined) sharedMemory.check(region);
+      outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs, region });
     }
   }
   return { request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs }, binaryOutputs: binaryOutputs ?? false };
@@ -185,6 +216,8 @@ function inferResponse(result: InferResult, defaultBinary: boolean): { json: Buf
   const outputs = result.outputs.map((o) => {
     const asBinary = o.binary ?? defaultBinary;
     const base = { name: o.name, datatype: o.datatype, shape: o.shape };
+    // An output written to shared memory is described, not sent.
+    if (o.region !== undefined) return base;
     if (asBinary) {
       binary.push(Buffer.from(o.data.buffer, o.data.byteOffset, o.data.byteLength));
       return { ...base, parameters: { binary_data_size: o.data.byteLength } };
@@ -274,6 +307,8 @@ export class HttpTransport {
       const path = (req.url ?? '/').split('?')[0] ?? '/';
       const method = req.method ?? 'GET';
       const m = MODEL_ROUTE.exec(path);
+      const shmMatch = SHARED_MEMORY_ROUTE.exec(path);
+      const repositoryMatch = REPOSITORY_ROUTE.exec(path);
       if (path === '/v2/health/live' || path === '/v2/health/ready' || path === '/v2') {
         if (method !== 'GET') throw new MethodNotAllowed();
         if (path === '/v2') this.sendJson(res, 200, this.core.metadata());
@@ -309,13 +344,14 @@ export class HttpTransport {
             this.sendJson(res, 200, this.core.modelMetadata(model, version));
           }
         }
-      } else if (path === '/v2/repository/index') {
-        if (method !== 'POST') throw new MethodNotAllowed();
-        const body = await readBody(req, this.options.maxRequestSize);
-        const request = body.byteLength === 0 ? {} : parseJson(body.toString('utf8'));
-        const readyOnly = member(request, 'ready') === true;
-        // Triton leaves out an empty reason.
-        this.sendJson(res, 200, this.core.index().filter((e) => !readyOnly || e.state === 'READY').map(({ reason, ...e }) => (reason === '' ? e : { ...e, reason })));
+      } else if (shmMatch !== null) {
+        const answer = await sharedMemoryRoute(this.core, shmMatch, method, this.bodyReader(req));
+        status = answer.status;
+        this.sendAnswer(req, res, answer);
+      } else if (repositoryMatch !== null) {
+        const answer = await repositoryRoute(this.core, repositoryMatch, method, this.bodyReader(req));
+        status = answer.status;
+        this.sendAnswer(req, res, answer);
       } else {
         status = 404;
         error = 'Not Found';
@@ -332,6 +368,26 @@ export class HttpTransport {
     } finally {
       this.options.log?.({ transport: 'http', method: `${req.method ?? ''} ${req.url ?? ''}`, model, status: res.statusCode || status, ms: performance.now() - started, error });
     }
+  }
+
+  /** Reads the body as JSON for a control endpoint; an empty body is undefined where Triton takes defaults. */
+  private bodyReader(req: IncomingMessage): BodyReader {
+    return async (allowEmpty) => {
+      const body = await readBody(req, this.options.maxRequestSize);
+      if (body.byteLength === 0 && allowEmpty) return undefined;
+      try {
+        return parseJson(body.toString('utf8'));
+      } catch (error) {
+        // EVBufferToJson's errors are INTERNAL; only the infer endpoint answers a bad body with 400.
+        throw error instanceof RequestError ? new RequestError('INTERNAL', error.message) : error;
+      }
+    };
+  }
+
+  private sendAnswer(req: IncomingMessage, res: ServerResponse, answer: HttpAnswer): void {
+    req.resume();
+    if (answer.json === undefined) this.sendParts(res, answer.status, [], { 'Content-Type': 'application/json' });
+    else this.sendJson(res, answer.status, answer.json);
   }
 
   private async infer(req: IncomingMessage, res: ServerResponse, model: string, version: string): Promise<void> {
@@ -353,7 +409,7 @@ export class HttpTransport {
       return;
     }
     const header = parseJson(body.subarray(0, headerLength).toString('utf8'));
-    const { request, binaryOutputs } = parseInferBody(model, version, header, body.subarray(headerLength), hasHeaderLength);
+    const { request, binaryOutputs } = parseInferBody(model, version, header, body.subarray(headerLength), hasHeaderLength, this.core.sharedMemory);
     this.sendResult(res, await this.core.infer(request), binaryOutputs);
   }
 

@@ -144,6 +144,28 @@ function rawCases(): [string, string, RequestInit][] {
     ['unknown route', '/v2/nosuch', { method: 'GET' }],
     ['wrong method', '/v2/health/live', { method: 'POST' }],
     ['infer by GET', '/v2/models/mnist/infer', { method: 'GET' }],
+    ['shm register, no region name', '/v2/systemsharedmemory/register', post('{"key":"/k","byte_size":4}')],
+    ['shm register, no body', '/v2/systemsharedmemory/region/r/register', post('')],
+    ['shm register, no key', '/v2/systemsharedmemory/region/r/register', post('{"byte_size":4}')],
+    ['shm register, key not a string', '/v2/systemsharedmemory/region/r/register', post('{"key":4,"byte_size":4}')],
+    ['shm register, no byte_size', '/v2/systemsharedmemory/region/r/register', post('{"key":"/popef_none"}')],
+    ['shm register, negative offset', '/v2/systemsharedmemory/region/r/register', post('{"key":"/popef_none","offset":-1,"byte_size":4}')],
+    ['shm register, unknown key', '/v2/systemsharedmemory/region/r/register', post('{"key":"/popef_none","byte_size":4}')],
+    ['shm status by POST', '/v2/systemsharedmemory/status', post('')],
+    ['shm unregister by GET', '/v2/systemsharedmemory/unregister', { method: 'GET' }],
+    ['shm status of an unknown region', '/v2/systemsharedmemory/region/nosuch/status', { method: 'GET' }],
+    ['cuda register, no raw_handle', '/v2/cudasharedmemory/region/g/register', post('{"byte_size":4,"device_id":0}')],
+    ['cuda register, short raw_handle', '/v2/cudasharedmemory/region/g/register', post('{"raw_handle":{"b64":"AAAA"},"byte_size":4,"device_id":0}')],
+    ['cuda status', '/v2/cudasharedmemory/status', { method: 'GET' }],
+    ['infer, input in an unknown region', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"parameters":{"shared_memory_region":"nosuch","shared_memory_byte_size":3136}}]}')],
+    ['infer, region not a string', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"parameters":{"shared_memory_region":1}}]}')],
+    ['infer, output in shm and binary', '/v2/models/mnist/infer', post('{"inputs":[],"outputs":[{"name":"output_labels","parameters":{"shared_memory_region":"r","binary_data":true}}]}')],
+    ['index, ready not a bool', '/v2/repository/index', post('{"ready":1}')],
+    ['index by GET', '/v2/repository/index', { method: 'GET' }],
+    ['load in mode none', '/v2/repository/models/mnist/load', post('')],
+    ['load, repository named', '/v2/repository/other/models/mnist/load', post('')],
+    ['load, parameter not a string', '/v2/repository/models/mnist/load', post('{"parameters":{"config":1}}')],
+    ['unload, unload_dependents not a bool', '/v2/repository/models/mnist/unload', post('{"parameters":{"unload_dependents":"yes"}}')],
   ];
 }
 
@@ -200,12 +222,14 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     assert.deepEqual((a['grpc/ok'] as { outputs: unknown }).outputs, [['output_labels', 'FP32', [1, 10]]]);
   });
 
-  it('the same answers on a gRPC stream, for system and CUDA shared memory, and to model control in mode none', () => {
+  it('the same answers on a gRPC stream, for system and CUDA shared memory and to model control in mode none, over gRPC and HTTP', () => {
     const [a, b] = [protocolCases(ours.grpc, ours.http, 'none'), protocolCases(theirs.grpcPort, theirs.httpPort, 'none')];
     // The stand-in backend writes no output: ours must have written the softmax into the region.
-    const sums = [a, b].map((r) => (r['grpc/shm'] as Record<string, unknown>)['output-region-sum']);
-    assert.deepEqual(sums, [1, 0]);
-    for (const r of [a, b]) delete (r['grpc/shm'] as Record<string, unknown>)['output-region-sum'];
+    for (const transport of ['grpc/shm', 'http/shm']) {
+      const sums = [a, b].map((r) => (r[transport] as Record<string, unknown>)['output-region-sum']);
+      assert.deepEqual(sums, [1, 0], transport);
+      for (const r of [a, b]) delete (r[transport] as Record<string, unknown>)['output-region-sum'];
+    }
     assert.deepEqual(a, b);
   });
 

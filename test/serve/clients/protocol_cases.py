@@ -204,7 +204,9 @@ def main():
         out["grpc/stream"] = stream_cases(grpc_url, model)
         out["grpc/shm"] = shm_cases(grpcclient, grpc_url, model, "g")
         out["grpc/shm-params"] = grpc_param_cases(grpc_url, model)
+        out["http/shm"] = shm_cases(httpclient, http_url, model, "h")
     out["grpc/control"] = control_cases(grpcclient, grpc_url, model, mode)
+    out["http/control"] = control_cases(httpclient, http_url, model, mode)
     print(json.dumps(out, indent=1, sort_keys=True))
 
 
