@@ -233,6 +233,18 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     assert.deepEqual(a, b);
   });
 
+  it("perf_analyzer's requests in each of its modes (its binary cannot run here) succeed on both", () => {
+    const run = (grpc: number, http: number): Record<string, { ok: boolean; sum?: number }> =>
+      JSON.parse(python([join(CLIENTS, 'perf_requests.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<string, { ok: boolean; sum?: number }>;
+    const [mine, real] = [run(ours.grpc, ours.http), run(theirs.grpcPort, theirs.httpPort)];
+    assert.deepEqual(Object.keys(mine).sort(), ['grpc-async', 'grpc-shm-system', 'grpc-streaming', 'grpc-sync', 'http-async', 'http-shm-system', 'http-sync']);
+    // The stand-in backend writes no output into the region: ours holds the softmax.
+    for (const mode of ['grpc-shm-system', 'http-shm-system']) assert.deepEqual([mine[mode]?.sum, real[mode]?.sum], [1, 0], mode);
+    const outcome = (r: typeof mine): Record<string, unknown> => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { ...v, sum: undefined }]));
+    assert.deepEqual(outcome(mine), outcome(real));
+    for (const [mode, answer] of Object.entries(mine)) assert.equal(answer.ok, true, `${mode}: ${JSON.stringify(answer)}`);
+  });
+
   it('popef run --plugin triton speaks to the real server: requests accepted, its errors passed on', async () => {
     for (const url of [`grpc://127.0.0.1:${theirs.grpcPort}`, `http://127.0.0.1:${theirs.httpPort}`]) {
       const r = await runCli(['run', join(repo, 'mnist'), '--plugin', 'triton', '--url', url, '--random']);
