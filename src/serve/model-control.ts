@@ -140,9 +140,21 @@ export class ModelControl {
     });
   }
 
+  /**
+   * Answers once the model refuses new requests, as Triton's unload returns
+   * while the model is UNLOADING: its queued requests finish and it closes
+   * in the background.
+   */
   async unload(name: string): Promise<void> {
     this.refuseUnlessExplicit();
-    await this.serialised(() => this.repository.unload(name));
+    await this.serialised(async () => this.track(this.repository.unload(name)));
+  }
+
+  private readonly draining = new Set<Promise<void>>();
+
+  private track(drain: Promise<void>): void {
+    const tracked = drain.catch(() => undefined).finally(() => this.draining.delete(tracked));
+    this.draining.add(tracked);
   }
 
   /** The repository index: every model directory, with the state of each loaded version. */
@@ -175,7 +187,7 @@ export class ModelControl {
     for (const name of [...this.fingerprints.keys()]) {
       if (dirs.has(name)) continue;
       this.fingerprints.delete(name);
-      await this.serialised(() => this.repository.unload(name));
+      await this.serialised(async () => this.track(this.repository.unload(name)));
     }
   }
 
@@ -183,5 +195,6 @@ export class ModelControl {
     if (this.timer !== undefined) clearInterval(this.timer);
     await this.polling;
     await this.queue;
+    await Promise.all(this.draining);
   }
 }
