@@ -147,7 +147,7 @@ export class ModelControl {
    */
   async unload(name: string): Promise<void> {
     this.refuseUnlessExplicit();
-    await this.serialised(async () => this.track(this.repository.unload(name)));
+    await this.serialised(() => Promise.resolve(this.track(this.repository.unload(name))));
   }
 
   private readonly draining = new Set<Promise<void>>();
@@ -187,7 +187,7 @@ export class ModelControl {
     for (const name of [...this.fingerprints.keys()]) {
       if (dirs.has(name)) continue;
       this.fingerprints.delete(name);
-      await this.serialised(async () => this.track(this.repository.unload(name)));
+      await this.serialised(() => Promise.resolve(this.track(this.repository.unload(name))));
     }
   }
 
