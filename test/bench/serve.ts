@@ -2,7 +2,9 @@
  * popef serve under load, beside the real Triton server. The MNIST model
  * (scaffolded repository, cpu plugin) is served by `popef serve`; a client
  * in a second process (test/bench/serve-load.ts) keeps 1, 8 and 32
- * requests in flight over gRPC and over HTTP with binary tensors, and
+ * requests in flight (BENCH_CONCURRENCY=1,4,16 for others) over gRPC, a
+ * gRPC stream, gRPC with system shared memory, and HTTP with binary
+ * tensors, and
  * reports throughput and p50/p99 latency. The server's own overhead is the
  * p50 latency at concurrency 1 minus the p50 of the same run called on the
  * plugin in process (target: 150 us or less). Then the real tritonserver
@@ -28,7 +30,7 @@ import { findTritonServer, startTriton } from '../triton/oracle/tritonserver.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const CONCURRENCY = [1, 8, 32];
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,8,32').split(',').map(Number);
 const dir = await mkdtemp(join(tmpdir(), 'popef-bench-serve-'));
 const silent = { stdout: () => undefined, stderr: () => undefined, stdoutIsTTY: false, stderrIsTTY: false, env: {}, cwd: dir, signal: new AbortController().signal };
 
@@ -47,19 +49,18 @@ function load(protocol: string, address: string, concurrency: number): Figures {
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Figures;
 }
 
-function measureAll(grpc: string, http: string): Figures[] {
+const PROTOCOLS = ['grpc', 'grpc-stream', 'grpc-shm', 'http'] as const;
+
+function measureAll(grpc: string, http: string, protocols: readonly string[] = PROTOCOLS): Figures[] {
   const out: Figures[] = [];
-  for (const [protocol, address] of [
-    ['grpc', grpc],
-    ['http', http],
-  ] as const) {
-    for (const c of CONCURRENCY) out.push(load(protocol, address, c));
+  for (const protocol of protocols) {
+    for (const c of CONCURRENCY) out.push(load(protocol, protocol === 'http' ? http : grpc, c));
   }
   return out;
 }
 
 /** Starts a server process that prints its ports like popef serve does, measures it, stops it. */
-async function measureServer(args: readonly string[], what: string): Promise<Figures[]> {
+async function measureServer(args: readonly string[], what: string, protocols?: readonly string[]): Promise<Figures[]> {
   const server = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: ROOT });
   let stderr = '';
   server.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
@@ -69,7 +70,7 @@ async function measureServer(args: readonly string[], what: string): Promise<Fig
     await new Promise((r) => setTimeout(r, 50));
   }
   try {
-    return measureAll(`127.0.0.1:${ports[2] ?? ''}`, `127.0.0.1:${ports[1] ?? ''}`);
+    return measureAll(`127.0.0.1:${ports[2] ?? ''}`, `127.0.0.1:${ports[1] ?? ''}`, protocols);
   } finally {
     server.kill('SIGTERM');
     await new Promise((r) => server.once('exit', r));
@@ -102,7 +103,7 @@ try {
   const pluginP50 = inProcess[Math.floor(inProcess.length / 2)] ?? NaN;
 
   // The transport floor, then popef serve as a user starts it.
-  const floor = await measureServer([join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'test/bench/null-server.ts')], 'null server');
+  const floor = await measureServer([join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'test/bench/null-server.ts')], 'null server', ['grpc', 'http']);
   const ours = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu'], 'popef serve');
 
   // The real Triton server, Python backend, same graph and weights.
@@ -155,11 +156,11 @@ try {
   const ms = (v: number): string => `${v.toFixed(3)} ms`;
   console.log(`popef serve benchmark: MNIST, cpu plugin, ${SECONDS} s per row, client in its own process (${process.arch}, Node ${process.version})`);
   console.log(`plugin in process: p50 ${ms(pluginP50)} per run`);
-  console.log('protocol  conc   popef req/s   p50        p99        | Triton req/s   p50        p99        | popef/Triton');
+  console.log('protocol     conc   popef req/s   p50        p99        | Triton req/s   p50        p99        | popef/Triton');
   ours.forEach((o, i) => {
     const t = theirs?.[i];
     const right = t === undefined ? `| ${why}` : `| ${t.throughput.toFixed(0).padStart(12)}   ${ms(t.p50).padEnd(10)} ${ms(t.p99).padEnd(10)} | ${(o.throughput / t.throughput).toFixed(2)}x`;
-    console.log(`${o.protocol.padEnd(8)}  ${String(o.concurrency).padStart(4)}   ${o.throughput.toFixed(0).padStart(11)}   ${ms(o.p50).padEnd(10)} ${ms(o.p99).padEnd(10)} ${right}`);
+    console.log(`${o.protocol.padEnd(11)}  ${String(o.concurrency).padStart(4)}   ${o.throughput.toFixed(0).padStart(11)}   ${ms(o.p50).padEnd(10)} ${ms(o.p99).padEnd(10)} ${right}`);
   });
   console.log('transport floor (a server that answers at once, same client):');
   for (const f of floor) console.log(`  ${f.protocol.padEnd(6)} conc ${String(f.concurrency).padStart(2)}: ${f.throughput.toFixed(0)} req/s, p50 ${ms(f.p50)}`);
