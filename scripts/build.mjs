@@ -7,6 +7,7 @@ import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { sep } from 'node:path';
 import { build } from 'esbuild';
+import { BUNDLE_EXTERNALS } from './bundle-externals.mjs';
 
 const require = createRequire(import.meta.url);
 
@@ -41,7 +42,7 @@ await build({
   outdir: 'dist',
   outExtension: { '.js': '.cjs' },
   // Large, and needed only by serve, run --plugin triton and PNG inputs: loaded from node_modules when used.
-  external: ['@grpc/grpc-js', 'protobufjs', 'ajv', 'pngjs'],
+  external: BUNDLE_EXTERNALS,
   // The sources are ES modules; in the bundle, import.meta.url is the bundle's own URL.
   define: { 'import.meta.url': '__popefBundleUrl' },
   banner: { js: "var __popefBundleUrl = require('node:url').pathToFileURL(__filename).href;" },

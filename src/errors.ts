@@ -40,6 +40,8 @@ export const ErrorCode = {
   Io: 'E_IO',
   /** The destination exists and overwriting was not allowed. */
   Exists: 'E_EXISTS',
+  /** A command line the CLI cannot use: an unknown command or option, a missing argument, a malformed option value. */
+  Usage: 'E_USAGE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -54,6 +56,7 @@ export interface ErrorLocation {
   readonly field?: string;
 }
 
+/** What a PopefError carries besides its code and message. */
 export interface PopefErrorOptions extends ErrorLocation {
   /** One sentence telling the user what to do about it. */
   readonly suggestion?: string;
@@ -110,6 +113,7 @@ export class PopefError extends Error {
     return `${head}${this.message}`;
   }
 
+  /** The error as plain data (code, message, location, hint), for JSON output. */
   toJSON(): Record<string, unknown> {
     return {
       code: this.code,

@@ -3,7 +3,7 @@
  * below this boundary prints, exits, or reads process state.
  */
 export { ErrorCode, PopefError, isPopefError } from './errors.js';
-export type { ErrorLocation } from './errors.js';
+export type { ErrorLocation, PopefErrorOptions } from './errors.js';
 
 export type { ByteSource } from './io/byte-source.js';
 export { FileSource } from './io/file-source.js';
@@ -24,9 +24,10 @@ export type {
 } from './format/blob.js';
 export { PopefFile, type OpenOptions, type ProgressCallback } from './format/reader.js';
 export { ModelSet, type Model } from './format/model-set.js';
-export { checkModelContents, type ModelContents } from './format/model-rules.js';
+export { checkModelContents, type ModelContents, type Where } from './format/model-rules.js';
 export { PopefWriter, type ExecutableOptions, type PayloadSource, type RawBlob, type WriterOptions } from './format/writer.js';
 
+export { DATA_TYPE_INFO, dataTypeOfCode, isFloat, type DataTypeFacts, type DataTypeInfo, type NumberKind } from './schema/data-types.js';
 export {
   DATA_TYPES,
   TENSOR_TYPES,
@@ -59,9 +60,22 @@ export type { SourcePos } from './triton/pbtxt-lexer.js';
 export { DEFAULT_TRITON_VERSION, canonicalize, printPbtxt, type PrintOptions } from './triton/pbtxt-printer.js';
 export { POPEF_TO_TRITON, configFromPopef, type ConfigOptions, type GeneratedConfig } from './triton/config-from-popef.js';
 export { parseNameMap, renderNameMap, type NameMapEntry, type ParsedNameMap } from './triton/name-map.js';
-export { applyScaffold, checkModelName, planScaffold, type ScaffoldOptions, type ScaffoldPlan } from './triton/scaffold.js';
+export { applyScaffold, checkModelName, planScaffold, type ScaffoldFile, type ScaffoldOptions, type ScaffoldPlan } from './triton/scaffold.js';
 export { anchorRole, userAnchors, type AnchorRole } from './inspect/anchor-roles.js';
-export { buildReport, type DumpReport } from './inspect/report.js';
+export {
+  buildReport,
+  type AnchorReport,
+  type BlobReport,
+  type DumpReport,
+  type FeedReport,
+  type FileReport,
+  type MetadataReport,
+  type ModelReport as DumpModelReport,
+  type OpaqueReport,
+  type Size,
+  type TensorReport,
+  type VerifyReport,
+} from './inspect/report.js';
 
 export type { Availability, ExecutionPlugin, ModelRequest, ModelTensors, OpenedModel, RunOptions, Tensor, TensorSpec } from './run/plugin-api.js';
 export { ChildProcessPlugin, type ChildPluginOptions } from './run/child-plugin.js';

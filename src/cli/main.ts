@@ -1,5 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
-import { isPopefError } from '../errors.js';
+import { ErrorCode, PopefError, isPopefError } from '../errors.js';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { reportError } from './report-error.js';
@@ -29,9 +29,10 @@ export async function main(argv: readonly string[], given: CliIo): Promise<numbe
     // Options after a command name belong to that command: scaffold's --version
     // is a model version, not a request for popef's own version.
     .enablePositionalOptions()
-    .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    // Commander's own usage errors are not printed where they arise: they reach the funnel below as CommanderErrors
+    // and are reported there like every other error (prefix, code, hint, exit 2).
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr, outputError: () => undefined })
     // Defaults in one style: "(default: 300)", as the hand-written ones say it, not JSON-quoted.
     .configureHelp({
       optionDescription: (option) => {
@@ -47,22 +48,42 @@ export async function main(argv: readonly string[], given: CliIo): Promise<numbe
   const commands = await import('./commands/index.js');
   commands.register(program, io, run, argv);
   const asked = argv[0] === 'help' ? argv[1] : undefined;
-  if (asked !== undefined && !program.commands.some((c) => c.name() === asked || c.aliases().includes(asked))) {
-    io.stderr(`popef: error: unknown command '${asked}'; the commands: ${program.commands.map((c) => c.name()).join(', ')}\n`);
-    return ExitCode.Error;
-  }
   try {
+    if (asked !== undefined && findCommand(program, asked) === undefined) {
+      throw new PopefError(ErrorCode.Usage, `unknown command '${asked}'; the commands: ${program.commands.map((c) => c.name()).join(', ')}`, {
+        suggestion: "run 'popef --help' for what each command does",
+      });
+    }
     await program.parseAsync([...argv], { from: 'user' });
     if (pending === undefined) return ExitCode.Ok;
     return await pending();
   } catch (error) {
-    return report(error, io);
+    return report(error instanceof CommanderError ? fromCommander(error, program, argv) : error, io);
   }
+}
+
+function findCommand(program: Command, name: string): Command | undefined {
+  return program.commands.find((c) => c.name() === name || c.aliases().includes(name));
+}
+
+/**
+ * A CommanderError as what the funnel reports: nothing for help and
+ * --version (exit 0) or for the help shown when no command is given, and a
+ * usage error (E_USAGE, exit 2) with a hint naming the command's --help for
+ * everything commander refuses (unknown options and commands, missing
+ * arguments and required options, values its parsers reject).
+ */
+function fromCommander(error: CommanderError, program: Command, argv: readonly string[]): CommanderError | PopefError {
+  if (error.exitCode === 0 || error.code === 'commander.help' || error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return error;
+  const named = argv.find((a) => !a.startsWith('-'));
+  const command = named === undefined ? undefined : findCommand(program, named);
+  const help = command === undefined ? 'popef --help' : `popef ${command.name()} --help`;
+  return new PopefError(ErrorCode.Usage, error.message.replace(/^error: /, ''), { suggestion: `run '${help}' for usage`, cause: error });
 }
 
 function report(error: unknown, io: CliIo): number {
   if (error instanceof CommanderError) {
-    // Help and version exit through here with code 0; usage errors were already printed.
+    // Help and --version exit through here with code 0; help shown for a missing command exits 2, as a usage error.
     return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Error;
   }
   if (isPopefError(error)) {

@@ -1,6 +1,15 @@
-import { isPopefError } from '../errors.js';
+import { ErrorCode, isPopefError } from '../errors.js';
 import { printable } from '../present/printable.js';
 import type { CliIo } from './io.js';
+
+/**
+ * The library's hints speak of its own options (`force: true`); where the
+ * CLI has a flag for the way out, its hint names the flag instead, chosen by
+ * the error's code. Every command that writes takes -f, --force.
+ */
+const CLI_HINTS: Readonly<Partial<Record<ErrorCode, string>>> = {
+  [ErrorCode.Exists]: 'use --force to replace it, or choose another name',
+};
 
 /**
  * Prints a library error as one line (file, offset, field, what) plus a hint
@@ -11,5 +20,6 @@ export function reportError(error: unknown, io: CliIo): void {
   if (!isPopefError(error)) throw error;
   // A message may quote a name from the file: its control characters are shown, not obeyed.
   io.stderr(`popef: error: ${printable(error.describe())} [${error.code}]\n`);
-  if (error.suggestion !== undefined) io.stderr(`  hint: ${printable(error.suggestion)}\n`);
+  const hint = CLI_HINTS[error.code] ?? error.suggestion;
+  if (hint !== undefined) io.stderr(`  hint: ${printable(hint)}\n`);
 }

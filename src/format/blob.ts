@@ -65,7 +65,9 @@ export interface UnknownBlob extends BlobFrame {
   readonly type: 'UNKNOWN';
 }
 
+/** One blob of a PopEF file, as the reader found it: its header facts and its decoded descriptor, by kind. */
 export type Blob = ExecutableBlob | MetadataBlob | TensorDataBlob | FeedDataBlob | OpaqueBlob | UnknownBlob;
+/** A blob's kind: `executable`, `metadata`, `tensor`, `feed`, `opaque` or `unknown`. */
 export type BlobKind = Blob['kind'];
 
 /** The BlobType name of a blob kind, for messages and JSON. */

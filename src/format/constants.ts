@@ -10,6 +10,7 @@ export const BLOB_MAGIC = Uint8Array.of(0x8a, 0x50, 0x45, 0x46, 0x4f, 0x0d, 0x0a
 /** The layout version this code writes and fully understands. */
 export const LAYOUT_MAJOR = 1;
 export const LAYOUT_MINOR = 0;
+/** The layout version written into every blob header, as "major.minor" (FORMAT.md section 3). */
 export const LAYOUT_VERSION = `${LAYOUT_MAJOR}.${LAYOUT_MINOR}`;
 
 /** Fixed header size; descriptors start right after it. */
@@ -43,6 +44,7 @@ export const BlobType = {
   OPAQUE: 4,
 } as const;
 export type KnownBlobType = (typeof BlobType)[keyof typeof BlobType];
+/** A blob type's name in Graphcore's documentation (`POPLAR_EXECUTABLE`, `METADATA`, ...). */
 export type BlobTypeName = keyof typeof BlobType;
 
 export function blobTypeName(code: number): BlobTypeName | undefined {
@@ -60,32 +62,7 @@ export const Codec = {
 } as const;
 export type Codec = (typeof Codec)[keyof typeof Codec];
 
-/** FlatBuffers file identifiers. */
-export const METADATA_IDENTIFIER = 'PEFM';
-export const DESCRIPTOR_IDENTIFIER = 'PEFD';
-
-/**
- * Limits on values read from a file, checked before anything is allocated.
- * Each is far above what a real model needs and far below what would let a
- * hostile file exhaust memory (CWE-789, CWE-400).
- */
-export const Limits = {
-  /** Blobs in one file: real files hold a handful; each costs a header read. */
-  maxBlobsPerFile: 1_000_000,
-  /** A descriptor holds a name and a tensor info: 1 MiB is generous. */
-  maxDescriptorBytes: 1024 * 1024,
-  /** Room for maxAnchors anchors (about 92 bytes each with short names); real metadata is kilobytes. */
-  maxMetadataBytes: 256 * 1024 * 1024,
-  /** Anchors per metadata. */
-  maxAnchors: 1_000_000,
-  /** Dimensions of one tensor (Poplar tensors rarely exceed 8). */
-  maxRank: 64,
-  /** Programs listed per anchor or program flow phase. */
-  maxPrograms: 100_000,
-  /** Options per engine/device option list. */
-  maxOptions: 100_000,
-  /** Bytes of one string (names, handles, option values). */
-  maxStringBytes: 1024 * 1024,
-  /** FlatBuffers table nesting in our schema is at most 4; allow slack. */
-  maxTableDepth: 16,
-} as const;
+// The FlatBuffers identifiers and the limits on values read from a file are
+// shared with src/schema/ (which decodes the metadata), on the floor below:
+// they live there, in a leaf, so that schema/ never imports format/.
+export { DESCRIPTOR_IDENTIFIER, Limits, METADATA_IDENTIFIER } from '../schema/limits.js';

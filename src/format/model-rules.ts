@@ -7,11 +7,13 @@ import { sameTensorInfo, sizeInBytes, type Metadata, type TensorInfo } from '../
  * before writing anything. Each rule names the blob it blames.
  */
 
+/** Where a part of a model was found: a file, and the byte offset of its blob. */
 export interface Where {
   readonly file: string;
   readonly offset?: number;
 }
 
+/** What a set of files holds, with where each part was found: the input of the model-level rules (FORMAT.md section 8). */
 export interface ModelContents {
   readonly executables: readonly { readonly name: string; readonly where: Where }[];
   readonly metadata: readonly { readonly metadata: Metadata; readonly where: Where }[];

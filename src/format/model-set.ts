@@ -32,6 +32,7 @@ export class ModelSet {
     private readonly owners: ReadonlyMap<Blob, PopefFile>,
   ) {}
 
+  /** Opens every file (paths or byte sources) and links their blobs into models by executable name; checks the model-level rules. */
   static async open(inputs: readonly (string | ByteSource)[]): Promise<ModelSet> {
     const files: PopefFile[] = [];
     try {
@@ -151,6 +152,7 @@ export class ModelSet {
     return file;
   }
 
+  /** Closes every file the set opened. */
   async close(): Promise<void> {
     await Promise.all(this.files.map((f) => f.close()));
   }

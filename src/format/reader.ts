@@ -13,6 +13,7 @@ import { END_OF_SEGMENT, END_PAYLOAD_SIZE, align, decodeHeader, hex, type BlobHe
 /** Chunk size for streamed payload reads: large enough for throughput, small for memory. */
 export const STREAM_CHUNK = 1024 * 1024;
 
+/** How PopefFile.open reads a file. */
 export interface OpenOptions {
   /** Name used in messages instead of the source's own name. */
   readonly name?: string;
@@ -52,6 +53,7 @@ export class PopefFile {
     return this.source.size;
   }
 
+  /** Closes the byte source. */
   async close(): Promise<void> {
     await this.source.close();
   }

@@ -5,7 +5,7 @@ import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { encodeDescriptor, encodeMetadata } from '../schema/encode.js';
 import type { RawDescriptor } from '../schema/decode.js';
-import { DATA_TYPES, TENSOR_TYPES, sizeInBytes, type Metadata, type TensorInfo } from '../schema/model.js';
+import { TENSOR_TYPES, isDataType, sizeInBytes, type Metadata, type TensorInfo } from '../schema/model.js';
 import { BlobType, Codec, HEADER_SIZE, LAYOUT_VERSION, Limits } from './constants.js';
 import { END_OF_SEGMENT, END_PAYLOAD_SIZE, align, encodeHeader } from './header.js';
 import { PopefFile } from './reader.js';
@@ -13,6 +13,7 @@ import { PopefFile } from './reader.js';
 /** Bytes of a payload: in memory, or streamed chunk by chunk (never held whole). */
 export type PayloadSource = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
 
+/** How PopefWriter.create writes a file. */
 export interface WriterOptions {
   /** Replace an existing file (atomically). Without it an existing file is an error. */
   readonly force?: boolean;
@@ -24,6 +25,7 @@ export interface WriterOptions {
   readonly signal?: AbortSignal;
 }
 
+/** How one executable blob is written. */
 export interface ExecutableOptions {
   /** Store the executable as one zlib stream. */
   readonly compress?: boolean;
@@ -67,12 +69,13 @@ export class PopefWriter {
     this.executableNames = new Set(existingExecutables);
   }
 
+  /** Starts a file at `path` (written to a temporary name and renamed into place by close), or appends to one with `append`. */
   static async create(path: string, options: WriterOptions = {}): Promise<PopefWriter> {
     if (options.append === true) return PopefWriter.openForAppend(path, options);
     if (options.force !== true && (await exists(path))) {
       throw new PopefError(ErrorCode.Exists, 'destination already exists', {
         file: path,
-        suggestion: 'use --force to overwrite it, or choose another name',
+        suggestion: 'choose another name, or pass force: true to replace it',
       });
     }
     await removeStaleSiblings(path);
@@ -102,6 +105,7 @@ export class PopefWriter {
     return new PopefWriter(handle, path, undefined, size, options, names);
   }
 
+  /** Writes a Poplar executable blob named `name`, compressed if asked. */
   async writeExecutable(name: string, payload: PayloadSource, options: ExecutableOptions = {}): Promise<void> {
     checkName('executable name', name, false);
     if (this.executableNames.has(name)) invalid(`executable name "${name}" is already used in this file`, 'executable name');
@@ -116,6 +120,7 @@ export class PopefWriter {
     this.executableNames.add(name);
   }
 
+  /** Writes a metadata blob (checked first: a value the layout cannot hold is an error). */
   async writeMetadata(metadata: Metadata): Promise<void> {
     checkMetadata(metadata);
     const bytes = encodeMetadata(metadata);
@@ -123,6 +128,7 @@ export class PopefWriter {
     await this.writeBlob(BlobType.METADATA, Codec.NONE, () => descriptorOf({}), bytes, bytes.byteLength);
   }
 
+  /** Writes a tensor data blob; the payload must be exactly the tensor's size. */
   async writeTensorData(desc: { readonly name: string; readonly tensorInfo: TensorInfo }, payload: PayloadSource): Promise<void> {
     checkName('tensor name', desc.name, false);
     checkTensorInfo('tensor info', desc.tensorInfo);
@@ -130,6 +136,7 @@ export class PopefWriter {
     await this.writeBlob(BlobType.DATA_TENSOR, Codec.NONE, () => descriptorOf({ name: desc.name, tensorInfo: desc.tensorInfo }), payload, size);
   }
 
+  /** Writes a feed data blob of `sampleCount` samples of the tensor. */
   async writeFeedData(
     desc: { readonly name: string; readonly tensorInfo: TensorInfo; readonly sampleCount: number },
     payload: PayloadSource,
@@ -147,6 +154,7 @@ export class PopefWriter {
     );
   }
 
+  /** Writes an opaque blob that belongs to `executable`. */
   async writeOpaque(desc: { readonly name: string; readonly executable: string }, payload: PayloadSource): Promise<void> {
     checkName('opaque name', desc.name, true);
     checkName('executable name', desc.executable, true);
@@ -374,7 +382,7 @@ function checkU32List(field: string, values: readonly number[]): void {
 }
 
 function checkTensorInfo(field: string, info: TensorInfo): void {
-  if (!(DATA_TYPES as readonly string[]).includes(info.dtype)) invalid(`${field}: unknown dtype ${JSON.stringify(info.dtype)}`, `${field}.dtype`);
+  if (!isDataType(info.dtype)) invalid(`${field}: unknown dtype ${JSON.stringify(info.dtype)}`, `${field}.dtype`);
   if (info.shape.length > Limits.maxRank) invalid(`${field}: rank ${info.shape.length} exceeds ${Limits.maxRank}`, `${field}.shape`);
   info.shape.forEach((d, i) => checkCount(`${field}.shape[${i}]`, d));
 }

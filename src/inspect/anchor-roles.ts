@@ -23,6 +23,7 @@ export type AnchorRole = 'user-input' | 'user-output' | 'stored' | 'seed' | 'unk
 
 export const ROLE_ORDER: readonly AnchorRole[] = ['user-input', 'user-output', 'stored', 'seed', 'load-save', 'unknown'];
 
+/** The role of one anchor of `metadata` (see AnchorRole); `storedNames` are the tensors that have a data blob. */
 export function anchorRole(anchor: Anchor, metadata: Metadata, storedNames: ReadonlySet<string>): AnchorRole {
   if (metadata.seedHandle !== '' && anchor.handle === metadata.seedHandle) return 'seed';
   if (storedNames.has(anchor.name)) return 'stored';

@@ -19,6 +19,7 @@ export function toSize(value: bigint | number): Size {
   return big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big.toString();
 }
 
+/** One anchor in a dump, with its size and role. */
 export interface AnchorReport {
   readonly name: string;
   readonly handle: string;
@@ -34,6 +35,7 @@ export interface AnchorReport {
 /** The metadata as stored, with anchors flattened and classified. */
 export type MetadataReport = Omit<Metadata, 'anchors'> & { readonly anchors: readonly AnchorReport[] };
 
+/** One model (an executable and what belongs to it) in a dump; exported from the library as DumpModelReport. */
 export interface ModelReport {
   readonly executable: string;
   readonly file: string;
@@ -44,6 +46,7 @@ export interface ModelReport {
   readonly tensors: readonly string[];
 }
 
+/** One blob in a dump: where it is, its header and descriptor facts. */
 export interface BlobReport {
   readonly file: string;
   readonly index: number;
@@ -61,6 +64,7 @@ export interface BlobReport {
   readonly crc32: string;
 }
 
+/** A tensor data blob in a dump. */
 export interface TensorReport {
   readonly name: string;
   readonly file: string;
@@ -69,11 +73,13 @@ export interface TensorReport {
   readonly sizeInBytes: Size;
 }
 
+/** A feed data blob in a dump. */
 export interface FeedReport extends TensorReport {
   readonly sampleCount: number;
   readonly totalBytes: Size;
 }
 
+/** An opaque blob in a dump. */
 export interface OpaqueReport {
   readonly name: string;
   readonly executable: string;
@@ -81,6 +87,7 @@ export interface OpaqueReport {
   readonly size: number;
 }
 
+/** One file of a dump: its path, size, blob count and segments. */
 export interface FileReport {
   readonly path: string;
   readonly size: number;
@@ -88,12 +95,14 @@ export interface FileReport {
   readonly segments: number;
 }
 
+/** What `dump --verify` found: the checksums checked and the damage found. */
 export interface VerifyReport {
   readonly blobs: number;
   readonly bytes: number;
   readonly ok: boolean;
 }
 
+/** What `popef dump` reports about a set of files, as data (schemas/dump.schema.json). */
 export interface DumpReport {
   readonly tool: 'popef-toolkit';
   readonly reportVersion: 1;

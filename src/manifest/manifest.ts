@@ -7,8 +7,10 @@ import type { Metadata, TensorInfo } from '../schema/model.js';
  */
 
 export const MANIFEST_FORMAT = 'popef-open-manifest';
+/** The manifest version pack writes and unpack reads. */
 export const MANIFEST_VERSION = 1;
 
+/** One blob of a manifest, by type, with the file that holds its payload (schemas/manifest.schema.json). */
 export type ManifestBlob =
   | { readonly type: 'POPLAR_EXECUTABLE'; readonly name: string; readonly file: string; readonly compress?: boolean }
   | { readonly type: 'METADATA'; readonly metadata: Metadata }
@@ -18,6 +20,7 @@ export type ManifestBlob =
   | { readonly type: 'RAW'; readonly typeCode: number; readonly version: string; readonly codec: number; readonly descriptorFile: string; readonly file: string }
   | { readonly type: 'END_OF_SEGMENT' };
 
+/** A PopEF file described as JSON: every blob in order, payloads in files beside it (what pack reads and unpack writes). */
 export interface Manifest {
   readonly format: typeof MANIFEST_FORMAT;
   readonly version: typeof MANIFEST_VERSION;

@@ -44,6 +44,7 @@ export function checkManifestModel(manifest: Manifest, path: string): void {
   });
 }
 
+/** How packFile writes the PopEF file. */
 export interface PackOptions extends Pick<WriterOptions, 'force' | 'compressionLevel' | 'signal'> {
   /** Called after each blob with its position and type. */
   readonly onBlob?: (index: number, blob: ManifestBlob) => void;

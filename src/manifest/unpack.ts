@@ -10,14 +10,17 @@ import { PopefFile } from '../format/reader.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type Manifest, type ManifestBlob } from './manifest.js';
 import { checkManifestModel } from './pack.js';
 
+/** How unpackFile writes the directory. */
 export interface UnpackOptions {
   /** Replace an existing output directory. */
   readonly force?: boolean;
+  /** Called once for each blob, as it is written (for progress). */
   readonly onBlob?: (index: number, blob: Blob) => void;
   /** Stops the unpack (Ctrl-C); the staging directory is removed. */
   readonly signal?: AbortSignal;
 }
 
+/** What unpackFile wrote. */
 export interface UnpackResult {
   readonly manifest: Manifest;
   readonly files: readonly string[];
@@ -44,7 +47,7 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
   if (existing && options.force !== true) {
     throw new PopefError(ErrorCode.Exists, 'output directory already exists', {
       file: outDir,
-      suggestion: 'use --force to replace it, or choose another directory',
+      suggestion: 'choose another directory, or pass force: true to replace it',
     });
   }
   if (existing) await checkReplaceable(path, outDir);

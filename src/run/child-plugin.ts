@@ -64,6 +64,7 @@ function signalPid(pid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
+/** An execution plugin in a child process, spoken to over the stdio protocol of src/run/PROTOCOL.md. */
 export class ChildProcessPlugin implements ExecutionPlugin {
   readonly name: string;
   private child: ChildProcess | undefined;
@@ -255,6 +256,7 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     chunks: (a: Announcement, reuse?: boolean) => AsyncGenerator<Uint8Array>;
     /** A further reply message of the same request (streamed replies send several). */
     next: () => Promise<{ message: Message; announced: Announcement[] }>;
+    /** Ends the exchange and releases the plugin for the next request. */
     finish: () => void;
   }> {
     const { reader, stdin, id } = this.begin(message.type);
@@ -307,6 +309,7 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     return this.hello;
   }
 
+  /** Starts the child if need be, and has it load the model. */
   async open(request: ModelRequest): Promise<OpenedModel> {
     const availability = await this.probe();
     if (!availability.available) {

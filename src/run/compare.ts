@@ -10,6 +10,7 @@ export interface Tolerance {
   readonly rtol: number;
 }
 
+/** How far two tensors are apart, and whether they agree within the tolerances. */
 export interface Comparison {
   readonly elements: number;
   readonly mismatches: number;
@@ -38,6 +39,7 @@ function settle(start: number, ok: (x: number) => boolean): number {
   return ok(x) ? x : Infinity;
 }
 
+/** Compares element by element (|actual - expected| <= atol + rtol x |expected|), with error statistics and the smallest tolerances that would pass. */
 export function compareValues(actual: ArrayLike<number>, expected: ArrayLike<number>, tol: Tolerance): Comparison {
   const n = Math.min(actual.length, expected.length);
   let mismatches = 0;

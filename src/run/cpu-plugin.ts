@@ -1,7 +1,7 @@
 import { FILE_LIMITS, readRegularFile } from '../io/local-file.js';
 import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
-import type { DataType } from '../schema/model.js';
+import { DATA_TYPE_INFO, type DataTypeInfo } from '../schema/data-types.js';
 import type { Availability, ExecutionPlugin, ModelRequest, OpenedModel, Tensor, TensorSpec } from './plugin-api.js';
 import { userTensorSpecs } from './tensor.js';
 import { importModule } from './import-module.js';
@@ -36,19 +36,23 @@ interface Ort {
   readonly Tensor: new (type: string, data: ArrayBufferView, dims: readonly number[]) => OrtTensor;
 }
 
-const ORT_TYPES: Readonly<Partial<Record<DataType, { type: string; array: new (buffer: ArrayBuffer) => ArrayBufferView }>>> = {
-  F32: { type: 'float32', array: Float32Array },
-  F64: { type: 'float64', array: Float64Array },
-  S8: { type: 'int8', array: Int8Array },
-  U8: { type: 'uint8', array: Uint8Array },
-  S16: { type: 'int16', array: Int16Array },
-  U16: { type: 'uint16', array: Uint16Array },
-  S32: { type: 'int32', array: Int32Array },
-  U32: { type: 'uint32', array: Uint32Array },
-  S64: { type: 'int64', array: BigInt64Array },
-  U64: { type: 'uint64', array: BigUint64Array },
-  BOOL: { type: 'bool', array: Uint8Array },
-  F16: { type: 'float16', array: Uint16Array },
+type OrtType = NonNullable<DataTypeInfo['ort']>;
+
+/** The typed array onnxruntime-node wants for each tensor type DATA_TYPE_INFO names (a new name fails to compile until it has one). */
+const ORT_ARRAYS: Readonly<Record<OrtType, new (buffer: ArrayBuffer) => ArrayBufferView>> = {
+  float32: Float32Array,
+  float64: Float64Array,
+  int8: Int8Array,
+  uint8: Uint8Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  int32: Int32Array,
+  uint32: Uint32Array,
+  int64: BigInt64Array,
+  uint64: BigUint64Array,
+  bool: Uint8Array,
+  // onnxruntime-node takes float16 data as raw 16-bit words.
+  float16: Uint16Array,
 };
 
 const INSTALL_HINT = 'install it beside popef-toolkit: ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node@1.22.0 (its CPU binaries come inside the package; the setting stops its install step from downloading CUDA files)';
@@ -59,16 +63,16 @@ export interface CpuPluginOptions {
 }
 
 function toOrt(ort: Ort, t: Tensor, label: string): OrtTensor {
-  const kind = ORT_TYPES[t.dtype];
-  if (kind === undefined) throw new PopefError(ErrorCode.InvalidInput, `input "${label}" has dtype ${t.dtype}, which onnxruntime cannot take`, {});
+  const type: OrtType | undefined = DATA_TYPE_INFO[t.dtype].ort;
+  if (type === undefined) throw new PopefError(ErrorCode.InvalidInput, `input "${label}" has dtype ${t.dtype}, which onnxruntime cannot take`, {});
   // Copy into a fresh, aligned buffer: frames and file slices may sit at any offset.
   const buffer = new ArrayBuffer(t.data.byteLength);
   new Uint8Array(buffer).set(t.data);
-  return new ort.Tensor(kind.type, new kind.array(buffer), t.shape);
+  return new ort.Tensor(type, new ORT_ARRAYS[type](buffer), t.shape);
 }
 
 function fromOrt(o: OrtTensor, spec: TensorSpec): Tensor {
-  const expected = ORT_TYPES[spec.dtype]?.type;
+  const expected: OrtType | undefined = DATA_TYPE_INFO[spec.dtype].ort;
   if (o.type !== expected || o.dims.length !== spec.shape.length || o.dims.some((d, i) => d !== spec.shape[i])) {
     throw new PopefError(
       ErrorCode.Plugin,

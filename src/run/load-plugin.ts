@@ -9,6 +9,7 @@ import { guardPlugin } from './guarded-plugin.js';
 import type { ExecutionPlugin } from './plugin-api.js';
 import { importModule } from './import-module.js';
 
+/** Where a plugin runs: the directory and environment it sees, its cancellation, its limits. */
 export interface PluginContext {
   readonly cwd: string;
   readonly env: Readonly<Record<string, string | undefined>>;

@@ -19,6 +19,7 @@ export interface Tensor extends TensorSpec {
   readonly data: Uint8Array;
 }
 
+/** Whether a plugin can run on this machine (ExecutionPlugin.probe). */
 export interface Availability {
   readonly available: boolean;
   /** Why not, when not available: what is missing. */
@@ -52,6 +53,7 @@ export interface ModelTensors {
   readonly outputs: readonly TensorSpec[];
 }
 
+/** Options of one OpenedModel.run. */
 export interface RunOptions {
   /**
    * Buffers the caller lends for the outputs, by anchor name (a timed loop
@@ -65,6 +67,7 @@ export interface RunOptions {
   readonly into?: ReadonlyMap<string, Uint8Array>;
 }
 
+/** A model a plugin has loaded, ready to run. */
 export interface OpenedModel {
   /** The tensors `run` expects, by PopEF anchor name. */
   readonly inputs: readonly TensorSpec[];
@@ -79,13 +82,16 @@ export interface OpenedModel {
    * between one run's end and the next one's start.
    */
   readonly maxOutstandingRuns?: number;
+  /** Unloads the model. */
   close(): Promise<void>;
 }
 
+/** What runs models for `popef run` and `popef serve`: in process, or a child process behind ChildProcessPlugin. */
 export interface ExecutionPlugin {
   readonly name: string;
   /** Whether this plugin can run here, and if not, why and how to fix it. Never throws for a missing runtime. */
   probe(): Promise<Availability>;
+  /** Loads a model. */
   open(model: ModelRequest): Promise<OpenedModel>;
   /** Releases everything (child processes included). Safe to call more than once. */
   dispose(): Promise<void>;

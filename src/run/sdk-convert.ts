@@ -140,7 +140,7 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
       () => true,
       () => false,
     );
-    if (exists) throw new PopefError(ErrorCode.Exists, 'destination already exists', { file: out, suggestion: 'use --force to overwrite it, or choose another name' });
+    if (exists) throw new PopefError(ErrorCode.Exists, 'destination already exists', { file: out, suggestion: 'choose another name, or pass force: true to replace it' });
   }
   await removeStaleSiblings(out);
   const temp = tempSibling(out, 'tmp');

@@ -12,6 +12,7 @@ export interface TensorSummary {
   readonly first: readonly number[];
 }
 
+/** Minimum, maximum, mean and the first `firstCount` values of a tensor. */
 export function summarize(t: Tensor, name = t.name, firstCount = 5): TensorSummary {
   const v = toNumbers(t);
   let min = Infinity;

@@ -1,6 +1,7 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import type { ModelSet } from '../format/model-set.js';
 import { userAnchors } from '../inspect/anchor-roles.js';
+import type { DataTypeInfo } from '../schema/data-types.js';
 import { elementBytes, sameTensorInfo, type DataType, type Metadata } from '../schema/model.js';
 import type { Tensor, TensorSpec } from './plugin-api.js';
 
@@ -55,42 +56,10 @@ function unsupported(dtype: DataType): PopefError {
   });
 }
 
-/** The elements as float64 numbers. */
-export function toNumbers(t: Pick<Tensor, 'dtype' | 'shape' | 'data'>): Float64Array {
-  const n = elementCount(t.shape);
-  const view = new DataView(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-  const out = new Float64Array(n);
-  const read: (i: number) => number = (() => {
-    switch (t.dtype) {
-      case 'BOOL':
-      case 'U8':
-        return (i: number) => view.getUint8(i);
-      case 'S8':
-        return (i: number) => view.getInt8(i);
-      case 'U16':
-        return (i: number) => view.getUint16(2 * i, true);
-      case 'S16':
-        return (i: number) => view.getInt16(2 * i, true);
-      case 'U32':
-        return (i: number) => view.getUint32(4 * i, true);
-      case 'S32':
-        return (i: number) => view.getInt32(4 * i, true);
-      case 'U64':
-        return (i: number) => Number(view.getBigUint64(8 * i, true));
-      case 'S64':
-        return (i: number) => Number(view.getBigInt64(8 * i, true));
-      case 'F16':
-        return (i: number) => f16ToNumber(view.getUint16(2 * i, true));
-      case 'F32':
-        return (i: number) => view.getFloat32(4 * i, true);
-      case 'F64':
-        return (i: number) => view.getFloat64(8 * i, true);
-      default:
-        throw unsupported(t.dtype);
-    }
-  })();
-  for (let i = 0; i < n; i++) out[i] = read(i);
-  return out;
+/** How one element of a dtype reads and writes as a number, at element index `i`. */
+interface ElementCodec {
+  readonly read: (view: DataView, i: number) => number;
+  readonly write: (view: DataView, i: number, value: number) => void;
 }
 
 function clampInt(v: number, lo: number, hi: number): number {
@@ -98,61 +67,65 @@ function clampInt(v: number, lo: number, hi: number): number {
   return Math.min(hi, Math.max(lo, Math.round(v)));
 }
 
+/**
+ * One codec per dtype that DATA_TYPE_INFO gives a number kind, none for the
+ * others: the mapped type makes the compiler ask for an entry for every new
+ * dtype, and refuse one the registry says has no numbers. Writes convert:
+ * integers are rounded and clamped to the type's range.
+ */
+const CODECS: { readonly [T in DataType]: DataTypeInfo<T>['numbers'] extends undefined ? undefined : ElementCodec } = {
+  BOOL: { read: (view, i) => view.getUint8(i), write: (view, i, v) => view.setUint8(i, v !== 0 && !Number.isNaN(v) ? 1 : 0) },
+  U8: { read: (view, i) => view.getUint8(i), write: (view, i, v) => view.setUint8(i, clampInt(v, 0, 255)) },
+  S8: { read: (view, i) => view.getInt8(i), write: (view, i, v) => view.setInt8(i, clampInt(v, -128, 127)) },
+  U16: { read: (view, i) => view.getUint16(2 * i, true), write: (view, i, v) => view.setUint16(2 * i, clampInt(v, 0, 65535), true) },
+  S16: { read: (view, i) => view.getInt16(2 * i, true), write: (view, i, v) => view.setInt16(2 * i, clampInt(v, -32768, 32767), true) },
+  U32: { read: (view, i) => view.getUint32(4 * i, true), write: (view, i, v) => view.setUint32(4 * i, clampInt(v, 0, 2 ** 32 - 1), true) },
+  S32: { read: (view, i) => view.getInt32(4 * i, true), write: (view, i, v) => view.setInt32(4 * i, clampInt(v, -(2 ** 31), 2 ** 31 - 1), true) },
+  U64: {
+    read: (view, i) => Number(view.getBigUint64(8 * i, true)),
+    write: (view, i, v) => view.setBigUint64(8 * i, BigInt(clampInt(v, 0, Number.MAX_SAFE_INTEGER)), true),
+  },
+  S64: {
+    read: (view, i) => Number(view.getBigInt64(8 * i, true)),
+    write: (view, i, v) => view.setBigInt64(8 * i, BigInt(clampInt(v, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)), true),
+  },
+  F16: { read: (view, i) => f16ToNumber(view.getUint16(2 * i, true)), write: (view, i, v) => view.setUint16(2 * i, numberToF16(v), true) },
+  F32: { read: (view, i) => view.getFloat32(4 * i, true), write: (view, i, v) => view.setFloat32(4 * i, v, true) },
+  F64: { read: (view, i) => view.getFloat64(8 * i, true), write: (view, i, v) => view.setFloat64(8 * i, v, true) },
+  F8: undefined,
+  F8143: undefined,
+  F8152: undefined,
+};
+
+function codecOf(dtype: DataType): ElementCodec {
+  const codec: ElementCodec | undefined = CODECS[dtype];
+  if (codec === undefined) throw unsupported(dtype);
+  return codec;
+}
+
+/** The elements as float64 numbers. */
+export function toNumbers(t: Pick<Tensor, 'dtype' | 'shape' | 'data'>): Float64Array {
+  const { read } = codecOf(t.dtype);
+  const n = elementCount(t.shape);
+  const view = new DataView(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) out[i] = read(view, i);
+  return out;
+}
+
 /** A tensor of `spec` holding `values` (converted: integers rounded and clamped to the type's range). */
 export function fromNumbers(spec: TensorSpec, values: ArrayLike<number>): Tensor {
   const n = elementCount(spec.shape);
   if (values.length !== n) throw new RangeError(`${values.length} values for ${n} elements`);
+  const { write } = codecOf(spec.dtype);
   const data = new Uint8Array(n * elementBytes(spec.dtype));
   const view = new DataView(data.buffer);
-  for (let i = 0; i < n; i++) {
-    const v = values[i] ?? 0;
-    switch (spec.dtype) {
-      case 'BOOL':
-        view.setUint8(i, v !== 0 && !Number.isNaN(v) ? 1 : 0);
-        break;
-      case 'U8':
-        view.setUint8(i, clampInt(v, 0, 255));
-        break;
-      case 'S8':
-        view.setInt8(i, clampInt(v, -128, 127));
-        break;
-      case 'U16':
-        view.setUint16(2 * i, clampInt(v, 0, 65535), true);
-        break;
-      case 'S16':
-        view.setInt16(2 * i, clampInt(v, -32768, 32767), true);
-        break;
-      case 'U32':
-        view.setUint32(4 * i, clampInt(v, 0, 2 ** 32 - 1), true);
-        break;
-      case 'S32':
-        view.setInt32(4 * i, clampInt(v, -(2 ** 31), 2 ** 31 - 1), true);
-        break;
-      case 'U64':
-        view.setBigUint64(8 * i, BigInt(clampInt(v, 0, Number.MAX_SAFE_INTEGER)), true);
-        break;
-      case 'S64':
-        view.setBigInt64(8 * i, BigInt(clampInt(v, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)), true);
-        break;
-      case 'F16':
-        view.setUint16(2 * i, numberToF16(v), true);
-        break;
-      case 'F32':
-        view.setFloat32(4 * i, v, true);
-        break;
-      case 'F64':
-        view.setFloat64(8 * i, v, true);
-        break;
-      default:
-        throw unsupported(spec.dtype);
-    }
-  }
+  for (let i = 0; i < n; i++) write(view, i, values[i] ?? 0);
   return { ...spec, data };
 }
 
-export function isFloat(dtype: DataType): boolean {
-  return dtype === 'F16' || dtype === 'F32' || dtype === 'F64';
-}
+/** Whether `dtype` holds floating-point numbers (DATA_TYPE_INFO's number kind). */
+export { isFloat } from '../schema/data-types.js';
 
 /** Checks a tensor against what the model expects; the message names the input, the expected and the actual. */
 export function checkAgainstSpec(t: Tensor, spec: TensorSpec, label: string): void {

@@ -1,10 +1,11 @@
 import { ByteBuffer } from 'flatbuffers';
 import { ErrorCode, PopefError } from '../errors.js';
-import { DESCRIPTOR_IDENTIFIER, Limits, METADATA_IDENTIFIER } from '../format/constants.js';
+import { DESCRIPTOR_IDENTIFIER, Limits, METADATA_IDENTIFIER } from './limits.js';
 import { BlobDescriptor as FbBlobDescriptor } from './generated/popef/open/blob-descriptor.js';
 import { Metadata as FbMetadata } from './generated/popef/open/metadata.js';
 import type { TensorInfo as FbTensorInfo } from './generated/popef/open/tensor-info.js';
-import { DATA_TYPES, TENSOR_TYPES, type Anchor, type Metadata, type Option, type TensorInfo } from './model.js';
+import { dataTypeOfCode } from './data-types.js';
+import { TENSOR_TYPES, type Anchor, type Metadata, type Option, type TensorInfo } from './model.js';
 import { verifyBuffer } from './verify.js';
 
 /**
@@ -72,7 +73,8 @@ class Decoder {
   tensorInfo(field: FieldName, info: FbTensorInfo | null): TensorInfo {
     if (info === null) this.fail(field, 'tensor info is missing');
     const code = info.dataType() as number;
-    const dtype = DATA_TYPES[code];
+    // By the code's entry in DATA_TYPE_INFO, not by position: the wire code is a fact of its own.
+    const dtype = dataTypeOfCode(code);
     if (dtype === undefined) this.fail(() => `${named(field)}.data_type`, `unknown data type code ${code}`);
     const rank = this.count(() => `${named(field)}.shape`, info.shapeLength(), Limits.maxRank);
     const shape: number[] = [];

@@ -1,5 +1,5 @@
 import { Builder } from 'flatbuffers';
-import { DESCRIPTOR_IDENTIFIER, METADATA_IDENTIFIER } from '../format/constants.js';
+import { DESCRIPTOR_IDENTIFIER, METADATA_IDENTIFIER } from './limits.js';
 import { Anchor as FbAnchor } from './generated/popef/open/anchor.js';
 import { BlobDescriptor as FbBlobDescriptor } from './generated/popef/open/blob-descriptor.js';
 import { Metadata as FbMetadata } from './generated/popef/open/metadata.js';

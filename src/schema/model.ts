@@ -3,31 +3,22 @@
  * `schema/` sees. No generated FlatBuffers type escapes `schema/`.
  */
 
-/** Element types, in the order of Graphcore's DataType documentation. */
-export const DATA_TYPES = [
-  'BOOL', 'F8', 'F16', 'F32', 'F64', 'S8', 'U8', 'S16', 'U16', 'S32', 'U32', 'S64', 'U64', 'F8143', 'F8152',
-] as const;
-export type DataType = (typeof DATA_TYPES)[number];
+import { elementBytes, type DataType } from './data-types.js';
 
+// The element types and their facts live in data-types.ts, one record keyed by the type.
+export { DATA_TYPES, elementBytes, isDataType, type DataType } from './data-types.js';
+
+/** Anchor types, in code order. */
 export const TENSOR_TYPES = ['UNKNOWN', 'INPUT', 'OUTPUT'] as const;
+/** An anchor type: `UNKNOWN`, `INPUT` or `OUTPUT`. */
 export type TensorType = (typeof TENSOR_TYPES)[number];
 
-const ELEMENT_BYTES: Readonly<Record<DataType, number>> = {
-  BOOL: 1, F8: 1, F16: 2, F32: 4, F64: 8, S8: 1, U8: 1, S16: 2, U16: 2, S32: 4, U32: 4, S64: 8, U64: 8, F8143: 1, F8152: 1,
-};
-
-export function isDataType(value: string): value is DataType {
-  return (DATA_TYPES as readonly string[]).includes(value);
-}
-
+/** Whether `value` names an anchor type. */
 export function isTensorType(value: string): value is TensorType {
   return (TENSOR_TYPES as readonly string[]).includes(value);
 }
 
-export function elementBytes(dtype: DataType): number {
-  return ELEMENT_BYTES[dtype];
-}
-
+/** A tensor's element type and shape. */
 export interface TensorInfo {
   readonly dtype: DataType;
   /** Dimensions; [] is a scalar (one element). */
@@ -41,10 +32,12 @@ export function sizeInBytes(info: TensorInfo): bigint {
   return count * BigInt(elementBytes(info.dtype));
 }
 
+/** Whether two tensor infos have the same dtype and shape. */
 export function sameTensorInfo(a: TensorInfo, b: TensorInfo): boolean {
   return a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
 }
 
+/** A named tensor stream between host and device: a model input, output, weight or seed. */
 export interface Anchor {
   readonly name: string;
   readonly handle: string;
@@ -54,22 +47,26 @@ export interface Anchor {
   readonly programs: readonly number[];
 }
 
+/** The programs run to load, run once and save, by index. */
 export interface ProgramFlow {
   readonly load: readonly number[];
   readonly main: readonly number[];
   readonly save: readonly number[];
 }
 
+/** A program index and its name. */
 export interface ProgramName {
   readonly index: number;
   readonly name: string;
 }
 
+/** An engine or device option: a name and its value, both text. */
 export interface Option {
   readonly name: string;
   readonly value: string;
 }
 
+/** One executable's metadata: its anchors, program flow and device settings. */
 export interface Metadata {
   readonly executable: string;
   readonly anchors: readonly Anchor[];

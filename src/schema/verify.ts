@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { ErrorCode, PopefError } from '../errors.js';
-import { Limits } from '../format/constants.js';
+import { Limits } from './limits.js';
 
 /**
  * A structural FlatBuffers verifier for the tables of schemas/popef.fbs.

@@ -8,7 +8,8 @@ import { ModelRepository } from './model-repository.js';
 import type { ServedModel } from './served-model.js';
 
 /**
- * `popef serve` as a library: loads the repositories into the plugin, then
+ * The server behind `popef serve` (not exported by src/index.ts: its types
+ * are not a stable API yet): loads the repositories into the plugin, then
  * listens on HTTP and gRPC. stop() refuses new requests, lets running ones
  * finish, closes the listeners, the models and the plugin, in that order.
  */

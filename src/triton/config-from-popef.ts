@@ -1,11 +1,13 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import { userAnchors } from '../inspect/anchor-roles.js';
+import { DATA_TYPE_INFO, recordOfDataTypes } from '../schema/data-types.js';
 import type { Anchor, DataType, Metadata } from '../schema/model.js';
 import type { ModelConfig, ModelInput, ModelOutput, TritonDataType } from './model-config.js';
 
 /**
- * config.pbtxt and name_map.json from a PopEF model's anchors
- * (triton-facts.md section 4.3):
+ * config.pbtxt and name_map.json from a PopEF model's anchors, as
+ * Graphcore's example repositories have them
+ * (https://github.com/graphcore/examples, vision/cnns/pytorch/tests/tritonserver/models):
  * - inputs and outputs are the user-provided anchors (the rule of
  *   `popef dump --user-anchors`), in anchor order;
  * - the leading dimension is the micro-batch and is left out of `dims`
@@ -16,25 +18,14 @@ import type { ModelConfig, ModelInput, ModelOutput, TritonDataType } from './mod
  * - names default to input_N / output_N, Graphcore's convention.
  */
 
-/** PopEF dtype -> Triton data type; F8 formats have no Triton equivalent. */
-export const POPEF_TO_TRITON: Readonly<Record<DataType, TritonDataType | undefined>> = {
-  BOOL: 'TYPE_BOOL',
-  U8: 'TYPE_UINT8',
-  U16: 'TYPE_UINT16',
-  U32: 'TYPE_UINT32',
-  U64: 'TYPE_UINT64',
-  S8: 'TYPE_INT8',
-  S16: 'TYPE_INT16',
-  S32: 'TYPE_INT32',
-  S64: 'TYPE_INT64',
-  F16: 'TYPE_FP16',
-  F32: 'TYPE_FP32',
-  F64: 'TYPE_FP64',
-  F8: undefined,
-  F8143: undefined,
-  F8152: undefined,
-};
+/** PopEF dtype -> Triton data type (DATA_TYPE_INFO's `triton`); F8 formats have no Triton equivalent. */
+export const POPEF_TO_TRITON: Readonly<Record<DataType, TritonDataType | undefined>> = recordOfDataTypes((dtype) => {
+  // Typed here so that a registry name model_config.proto does not have fails to compile.
+  const triton: TritonDataType | undefined = DATA_TYPE_INFO[dtype].triton;
+  return triton;
+});
 
+/** Choices configFromPopef leaves to the caller. */
 export interface ConfigOptions {
   /** `name:` of the config; omitted when undefined (Triton then uses the directory name). */
   readonly modelName?: string;
@@ -52,6 +43,7 @@ export interface ConfigOptions {
   readonly dynamicBatching?: { readonly preferredBatchSizes?: readonly number[]; readonly maxQueueDelayMicroseconds?: number };
 }
 
+/** What configFromPopef makes. */
 export interface GeneratedConfig {
   readonly config: ModelConfig;
   /** Anchor name -> Triton name, in config order (inputs, then outputs). */
@@ -75,6 +67,7 @@ function batchDims(anchor: Anchor, metadata: Metadata): number {
   return anchor.isPerReplica && metadata.replicationFactor > 1 ? 2 : 1;
 }
 
+/** A Triton config.pbtxt (as a ModelConfig) and name map for one executable's metadata; `storedTensorNames` are the tensors with a data blob, which are not inputs. */
 export function configFromPopef(metadata: Metadata, storedTensorNames: ReadonlySet<string>, options: ConfigOptions = {}): GeneratedConfig {
   const { inputs, outputs } = userAnchors(metadata, storedTensorNames);
   if (inputs.length === 0 && outputs.length === 0) {

@@ -30,6 +30,7 @@ type Resolve<T> = T extends ScalarType
       ? Message<T>
       : never;
 
+/** One entry of a protobuf map field. */
 export interface MapEntry<K, V> {
   key: K;
   value: V;
@@ -48,10 +49,17 @@ export type Message<M extends MessageName> = {
   -readonly [K in keyof (typeof MESSAGES)[M]]?: FieldValue<(typeof MESSAGES)[M][K]>;
 };
 
+/** Triton's ModelConfig message (model_config.proto), as plain data. */
 export type ModelConfig = Message<'inference.ModelConfig'>;
+/** Triton's ModelInput message. */
 export type ModelInput = Message<'inference.ModelInput'>;
+/** Triton's ModelOutput message. */
 export type ModelOutput = Message<'inference.ModelOutput'>;
+/** Triton's ModelInstanceGroup message. */
 export type ModelInstanceGroup = Message<'inference.ModelInstanceGroup'>;
+/** Triton's ModelDynamicBatching message. */
 export type ModelDynamicBatching = Message<'inference.ModelDynamicBatching'>;
+/** Triton's ModelParameter message. */
 export type ModelParameter = Message<'inference.ModelParameter'>;
+/** A value of Triton's DataType enum (`TYPE_FP32`, ...). */
 export type TritonDataType = (typeof ENUMS)['inference.DataType'][number];

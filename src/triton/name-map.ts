@@ -15,6 +15,7 @@ export interface NameMapEntry {
   readonly at: SourcePos;
 }
 
+/** A name_map.json as read: its entries and what is wrong with its shape. */
 export interface ParsedNameMap {
   /** Every key in file order, duplicates included. */
   readonly entries: readonly NameMapEntry[];

@@ -9,6 +9,7 @@
 
 export type TokenType = 'identifier' | 'integer' | 'float' | 'string' | 'symbol' | 'end';
 
+/** A position in a text file. */
 export interface SourcePos {
   /** 1-based line. */
   readonly line: number;

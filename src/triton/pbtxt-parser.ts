@@ -18,6 +18,7 @@ import { ENUMS, MESSAGES, isEnumName, isMessageName, type FieldSpec, type Messag
 /** A parsed message as a plain object (see model-config.ts for the conventions). */
 export type ParsedMessage = Record<string, unknown>;
 
+/** A parsed message and where each of its fields is in the text. */
 export interface ParseResult<M extends MessageName> {
   readonly message: Message<M>;
   /**
@@ -28,6 +29,7 @@ export interface ParseResult<M extends MessageName> {
   readonly positions: ReadonlyMap<string, SourcePos>;
 }
 
+/** How parsePbtxt parses. */
 export interface ParseOptions {
   /** File name for error messages. */
   readonly file?: string;

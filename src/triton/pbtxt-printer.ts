@@ -14,6 +14,7 @@ import { DEFAULT_TRITON_VERSION } from './triton-release.js';
 
 export { DEFAULT_TRITON_VERSION };
 
+/** How printPbtxt prints. */
 export interface PrintOptions {
   /**
    * Refuse fields and enum values newer than this Triton release (default

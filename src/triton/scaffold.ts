@@ -17,6 +17,7 @@ import { ErrorCode, PopefError, ioError } from '../errors.js';
  * versions and files of the model are kept.
  */
 
+/** One file scaffold writes: its path and its contents (or the file it links to). */
 export interface ScaffoldFile {
   /** Path relative to the model directory. */
   readonly path: string;
@@ -24,6 +25,7 @@ export interface ScaffoldFile {
   readonly content: { readonly text: string } | { readonly copyFrom: string };
 }
 
+/** The files scaffold would write, worked out before anything is written. */
 export interface ScaffoldPlan {
   readonly repository: string;
   readonly model: string;
@@ -34,6 +36,7 @@ export interface ScaffoldPlan {
   readonly replaces: readonly string[];
 }
 
+/** What scaffold writes, and where. */
 export interface ScaffoldOptions {
   readonly force?: boolean;
   /** Hard-link PopEF files instead of copying them. */
@@ -110,7 +113,7 @@ export async function planScaffold(
   if (replaces.length > 0 && options.force !== true) {
     throw new PopefError(ErrorCode.Exists, `${replaces.join(' and ')} already exist${replaces.length === 1 ? 's' : ''}`, {
       file: modelDir,
-      suggestion: 'use --force to replace them, or choose another --model or --version',
+      suggestion: 'choose another model name or version, or pass force: true to replace them',
     });
   }
   return { repository, model, version, modelDir, files: out, replaces };

@@ -6,8 +6,10 @@
  * is generated from it (scripts/generate-proto.ts), so the three can never
  * disagree.
  *
- * Facts from Triton's public model_config.proto and triton-facts.md; the
- * table's wording and layout are this project's own.
+ * Facts from Triton's public model_config.proto
+ * (https://github.com/triton-inference-server/common/blob/main/protobuf/model_config.proto,
+ * and its release branches for `since`); the table's wording and layout
+ * are this project's own.
  *
  * `since` is the first Triton release whose proto has the field. Fields
  * without it exist in 21.05, the release the Poplar backend documents.
@@ -324,6 +326,7 @@ export const MESSAGES = {
   },
 } as const satisfies Record<string, Record<string, FieldSpec>>;
 
+/** The name of a ModelConfig message type (`inference.ModelConfig`, ...). */
 export type MessageName = keyof typeof MESSAGES;
 
 export function isEnumName(t: string): t is EnumName {

@@ -15,7 +15,7 @@ export async function writeFilesAtomically(files: readonly { path: string; conte
         () => true,
         () => false,
       );
-      if (present) throw new PopefError(ErrorCode.Exists, 'file already exists', { file: f.path, suggestion: 'use --force to replace it' });
+      if (present) throw new PopefError(ErrorCode.Exists, 'file already exists', { file: f.path, suggestion: 'choose another path, or pass force: true to replace it' });
     }
   }
   const temps: string[] = [];

@@ -6,7 +6,7 @@ import { writeJson, type CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { MAX_FINDINGS_PER_RULE } from '../../triton/repository/finding-limit.js';
 import { DEFAULT_TRITON_VERSION } from '../../triton/triton-release.js';
-import { chosenFormat } from './options.js';
+import { checkTritonVersion, chosenFormat } from './options.js';
 
 interface Flags {
   readonly format?: 'text' | 'json' | 'junit' | 'sarif' | 'github';
@@ -50,14 +50,11 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
         const present = await import('../../present/validate-report.js');
         const { withPrintableStrings } = await import('../../present/printable.js');
         const { VERSION } = await import('../../version.js');
-        if (flags.tritonVersion !== 'latest' && !/^\d{2}\.\d{2}$/.test(flags.tritonVersion)) {
-          io.stderr(`popef: error: --triton-version "${flags.tritonVersion}" is not YY.MM (for example 21.05) or latest\n`);
-          return ExitCode.Error;
-        }
+        checkTritonVersion(flags.tritonVersion);
         const perRule = flags.maxFindingsPerRule === 'all' ? Infinity : Number(flags.maxFindingsPerRule);
         if (!(perRule >= 1) || (perRule !== Infinity && !Number.isInteger(perRule))) {
           // Through the one error funnel, as every other bad option value.
-          throw new PopefError(ErrorCode.InvalidInput, `--max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all`, { suggestion: 'give a number of findings, or all' });
+          throw new PopefError(ErrorCode.Usage, `--max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all`, { suggestion: 'give a number of findings, or all' });
         }
         const reports = [];
         for (const repository of repositories) {

@@ -26,6 +26,7 @@ export interface ImageOptions {
   readonly std?: readonly number[];
 }
 
+/** How randomTensor draws its values. */
 export interface RandomOptions {
   readonly seed: number;
   /** Inclusive range; default [0, 1) for floats, [0, 10] for integers, {0, 1} for BOOL. */
@@ -48,6 +49,7 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
+/** A tensor of `spec` filled with seeded random values: the same seed gives the same tensor. */
 export function randomTensor(spec: TensorSpec, options: RandomOptions): Tensor {
   const next = seededRandom(options.seed);
   const n = elementCount(spec.shape);

@@ -1,5 +1,5 @@
 import { ErrorCode, PopefError } from '../../errors.js';
-import type { DataType } from '../../schema/model.js';
+import { DATA_TYPE_INFO, DATA_TYPES, type DataType } from '../../schema/data-types.js';
 import type { Tensor } from '../plugin-api.js';
 import { byteLength } from '../tensor.js';
 
@@ -12,17 +12,16 @@ import { byteLength } from '../tensor.js';
 
 const MAGIC = Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]);
 
-const DESCR: Readonly<Partial<Record<DataType, string>>> = {
-  BOOL: '|b1', U8: '|u1', S8: '|i1', U16: '<u2', S16: '<i2', U32: '<u4', S32: '<i4', U64: '<u8', S64: '<i8', F16: '<f2', F32: '<f4', F64: '<f8',
-};
-
+/** The .npy descr of each dtype NumPy has (DATA_TYPE_INFO's `npy`), and back. */
 const FROM_DESCR = new Map<string, DataType>();
-for (const [dtype, descr] of Object.entries(DESCR)) {
-  FROM_DESCR.set(descr, dtype as DataType);
+for (const dtype of DATA_TYPES) {
+  const descr = DATA_TYPE_INFO[dtype].npy;
+  if (descr === undefined) continue;
+  FROM_DESCR.set(descr, dtype);
   // Single-byte types have no byte order; NumPy also writes them with '<' or '='.
   if (descr.startsWith('|')) {
-    FROM_DESCR.set(`<${descr.slice(1)}`, dtype as DataType);
-    FROM_DESCR.set(`=${descr.slice(1)}`, dtype as DataType);
+    FROM_DESCR.set(`<${descr.slice(1)}`, dtype);
+    FROM_DESCR.set(`=${descr.slice(1)}`, dtype);
   }
 }
 FROM_DESCR.set('<b1', 'BOOL');
@@ -72,7 +71,7 @@ export function readNpy(bytes: Uint8Array, file: string, name = ''): Tensor {
 
 /** Serializes a tensor as .npy bytes. */
 export function writeNpy(t: Tensor): Uint8Array {
-  const descr = DESCR[t.dtype];
+  const descr: string | undefined = DATA_TYPE_INFO[t.dtype].npy;
   if (descr === undefined) {
     throw new PopefError(ErrorCode.InvalidInput, `dtype ${t.dtype} has no NumPy equivalent`, { suggestion: 'save FP8 tensors as raw bytes' });
   }

@@ -17,7 +17,12 @@ import { autoCompleteBackendFields, normalizeInstanceGroup, normalizeModelConfig
  * the facts of its directory in, findings (with config paths) out.
  */
 
-/** Parameters the Poplar backend reads (triton-facts.md section 4.5). */
+/**
+ * Parameters the Poplar backend reads: the two Graphcore's example configs set
+ * (https://github.com/graphcore/examples, utils/triton_server) and the two test
+ * delays of its API reference
+ * (https://docs.graphcore.ai/projects/poplar-triton-backend/en/latest/reference.html).
+ */
 export const POPLAR_PARAMETERS = ['synchronous_execution', 'timeout_ns', 'execute_delay_ms', 'instance_wise_delay_multiplier'];
 
 export interface ConfigContext extends ModelDirectory {

@@ -7,6 +7,7 @@
 
 export type Severity = 'error' | 'warning';
 
+/** One problem validate found: the rule, its severity, the message, where, and a hint. */
 export interface Finding {
   readonly rule: RuleId;
   readonly severity: Severity;
@@ -98,6 +99,7 @@ export const RULES = {
   'backend/runtime-escapes': { severity: 'error', mirrors: 'TritonModel::GetBackendLibraryProperties', description: 'runtime names a file inside the backend directory' },
 } as const satisfies Record<string, RuleInfo>;
 
+/** The id of a validate rule (`config/max-batch-size`, ...): a key of RULES. */
 export type RuleId = keyof typeof RULES;
 
 /** A finding before it is placed in a model and file: where, by config path. */

@@ -43,6 +43,7 @@ export interface ValidateOptions {
 
 export { MAX_FINDINGS_PER_RULE };
 
+/** The findings of one model directory. */
 export interface ModelReport {
   readonly name: string;
   readonly findings: readonly Finding[];
@@ -50,6 +51,7 @@ export interface ModelReport {
   readonly config?: ModelConfig;
 }
 
+/** What validateRepository found in one repository. */
 export interface RepositoryReport {
   readonly repository: string;
   readonly models: readonly ModelReport[];

@@ -1,0 +1,94 @@
+// Commander's own usage errors and hand-checked option values reach the one
+// error funnel (src/cli/main.ts): "popef: error: ... [E_USAGE]", a hint, exit 2.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ErrorCode, PopefWriter, isPopefError } from '../../src/index.js';
+import { fixture, inTempDir, runCli } from '../helpers.js';
+
+const USAGE = /^popef: error: (.+) \[E_USAGE\]\n {2}hint: (.+)\n$/;
+
+async function usageError(args: string[]): Promise<{ message: string; hint: string; stdout: string }> {
+  const r = await runCli(args);
+  assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code}\n${r.stderr}`);
+  const m = USAGE.exec(r.stderr);
+  assert.ok(m, `${args.join(' ')}: not one funnel error:\n${r.stderr}`);
+  return { message: m[1] ?? '', hint: m[2] ?? '', stdout: r.stdout };
+}
+
+describe('the error funnel: commander usage errors', () => {
+  const cases: [string[], RegExp, string][] = [
+    [['scaffold', 'x.popef'], /^required option '-r, --repository <dir>' not specified$/, 'popef scaffold --help'],
+    [['dump', '--nope', 'x.popef'], /^unknown option '--nope'/, 'popef dump --help'],
+    [['dump'], /^missing required argument 'file'$/, 'popef dump --help'],
+    [['run', 'x.popef', '--seed', 'abc'], /^option '--seed <n>' argument 'abc' is invalid\. expected an integer, got "abc"$/, 'popef run --help'],
+    [
+      ['validate', 'repo', '--format', 'xml'],
+      /^option '--format <format>' argument 'xml' is invalid\. Allowed choices are text, json, junit, sarif, github\.$/,
+      'popef validate --help',
+    ],
+    [['frobnicate'], /^unknown command 'frobnicate'$/, 'popef --help'],
+  ];
+  for (const [args, message, help] of cases) {
+    it(`popef ${args.join(' ')}`, async () => {
+      const e = await usageError(args);
+      assert.match(e.message, message);
+      assert.equal(e.hint, `run '${help}' for usage`);
+      assert.equal(e.stdout, '');
+    });
+  }
+
+  it('help and --version still print and exit 0, with nothing on standard error', async () => {
+    for (const args of [['--help'], ['--version'], ['dump', '--help']]) {
+      const r = await runCli(args);
+      assert.equal(r.code, 0, args.join(' '));
+      assert.equal(r.stderr, '', args.join(' '));
+      assert.notEqual(r.stdout, '', args.join(' '));
+    }
+  });
+
+  it('popef without a command shows the help on standard error and exits 2', async () => {
+    const r = await runCli([]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^Usage: popef \[options\] \[command\]/);
+  });
+});
+
+describe('the error funnel: option values the CLI checks itself', () => {
+  it('validate --triton-version 99.1', async () => {
+    const e = await usageError(['validate', 'repo', '--triton-version', '99.1']);
+    assert.equal(e.message, '--triton-version "99.1" is not YY.MM (for example 21.05) or latest');
+    assert.match(e.hint, /such as 21\.05 or 24\.10, or latest/);
+  });
+
+  it('validate --max-findings-per-rule 0', async () => {
+    const e = await usageError(['validate', 'repo', '--max-findings-per-rule', '0']);
+    assert.match(e.message, /--max-findings-per-rule "0" is not a positive whole number or all/);
+  });
+
+  it('popef help with an unknown command names the commands', async () => {
+    const e = await usageError(['help', 'frobnicate']);
+    assert.match(e.message, /^unknown command 'frobnicate'; the commands: dump, diff, .*doctor$/);
+  });
+});
+
+describe('library errors speak the library, the CLI adds its flags', () => {
+  it('an existing destination: the library names its force option, the CLI names --force', async () => {
+    await inTempDir(async (dir) => {
+      const path = join(dir, 'model.popef');
+      await writeFile(path, 'x');
+      await assert.rejects(PopefWriter.create(path), (error: unknown) => {
+        assert.ok(isPopefError(error));
+        assert.equal(error.code, ErrorCode.Exists);
+        assert.equal(error.suggestion, 'choose another name, or pass force: true to replace it');
+        return true;
+      });
+      const config = ['config', fixture('mnist/executable.popef'), '-o', join(dir, 'config.pbtxt')];
+      assert.equal((await runCli(config)).code, 0);
+      const r = await runCli(config);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /\[E_EXISTS\]\n {2}hint: use --force to replace it, or choose another name\n$/);
+    });
+  });
+});
