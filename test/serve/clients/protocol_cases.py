@@ -11,6 +11,7 @@ usage: protocol_cases.py GRPC_URL HTTP_URL MODEL MODE
 import json
 import queue
 import sys
+import time
 import uuid
 
 import numpy as np
@@ -185,6 +186,11 @@ def control_cases(module, url, model, mode):
         out["reload"] = outcome(lambda: client.load_model(model) or "done")
         out["unload"] = outcome(lambda: client.unload_model(model) or "done")
         out["ready-after-unload"] = outcome(lambda: client.is_model_ready(model))
+        # An unload answers while the model is UNLOADING (its queue drains, then it closes): wait for the end.
+        for _ in range(100):
+            if "UNLOADING" not in json.dumps(index()):
+                break
+            time.sleep(0.1)
         out["index-unloaded"] = outcome(index)
         out["metadata-after-unload"] = outcome(lambda: client.get_model_metadata(model) and "done")
         out["unload-unknown"] = outcome(lambda: client.unload_model("nosuch") or "done")
