@@ -1,5 +1,6 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ErrorCode, PopefError } from '../errors.js';
 import type { LoadOptions, ModelRepository } from './model-repository.js';
 import { RequestError } from './status.js';
 
@@ -93,7 +94,12 @@ export class ModelControl {
     if (this.options.mode === 'explicit') {
       const wanted = this.options.loadModels ?? [];
       const all = wanted.includes('*');
-      const names = all ? (await this.directories()).keys() : wanted;
+      const directories = await this.directories();
+      const unknown = wanted.find((n) => n !== '*' && !directories.has(n));
+      if (unknown !== undefined) {
+        throw new PopefError(ErrorCode.InvalidInput, `no model directory named "${unknown}" in ${this.roots.join(', ')}`, { suggestion: 'check --load-model against the model directories' });
+      }
+      const names = all ? directories.keys() : wanted;
       const selected = [...names].filter((n) => this.loadOptions.models === undefined || this.loadOptions.models.includes(n));
       await this.repository.load(this.roots, { ...this.loadOptions, models: selected });
     } else {

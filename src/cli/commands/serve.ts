@@ -35,6 +35,10 @@ the others serve. The server is ready once every model is loaded or refused.
 Client tensor names go through name_map.json; requests are checked with
 Triton's request-time rules and messages.
 
+Streaming (ModelStreamInfer), system shared memory (CUDA shared memory
+answers as Triton's GPU build on a host without GPUs) and model control
+(--model-control-mode, as Triton's) are served over both protocols.
+
 Ctrl-C or SIGTERM stops accepting requests, lets running ones finish,
 closes the plugins and exits 0.
 
