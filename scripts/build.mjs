@@ -48,3 +48,7 @@ await build({
   banner: { js: "var __popefBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
   plugins: [lazyChildProcessForCommander],
 });
+
+// The viewer page, served by `popef view` and written by `popef view --export`.
+const { buildView } = await import('./build-view.mjs');
+await buildView();

@@ -8,6 +8,7 @@ export type { ErrorLocation, PopefErrorOptions } from './errors.js';
 export type { ByteSource } from './io/byte-source.js';
 export { FileSource } from './io/file-source.js';
 export { MemorySource } from './io/memory-source.js';
+export { BlobSource } from './io/blob-source.js';
 
 export { BlobType, Codec, LAYOUT_VERSION, Limits, type BlobTypeName } from './format/constants.js';
 export type {
@@ -87,4 +88,5 @@ export { fromNumbers, toNumbers } from './run/tensor.js';
 export { loadInput, randomTensor, type ImageOptions, type RandomOptions } from './run/tensor-io/inputs.js';
 export { readNpy, writeNpy } from './run/tensor-io/npy.js';
 export { validateRepository, summarizeFindings, type ModelReport, type RepositoryReport, type ValidateOptions } from './triton/repository/validate.js';
+export { checkConfigText, type ConfigTextCheck } from './triton/repository/check-text.js';
 export { RULES, type Finding, type RuleId, type Severity } from './triton/repository/findings.js';

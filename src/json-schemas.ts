@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as AjvModule from 'ajv';
-import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
+import { errorLines } from './json-schema-lines.js';
 
 /**
  * The JSON Schemas in schemas/, compiled once with ajv. Errors come back as
@@ -33,19 +34,7 @@ function validator(name: SchemaName): ValidateFunction {
   return v;
 }
 
-function describe(e: ErrorObject): string {
-  const where = e.instancePath === '' ? '/' : e.instancePath;
-  const params = e.params as Record<string, unknown>;
-  let message = e.message ?? 'is invalid';
-  if (e.keyword === 'enum' && Array.isArray(params.allowedValues)) message += ` (${params.allowedValues.map(String).join(', ')})`;
-  if (e.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') message = `has unknown property "${params.additionalProperty}"`;
-  return `${where}: ${message}`;
-}
-
 /** Validates `value`; returns [] when valid, else one line per problem (if/then noise removed). */
 export function schemaErrors(name: SchemaName, value: unknown): string[] {
-  const v = validator(name);
-  if (v(value)) return [];
-  const lines = (v.errors ?? []).filter((e) => e.keyword !== 'if').map(describe);
-  return [...new Set(lines)];
+  return errorLines(validator(name), value);
 }

@@ -1,4 +1,4 @@
-import { crc32 } from 'node:zlib';
+import { crc32 } from '../io/platform.js';
 import { ErrorCode, PopefError } from '../errors.js';
 import { Cursor } from '../io/cursor.js';
 import {

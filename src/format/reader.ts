@@ -1,9 +1,8 @@
-import { Readable } from 'node:stream';
-import { createInflate, crc32 } from 'node:zlib';
 import { ErrorCode, PopefError } from '../errors.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { Cursor } from '../io/cursor.js';
 import { FileSource } from '../io/file-source.js';
+import { crc32, inflate } from '../io/platform.js';
 import { decodeDescriptor, decodeMetadata, verifyDescriptor } from '../schema/decode.js';
 import { sizeInBytes, type Metadata } from '../schema/model.js';
 import type { Blob, BlobFrame, ReadWarning } from './blob.js';
@@ -98,14 +97,10 @@ export class PopefFile {
       return;
     }
     const expected = blob.kind === 'executable' ? blob.uncompressedSize : -1;
-    const inflate = createInflate();
-    const stored = Readable.from(this.storedChunks(blob, chunkSize));
-    stored.on('error', (error) => inflate.destroy(error));
-    stored.pipe(inflate);
+    const inflation = inflate(this.storedChunks(blob, chunkSize));
     let produced = 0;
     try {
-      for await (const chunk of inflate) {
-        const bytes = chunk as Buffer;
+      for await (const bytes of inflation.chunks) {
         produced += bytes.byteLength;
         if (expected >= 0 && produced > expected) break;
         yield bytes;
@@ -119,14 +114,13 @@ export class PopefFile {
         suggestion: 'the file is damaged: pack or export it again',
       });
     } finally {
-      stored.destroy();
-      inflate.destroy();
+      inflation.destroy();
     }
     // Section 7: the stream must end exactly at the end of the stored bytes.
-    if (produced === expected && inflate.bytesWritten !== blob.payloadLength) {
-      throw new PopefError(ErrorCode.Compression, `the zlib stream ends after ${inflate.bytesWritten} of the ${blob.payloadLength} stored bytes`, {
+    if (produced === expected && inflation.consumed() !== blob.payloadLength) {
+      throw new PopefError(ErrorCode.Compression, `the zlib stream ends after ${inflation.consumed()} of the ${blob.payloadLength} stored bytes`, {
         file: this.name,
-        offset: blob.payloadOffset + inflate.bytesWritten,
+        offset: blob.payloadOffset + inflation.consumed(),
         field: 'payload',
         suggestion: 'the file is damaged: pack or export it again',
       });

@@ -19,7 +19,7 @@ export interface ValidateRun {
   readonly toolVersion: string;
 }
 
-function shownPath(run: ValidateRun, index: number, file: string | undefined): string | undefined {
+export function shownPath(run: ValidateRun, index: number, file: string | undefined): string | undefined {
   return file === undefined ? undefined : join(run.shownRoots[index] ?? '', file);
 }
 

@@ -1,4 +1,4 @@
-import { isUtf8 } from 'node:buffer';
+import { isUtf8 } from '../io/platform.js';
 import { ErrorCode, PopefError } from '../errors.js';
 import { Limits } from './limits.js';
 

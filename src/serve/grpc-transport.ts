@@ -156,13 +156,26 @@ export function fromModelInferRequest(message: Message, sharedMemory: SharedMemo
   const model = str(message.model_name);
   const raw = list(message.raw_input_contents) as Uint8Array[];
   const params = (message.parameters ?? {}) as Record<string, Message>;
-  for (const [key, value] of Object.entries(params)) {
-    if (!key.startsWith('triton_')) continue;
-    if (key !== 'triton_enable_empty_final_response') {
-      throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response");
+  const scheduling: { priority?: number; timeoutUs?: number } = {};
+  for (const key of Object.keys(params)) {
+    // SetInferenceRequestMetadata (server r24.10, grpc/infer_handler.cc): the scheduling parameters.
+    const p = params[key] ?? {};
+    if (key === 'priority') {
+      if (p.int64_param !== undefined && p.int64_param !== null) {
+        if (toInt(p.int64_param) < 0) throw invalidArg("invalid value for 'priority', expected value >= 0.");
+        scheduling.priority = toInt(p.int64_param);
+      } else if (p.uint64_param !== undefined && p.uint64_param !== null) scheduling.priority = toInt(p.uint64_param);
+      else throw invalidArg("invalid value type for 'priority' parameter, expected int64_param or uint64_param.");
+    } else if (key === 'timeout') {
+      if (p.int64_param === undefined || p.int64_param === null) throw invalidArg("invalid value type for 'timeout' parameter, expected int64_param.");
+      scheduling.timeoutUs = toInt(p.int64_param);
+    } else if (key.startsWith('triton_')) {
+      if (key !== 'triton_enable_empty_final_response') {
+        throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response");
+      }
+      // It asks for an empty final response of a decoupled model; none is served, so only its type matters.
+      if (choiceOf(p) !== 'bool_param') throw invalidArg(`invalid value type for '${key}' parameter, expected bool_param.`);
     }
-    // It asks for an empty final response of a decoupled model; none is served, so only its type matters.
-    if (choiceOf(value) !== 'bool_param') throw invalidArg(`invalid value type for '${key}' parameter, expected bool_param.`);
   }
   const inputs: RequestInput[] = [];
   let index = 0;
@@ -192,7 +205,7 @@ export function fromModelInferRequest(message: Message, sharedMemory: SharedMemo
     if (region !== undefined) sharedMemory.check(region);
     return { name: str(output.name), classCount: p === undefined ? 0 : toInt(p.int64_param ?? p.uint64_param ?? 0), region };
   });
-  return { modelName: model, modelVersion: str(message.model_version), id: str(message.id), inputs, outputs };
+  return { modelName: model, modelVersion: str(message.model_version), id: str(message.id), inputs, outputs, ...scheduling };
 }
 
 /** An answer as ModelInferResponse; outputs written to shared memory get an empty raw entry, as in Triton. */
@@ -206,7 +219,8 @@ function toModelInferResponse(result: InferResult): Message {
   };
 }
 
-type Handler = (request: Message) => Message | Promise<Message>;
+/** `signal` aborts when the call is cancelled or passes its deadline. */
+type Handler = (request: Message, signal: AbortSignal) => Message | Promise<Message>;
 
 /** A map<string, RegionStatus> of the shared-memory status answers. */
 function regionMap<T extends { name: string }>(regions: readonly T[], entry: (r: T) => Message): Message {
@@ -280,7 +294,7 @@ export class GrpcTransport {
         regionMap(shm.cudaStatus(str(r.name)), (x) => ({ name: x.name, device_id: x.deviceId, byte_size: x.byteSize }))],
       CudaSharedMemoryRegister: ['CudaSharedMemoryRegisterRequest', 'CudaSharedMemoryRegisterResponse', () => shm.registerCuda()],
       CudaSharedMemoryUnregister: ['CudaSharedMemoryUnregisterRequest', 'CudaSharedMemoryUnregisterResponse', () => (shm.unregisterCuda(), {})],
-      ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r) => this.infer(r)],
+      ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r, signal) => this.infer(r, signal)],
     };
     const definition: Record<string, ServiceDefinition[string]> = {};
     const implementation: UntypedServiceImplementation = {};
@@ -301,7 +315,10 @@ export class GrpcTransport {
     for (const [method, [requestType, responseType, handler, viaFromObject]] of Object.entries(handlers)) {
       describe(method, requestType, responseType, false, viaFromObject === true);
       implementation[method] = (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
-        void this.answer(method, call.request, handler, callback);
+        // grpc-js cancels the call when the client does and when its deadline passes.
+        const client = new AbortController();
+        call.once('cancelled', () => client.abort());
+        void this.answer(method, call.request, (r) => handler(r, client.signal), callback);
       };
     }
     describe('ModelStreamInfer', 'ModelInferRequest', 'ModelStreamInferResponse', true);
@@ -311,8 +328,8 @@ export class GrpcTransport {
     this.server.addService(definition, implementation);
   }
 
-  private async infer(request: Message): Promise<Message> {
-    return toModelInferResponse(await this.core.infer(fromModelInferRequest(request, this.core.sharedMemory)));
+  private async infer(request: Message, signal?: AbortSignal): Promise<Message> {
+    return toModelInferResponse(await this.core.infer({ ...fromModelInferRequest(request, this.core.sharedMemory), signal }));
   }
 
   /**
@@ -326,12 +343,15 @@ export class GrpcTransport {
     let previous: Promise<void> = Promise.resolve();
     let ended = false;
     const pending = new Set<Promise<void>>();
+    // A stream the client cancels cancels the requests it still has running.
+    const client = new AbortController();
+    call.once('cancelled', () => client.abort());
     const finishIfDone = (): void => {
       if (ended && pending.size === 0) call.end();
     };
     call.on('data', (request: Message) => {
       const started = performance.now();
-      const answer = this.streamAnswer(request);
+      const answer = this.streamAnswer(request, client.signal);
       const write = previous.then(async () => {
         const [response, entry] = await answer;
         if (!call.cancelled && call.writable) call.write(response);
@@ -351,11 +371,11 @@ export class GrpcTransport {
     call.on('error', () => undefined);
   }
 
-  private async streamAnswer(request: Message): Promise<[Message, RequestLog]> {
+  private async streamAnswer(request: Message, signal: AbortSignal): Promise<[Message, RequestLog]> {
     const model = str(request.model_name) || undefined;
     const final = { triton_final_response: { bool_param: true } };
     try {
-      const response = await this.infer(request);
+      const response = await this.infer(request, signal);
       return [{ infer_response: { ...response, parameters: final } }, { transport: 'grpc', method: 'ModelStreamInfer', model, status: 0, ms: 0 }];
     } catch (error) {
       const e = asRequestError(error);
@@ -366,7 +386,7 @@ export class GrpcTransport {
     }
   }
 
-  private async answer(method: string, request: Message, handler: Handler, callback: sendUnaryData<Message>): Promise<void> {
+  private async answer(method: string, request: Message, handler: (request: Message) => Message | Promise<Message>, callback: sendUnaryData<Message>): Promise<void> {
     const started = performance.now();
     const model = str(request.model_name) || str(request.name) || undefined;
     let entry: RequestLog;

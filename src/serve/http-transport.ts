@@ -125,10 +125,14 @@ function parseInferBody(
   const id = member(header, 'id');
   if (id !== undefined && typeof id !== 'string') throw missingOr('id', 'string', id);
   let binaryOutputs: boolean | undefined;
+  const scheduling: { priority?: number; timeoutUs?: number } = {};
   const parameters = asObject(member(header, 'parameters'));
   if (parameters !== undefined) {
     for (const [key, value] of Object.entries(parameters)) {
-      if (key === 'binary_data_output') {
+      if (key === 'priority' || key === 'timeout') {
+        if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw missingOr(key, 'unsigned-integer', value);
+        scheduling[key === 'priority' ? 'priority' : 'timeoutUs'] = value;
+      } else if (key === 'binary_data_output') {
         if (typeof value !== 'boolean') throw missingOr('binary_data_output', 'boolean', value);
         binaryOutputs = value;
       } else if (key.startsWith('triton_')) {
@@ -207,7 +211,7 @@ function parseInferBody(
       outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs, region });
     }
   }
-  return { request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs }, binaryOutputs: binaryOutputs ?? false };
+  return { request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs, ...scheduling }, binaryOutputs: binaryOutputs ?? false };
 }
 
 /** The response body: JSON, then the binary outputs in order (Triton's layout). */
@@ -393,6 +397,12 @@ export class HttpTransport {
   private async infer(req: IncomingMessage, res: ServerResponse, model: string, version: string): Promise<void> {
     // The model must exist before the body is read, as in Triton (CheckTransactionPolicy comes first).
     this.core.model(model, version);
+    // A client that closes the connection before its answer cancels the request (Triton does since 23.10).
+    const client = new AbortController();
+    res.once('close', () => {
+      if (!res.writableEnded) client.abort();
+    });
+    const signal = client.signal;
     const body = await readBody(req, this.options.maxRequestSize);
     const headerValue = req.headers[HEADER];
     let headerLength = body.byteLength;
@@ -405,12 +415,12 @@ export class HttpTransport {
     }
     // A header length of 0 makes the whole body the data of the model's one input (Triton's raw binary request).
     if (headerLength === 0) {
-      this.sendResult(res, await this.core.infer({ modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body }), true);
+      this.sendResult(res, await this.core.infer({ modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body, signal }), true);
       return;
     }
     const header = parseJson(body.subarray(0, headerLength).toString('utf8'));
     const { request, binaryOutputs } = parseInferBody(model, version, header, body.subarray(headerLength), hasHeaderLength, this.core.sharedMemory);
-    this.sendResult(res, await this.core.infer(request), binaryOutputs);
+    this.sendResult(res, await this.core.infer({ ...request, signal }), binaryOutputs);
   }
 
   /** An infer answer: JSON alone, or the JSON header then the binary outputs. */

@@ -44,6 +44,12 @@ export interface InferRequest {
   readonly outputs: readonly RequestedOutput[];
   /** A raw binary request (HTTP, header length 0): these bytes are the data of the model's one input. */
   readonly raw?: Uint8Array;
+  /** The `priority` parameter: the dynamic batcher's priority level (0: the model's default). */
+  readonly priority?: number;
+  /** The `timeout` parameter, in microseconds: how long it may wait in the queue, where the queue policy allows it. */
+  readonly timeoutUs?: number;
+  /** Aborted when the client has gone (the gRPC call was cancelled or passed its deadline, the HTTP connection closed). */
+  readonly signal?: AbortSignal;
 }
 
 export interface ResponseOutput {
@@ -69,7 +75,8 @@ export function dimsToString(dims: readonly number[]): string {
   return `[${dims.join(',')}]`;
 }
 
-function logRequest(request: InferRequest): string {
+/** Triton's LogRequest(): the prefix of its request messages. */
+export function logRequest(request: Pick<InferRequest, 'id'>): string {
   return `[request id: ${request.id === '' ? '<id_unknown>' : request.id}] `;
 }
 
@@ -100,7 +107,12 @@ function rawRequest(model: RequestContract, request: InferRequest, raw: Uint8Arr
   return { ...request, inputs: [{ name: config.name, label: RAW_INPUT, datatype: config.datatype, shape, data: raw }], raw: undefined };
 }
 
-/** A tensor ready for the plugin: by anchor name, with the anchor's own shape. */
+/**
+ * A request ready for the scheduler: tensors by anchor name, each of
+ * `batch` rows (the scheduler joins and pads them to what the plugin
+ * takes), or with the anchor's own shape when the model has no batch
+ * dimension.
+ */
 export interface NormalizedRequest {
   readonly batch: number;
   readonly tensors: Map<string, Tensor>;
@@ -155,11 +167,13 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
     }
     const first = input.shape[0];
     if (first === undefined) throw invalidArg(`${prefix}input '${input.name}' has no shape but model requires batch dimension for '${model.name}'`);
-    if (batch === 0) batch = first;
+    // Triton keeps the batch size in a uint32: a negative first dimension (gRPC's shape is int64) wraps around,
+    // passes the max_batch_size check as a negative int, and is refused by the byte-size check with the wrapped size.
+    if (batch === 0) batch = first >>> 0;
     else if (first !== batch) throw invalidArg(`${prefix}input '${input.name}' batch size does not match other inputs for '${model.name}'`);
     shapes.set(input.name, input.shape.slice(1));
   }
-  if (batch > model.maxBatchSize) throw invalidArg(`${prefix}inference request batch-size must be <= ${model.maxBatchSize} for '${model.name}'`);
+  if ((batch | 0) > model.maxBatchSize) throw invalidArg(`${prefix}inference request batch-size must be <= ${model.maxBatchSize} for '${model.name}'`);
 
   const tensors = new Map<string, Tensor>();
   for (const input of request.inputs) {
@@ -189,25 +203,25 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
           : '';
       throw invalidArg(`${prefix}unexpected shape for input '${input.name}' for model '${model.name}'. Expected ${dimsToString(full)}, got ${dimsToString(input.shape)}. ${note}`);
     }
-    const withBatch = model.maxBatchSize > 0 ? [batch, ...shape] : shape;
+    // ShapeWithBatchDim: a batch of 0 adds no dimension, so such a request is sized as one row.
+    const withBatch = model.maxBatchSize > 0 && batch !== 0 ? [batch, ...shape] : shape;
     const expectedBytes = elementCount(withBatch) * protocolElementBytes(config.datatype);
     if (input.data.byteLength !== expectedBytes) {
       throw invalidArg(`${prefix}input byte size mismatch for input '${input.label ?? input.name}' for model '${model.name}'. Expected ${expectedBytes}, got ${input.data.byteLength}`);
     }
     tensors.set(config.anchor, toAnchorTensor(config, input.data, batch, model.maxBatchSize));
   }
+  // Triton hands a batch of 0 (with one row's bytes) to the backend, which has no rows to run; a PopEF
+  // executable cannot run it either, so it is refused here, before any plugin sees it.
+  if (model.maxBatchSize > 0 && batch <= 0) throw invalidArg(`${prefix}inference request batch-size must be >= 1 for '${model.name}'`);
   return { batch, tensors, outputs: request.outputs };
 }
 
 function toAnchorTensor(config: ServedTensor, data: Uint8Array, batch: number, maxBatchSize: number): Tensor {
   const dtype = popefFromProtocol(config.datatype);
   if (dtype === undefined) throw new RequestError('UNSUPPORTED', `input '${config.name}' of datatype ${config.datatype} cannot be passed to an execution plugin`);
-  const anchorRows = config.anchorShape[0] ?? 1;
-  if (maxBatchSize === 0 || batch === anchorRows) return { name: config.anchor, dtype, shape: config.anchorShape, data };
-  // Fewer rows than the executable takes: pad with zero rows.
-  const padded = new Uint8Array((data.byteLength / batch) * anchorRows);
-  padded.set(data);
-  return { name: config.anchor, dtype, shape: config.anchorShape, data: padded };
+  if (maxBatchSize === 0) return { name: config.anchor, dtype, shape: config.anchorShape, data };
+  return { name: config.anchor, dtype, shape: [batch, ...config.anchorShape.slice(1)], data };
 }
 
 /** Formats like C++ std::to_string of a float or double ("%f"). */
@@ -263,7 +277,8 @@ function classify(values: Float64Array, rows: number, k: number, labels: readonl
 
 /**
  * The response outputs, in the model's output order: every output when none
- * was requested, else the requested ones. Rows added for padding are cut.
+ * was requested, else the requested ones. The results hold this request's
+ * rows only (the scheduler cut its slice of the batch).
  */
 export function respond(model: RequestContract, normalized: NormalizedRequest, results: ReadonlyMap<string, Tensor>): ResponseOutput[] {
   const requested = new Map(normalized.outputs.map((o) => [o.name, o]));
@@ -274,9 +289,7 @@ export function respond(model: RequestContract, normalized: NormalizedRequest, r
     const tensor = results.get(config.anchor);
     if (tensor === undefined) throw new RequestError('INTERNAL', `the execution plugin returned no output '${config.anchor}' for output '${config.name}'`);
     const rows = model.maxBatchSize > 0 ? normalized.batch : 0;
-    const anchorRows = config.anchorShape[0] ?? 1;
-    let data = tensor.data;
-    if (rows > 0 && rows !== anchorRows) data = data.subarray(0, (data.byteLength / anchorRows) * rows);
+    const data = tensor.data;
     const shape = rows > 0 ? [rows, ...tensor.shape.slice(1)] : [...tensor.shape];
     const classCount = wanted?.classCount ?? 0;
     if (classCount > 0) {

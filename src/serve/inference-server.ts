@@ -1,6 +1,5 @@
-import { ErrorCode, isPopefError } from '../errors.js';
 import { VERSION } from '../version.js';
-import { normalizeRequest, respond, type InferRequest, type ResponseOutput } from './infer-request.js';
+import { logRequest, normalizeRequest, respond, type InferRequest, type ResponseOutput } from './infer-request.js';
 import type { IndexEntry, LoadParameters, ModelControl } from './model-control.js';
 import type { ModelRepository } from './model-repository.js';
 import type { ModelStats, ServedModel } from './served-model.js';
@@ -147,12 +146,20 @@ export class InferenceServer {
     try {
       let results;
       try {
-        results = await model.execute(normalized.tensors, normalized.batch);
+        results = await model.execute({
+          batch: normalized.batch,
+          tensors: normalized.tensors,
+          priority: request.priority,
+          timeoutUs: request.timeoutUs,
+          signal: request.signal,
+          logPrefix: logRequest(request),
+        });
       } catch (error) {
+        // Errors after the request was issued come back in its response (a stream keeps them apart).
         if (error instanceof RequestError) throw new ResponseError(error.status, error.message);
+        // The plugin's failure is this request's (or this batch's) alone: INTERNAL, as Triton answers a backend
+        // error; the model stays READY (the scheduler replaces an instance whose plugin failed).
         const message = error instanceof Error ? error.message : String(error);
-        // A plugin process that died or stopped answering cannot serve the next request either.
-        if (isPopefError(error) && (error.code === ErrorCode.Plugin || error.code === ErrorCode.Timeout)) model.markUnavailable(message);
         throw new ResponseError('INTERNAL', `execution plugin failed for model '${model.name}': ${message}`);
       }
       let outputs;

@@ -3,13 +3,14 @@ import { join } from 'node:path';
 import { isPopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { resolveTarget } from '../run/model-target.js';
-import type { ExecutionPlugin, ModelTensors, OpenedModel, TensorSpec } from '../run/plugin-api.js';
+import type { ExecutionPlugin, ModelTensors, TensorSpec } from '../run/plugin-api.js';
 import { modelTensorSpecs } from '../run/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../triton/model-config.js';
 import { RULES } from '../triton/repository/findings.js';
 import { POLL_RULES, validateRepository, type ModelReport } from '../triton/repository/validate.js';
 import { protocolFromConfig } from '../triton/protocol-datatypes.js';
-import { ServedModel, type ServedTensor } from './served-model.js';
+import { ServedModel, type InstanceEvent, type ServedTensor } from './served-model.js';
+import type { StartedInstance } from './scheduler/instances.js';
 import { RequestError } from './status.js';
 
 /**
@@ -34,6 +35,8 @@ export interface LoadOptions {
   readonly pluginOptions?: Readonly<Record<string, string>>;
   /** Told about each model as it is loaded or refused. */
   readonly onModel?: (model: ServedModel) => void;
+  /** Told when an instance fails, is restarted or given up. */
+  readonly onInstanceEvent?: (event: InstanceEvent) => void;
 }
 
 function dimsOf(t: ModelInput | ModelOutput): number[] {
@@ -79,11 +82,10 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
   }
   const modelDir = join(root, report.name);
   let version = '';
-  const opened: OpenedModel[] = [];
-  const plugins: ExecutionPlugin[] = [];
+  const opened: StartedInstance[] = [];
   const release = async (): Promise<void> => {
-    await Promise.allSettled(opened.map((m) => m.close()));
-    await Promise.allSettled(plugins.map((p) => p.dispose()));
+    await Promise.allSettled(opened.map((i) => i.model.close()));
+    await Promise.allSettled(opened.map((i) => i.plugin.dispose()));
   };
   try {
     const target = await resolveTarget([modelDir], root);
@@ -106,12 +108,18 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
       labels.set(o.name ?? '', text.split('\n').filter((line, i, all) => line !== '' || i < all.length - 1));
     }
     const count = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0));
-    for (let i = 0; i < count; i++) {
+    const files = target.files;
+    const startInstance = async (): Promise<StartedInstance> => {
       const plugin = await options.createPlugin();
-      plugins.push(plugin);
-      opened.push(await plugin.open({ files: target.files, executable, options: options.pluginOptions ?? {}, tensors }));
-    }
-    const first = opened[0];
+      try {
+        return { plugin, model: await plugin.open({ files, executable, options: options.pluginOptions ?? {}, tensors }) };
+      } catch (error) {
+        await plugin.dispose().catch(() => undefined);
+        throw error;
+      }
+    };
+    for (let i = 0; i < count; i++) opened.push(await startInstance());
+    const first = opened[0]?.model;
     if (first === undefined) throw new Error('no instance opened');
     const lookup = (client: string): string => anchorOf.get(client) ?? client;
     const inputs = joinTensors(config.input ?? [], first.inputs, lookup, labels);
@@ -120,7 +128,7 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
       await release();
       return unavailable(report.name, config, typeof inputs === 'string' ? inputs : (outputs as string), version);
     }
-    return new ServedModel({ name: report.name, version, config, inputs, outputs, instances: opened, plugins, state: 'READY' });
+    return new ServedModel({ name: report.name, version, config, inputs, outputs, instances: opened, startInstance, onInstanceEvent: options.onInstanceEvent, state: 'READY' });
   } catch (e) {
     await release();
     const message = isPopefError(e) ? e.message : e instanceof Error ? e.message : String(e);

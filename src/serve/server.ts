@@ -5,7 +5,7 @@ import { HttpTransport } from './http-transport.js';
 import { InferenceServer, type RequestLog } from './inference-server.js';
 import { ModelControl, type ModelControlOptions } from './model-control.js';
 import { ModelRepository } from './model-repository.js';
-import type { ServedModel } from './served-model.js';
+import type { InstanceEvent, ServedModel } from './served-model.js';
 
 /**
  * The server behind `popef serve` (not exported by src/index.ts: its types
@@ -29,6 +29,8 @@ export interface ServeOptions {
   readonly onModel?: (model: ServedModel) => void;
   /** Triton's --model-control-mode and its options (default: none). */
   readonly modelControl?: ModelControlOptions;
+  /** An instance failed, was restarted or given up (the CLI logs it). */
+  readonly onInstanceEvent?: (event: InstanceEvent) => void;
 }
 
 export interface RunningServer {
@@ -49,7 +51,7 @@ function portError(error: unknown, what: string, host: string, port: number): Po
 
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const repository = new ModelRepository();
-  const loadOptions = { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel };
+  const loadOptions = { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel, onInstanceEvent: options.onInstanceEvent };
   const control = new ModelControl(repository, options.repositories, loadOptions, options.modelControl ?? { mode: 'none' });
   const core = new InferenceServer(repository, control);
   const transportOptions = { maxRequestSize: options.maxRequestSize, log: options.log };

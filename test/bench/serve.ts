@@ -13,11 +13,17 @@
  * onnxruntime from .venv), under the same load (target: popef serve's
  * throughput at least Triton's at each concurrency).
  *
+ * The dynamic-batching rows repeat both with max_batch_size 8 and
+ * `dynamic_batching { }` in both configs: requests queued while an instance
+ * is busy run as one batch (popef serve: one cpu-plugin run per row of the
+ * graph's fixed batch; Triton: the Python model joins the requests and runs
+ * the same pieces).
+ *
  * Prints figures only. Run: npm run build && npx tsx test/bench/serve.ts
  * (BENCH_SECONDS per measurement, default 5).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,10 +83,16 @@ async function measureServer(args: readonly string[], what: string, protocols?: 
   }
 }
 
+/** What the dynamic-batching rows add to both configs. */
+const BATCHING = 'dynamic_batching { }\n';
+
 try {
   const repo = join(dir, 'models');
   const model = join(ROOT, 'fixtures/mnist/executable.popef');
   await main(['scaffold', model, '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels'], silent);
+  const batchingRepo = join(dir, 'models-batching');
+  await main(['scaffold', model, '-r', batchingRepo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels', '--max-batch-size', '8'], silent);
+  await appendFile(join(batchingRepo, 'mnist', 'config.pbtxt'), BATCHING);
 
   // The plugin alone, in process: the floor under every served request.
   const plugin = new CpuPlugin();
@@ -105,9 +117,11 @@ try {
   // The transport floor, then popef serve as a user starts it.
   const floor = await measureServer([join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'test/bench/null-server.ts')], 'null server', ['grpc', 'http']);
   const ours = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu'], 'popef serve');
+  const oursBatching = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', batchingRepo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu'], 'popef serve (dynamic batching)');
 
   // The real Triton server, Python backend, same graph and weights.
   let theirs: Figures[] | undefined;
+  let theirsBatching: Figures[] | undefined;
   let why = '';
   const binary = findTritonServer();
   const python = join(ROOT, '.venv/bin/python');
@@ -139,29 +153,42 @@ try {
     await set.close();
     await writeFile(join(v1, 'graph.json'), JSON.stringify({ input: 'input', output: 'softmax/Softmax:0', weights, site_packages: site }));
     await copyFile(join(ROOT, 'test/bench/triton-python-model.py'), join(v1, 'model.py'));
-    await writeFile(
-      join(tritonRepo, 'mnist', 'config.pbtxt'),
-      'name: "mnist"\nbackend: "python"\nmax_batch_size: 1\ninput [{ name: "digit_image" data_type: TYPE_FP32 dims: [1, 28, 28] }]\noutput [{ name: "output_labels" data_type: TYPE_FP32 dims: [10] }]\ninstance_group [{ kind: KIND_CPU count: 1 }]\n',
-    );
-    const triton = await startTriton(binary, tritonRepo, backends, 120_000);
-    try {
-      const ready = await triton.ask('/v2/models/mnist/ready');
-      if (ready.status !== 200) throw new Error(`Triton did not load the Python model:\n${triton.log().split('\n').filter((l) => /^E/.test(l)).join('\n')}`);
-      theirs = measureAll(`127.0.0.1:${triton.grpcPort}`, `127.0.0.1:${triton.httpPort}`);
-    } finally {
-      await triton.stop();
-    }
+    const tritonConfig =
+      'name: "mnist"\nbackend: "python"\nmax_batch_size: 1\ninput [{ name: "digit_image" data_type: TYPE_FP32 dims: [1, 28, 28] }]\noutput [{ name: "output_labels" data_type: TYPE_FP32 dims: [10] }]\ninstance_group [{ kind: KIND_CPU count: 1 }]\n';
+    await writeFile(join(tritonRepo, 'mnist', 'config.pbtxt'), tritonConfig);
+    const measureTriton = async (repository: string): Promise<Figures[]> => {
+      const triton = await startTriton(binary, repository, backends, 120_000);
+      try {
+        const ready = await triton.ask('/v2/models/mnist/ready');
+        if (ready.status !== 200) throw new Error(`Triton did not load the Python model:\n${triton.log().split('\n').filter((l) => /^E/.test(l)).join('\n')}`);
+        return measureAll(`127.0.0.1:${triton.grpcPort}`, `127.0.0.1:${triton.httpPort}`);
+      } finally {
+        await triton.stop();
+      }
+    };
+    theirs = await measureTriton(tritonRepo);
+    // The same model, batching: max_batch_size 8, dynamic_batching, and the Python model joining the requests.
+    const batchingTriton = join(dir, 'triton-models-batching');
+    await cp(tritonRepo, batchingTriton, { recursive: true });
+    await writeFile(join(batchingTriton, 'mnist/1/graph.json'), JSON.stringify({ input: 'input', output: 'softmax/Softmax:0', weights, site_packages: site, batching: true }));
+    await writeFile(join(batchingTriton, 'mnist/config.pbtxt'), tritonConfig.replace('max_batch_size: 1', 'max_batch_size: 8') + BATCHING);
+    theirsBatching = await measureTriton(batchingTriton);
   }
 
   const ms = (v: number): string => `${v.toFixed(3)} ms`;
   console.log(`popef serve benchmark: MNIST, cpu plugin, ${SECONDS} s per row, client in its own process (${process.arch}, Node ${process.version})`);
   console.log(`plugin in process: p50 ${ms(pluginP50)} per run`);
-  console.log('protocol     conc   popef req/s   p50        p99        | Triton req/s   p50        p99        | popef/Triton');
-  ours.forEach((o, i) => {
-    const t = theirs?.[i];
-    const right = t === undefined ? `| ${why}` : `| ${t.throughput.toFixed(0).padStart(12)}   ${ms(t.p50).padEnd(10)} ${ms(t.p99).padEnd(10)} | ${(o.throughput / t.throughput).toFixed(2)}x`;
-    console.log(`${o.protocol.padEnd(11)}  ${String(o.concurrency).padStart(4)}   ${o.throughput.toFixed(0).padStart(11)}   ${ms(o.p50).padEnd(10)} ${ms(o.p99).padEnd(10)} ${right}`);
-  });
+  const table = (title: string, mine: Figures[], real: Figures[] | undefined): void => {
+    console.log(title);
+    console.log('protocol     conc   popef req/s   p50        p99        | Triton req/s   p50        p99        | popef/Triton');
+    mine.forEach((o, i) => {
+      const t = real?.[i];
+      const right = t === undefined ? `| ${why}` : `| ${t.throughput.toFixed(0).padStart(12)}   ${ms(t.p50).padEnd(10)} ${ms(t.p99).padEnd(10)} | ${(o.throughput / t.throughput).toFixed(2)}x`;
+      console.log(`${o.protocol.padEnd(11)}  ${String(o.concurrency).padStart(4)}   ${o.throughput.toFixed(0).padStart(11)}   ${ms(o.p50).padEnd(10)} ${ms(o.p99).padEnd(10)} ${right}`);
+    });
+  };
+  table('default scheduler (max_batch_size 1):', ours, theirs);
+  table('dynamic batching (max_batch_size 8, dynamic_batching { }):', oursBatching, theirsBatching);
   console.log('transport floor (a server that answers at once, same client):');
   for (const f of floor) console.log(`  ${f.protocol.padEnd(6)} conc ${String(f.concurrency).padStart(2)}: ${f.throughput.toFixed(0)} req/s, p50 ${ms(f.p50)}`);
   for (const o of ours.filter((f) => f.concurrency === 1)) {

@@ -31,7 +31,7 @@ describe('the command-line grammar', () => {
   });
 
   it('every command lists its exit codes in --help', async () => {
-    for (const command of ['dump', 'diff', 'config', 'scaffold', 'validate', 'run', 'serve', 'pack', 'unpack', 'import', 'export', 'doctor']) {
+    for (const command of ['dump', 'diff', 'config', 'scaffold', 'validate', 'run', 'serve', 'pack', 'unpack', 'import', 'export', 'doctor', 'view']) {
       const r = await runCli([command, '--help']);
       assert.equal(r.code, 0);
       assert.match(r.stdout, /Exit codes:/, command);
@@ -65,7 +65,7 @@ describe('the command-line grammar', () => {
       register(program, io, () => undefined, argv);
       return program.commands.map((c) => c.name());
     };
-    const all = ['dump', 'diff', 'config', 'scaffold', 'validate', 'run', 'serve', 'pack', 'unpack', 'import', 'export', 'doctor'];
+    const all = ['dump', 'diff', 'config', 'scaffold', 'validate', 'run', 'serve', 'pack', 'unpack', 'import', 'export', 'doctor', 'view'];
     assert.deepEqual(names(['dump', 'run']), ['dump']);
     assert.deepEqual(names(['--no-color', 'export', 'a.popef']), ['import', 'export']);
     for (const argv of [[], ['--help'], ['help', 'dump'], ['dmup', 'x.popef']]) assert.deepEqual(names(argv), all, argv.join(' '));

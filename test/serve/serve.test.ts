@@ -237,7 +237,7 @@ describe('popef serve over HTTP, cpu plugin', () => {
 });
 
 describe('popef serve: a model whose plugin dies', () => {
-  it('is marked not ready; the other models keep serving', { timeout: 60_000 }, async () => {
+  it('answers that request with 500, stays READY, restarts the plugin; the other models keep serving', { timeout: 60_000 }, async () => {
     const temp = await tempDir();
     let server: RunningServer | undefined;
     try {
@@ -247,12 +247,14 @@ describe('popef serve: a model whose plugin dies', () => {
       await writeFile(join(repo, 'mnist2', 'config.pbtxt'), config.replace('name: "mnist"', 'name: "mnist2"'));
       // Each plugin process dies on its second run.
       const env = { ...process.env, ECHO_PLUGIN_MODE: 'zeros', ECHO_PLUGIN_EXIT_ON_RUN: '2' };
+      const restarted: string[] = [];
       server = await startServer({
         repositories: [repo],
         createPlugin: () => Promise.resolve(new ChildProcessPlugin({ name: 'echo', command: join(ROOT, 'test/run/echo-plugin'), env })),
         host: '127.0.0.1',
         httpPort: 0,
         maxRequestSize: 1024 * 1024,
+        onInstanceEvent: (e) => restarted.push(`${e.instance} ${e.state}`),
       });
       const base = `http://127.0.0.1:${server.httpPort ?? 0}`;
       const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }] }));
@@ -262,9 +264,12 @@ describe('popef serve: a model whose plugin dies', () => {
       const died = await infer('mnist');
       assert.equal(died.status, 500);
       assert.match(((await died.json()) as { error: string }).error, /execution plugin failed for model 'mnist'/);
-      assert.equal((await fetch(`${base}/v2/models/mnist/ready`)).status, 400);
+      assert.equal((await fetch(`${base}/v2/models/mnist/ready`)).status, 200);
+      // The next request waits for the restarted plugin and is answered.
+      assert.equal((await infer('mnist')).status, 200);
+      assert.deepEqual(restarted, ['mnist_0 FAILED', 'mnist_0 READY']);
       const index = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST' })).json()) as { name: string; state: string }[];
-      assert.deepEqual(index.find((m) => m.name === 'mnist')?.state, 'UNAVAILABLE');
+      assert.deepEqual(index.find((m) => m.name === 'mnist')?.state, 'READY');
       assert.equal((await infer('mnist2')).status, 200);
       assert.equal((await fetch(`${base}/v2/models/mnist2/ready`)).status, 200);
     } finally {

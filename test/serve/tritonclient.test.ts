@@ -8,13 +8,14 @@
 // model for every error case; both must answer with the same status and
 // message.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
 import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
+import { scaffoldMnist, serveCli, type Serving } from './serving.js';
 
 const PYTHON = join(ROOT, '.venv', 'bin', 'python');
 const hasClient = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import tritonclient.grpc, tritonclient.http, PIL']).status === 0;
@@ -23,41 +24,12 @@ const CLIENTS = join(ROOT, 'test/serve/clients');
 
 const WALKTHROUGH = Array.from({ length: 10 }, (_, n) => `Predicted digit for file "${n}.png": ${n}`).join('\n');
 
-interface Serving {
-  readonly child: ChildProcess;
-  readonly http: number;
-  readonly grpc: number;
-  stderr(): string;
-  exited: Promise<number | null>;
-}
-
-/** Starts `popef serve` as a user would (the built CLI), on free ports; resolves once it says it is ready. */
-async function serve(repo: string, extra: readonly string[] = []): Promise<Serving> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const m = /HTTP on [^:]+:(\d+), gRPC on [^:]+:(\d+)/.exec(stderr);
-    if (m !== null) return { child, http: Number(m[1]), grpc: Number(m[2]), stderr: () => stderr, exited };
-    if (child.exitCode !== null) throw new Error(`popef serve exited with ${child.exitCode}: ${stderr}`);
-    if (Date.now() > deadline) throw new Error(`popef serve did not get ready: ${stderr}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const serve = serveCli;
 
 function python(args: readonly string[]): string {
   const r = spawnSync(PYTHON, args, { encoding: 'utf8', timeout: 120_000 });
   assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
   return r.stdout;
-}
-
-async function scaffoldMnist(dir: string): Promise<string> {
-  const repo = join(dir, 'models');
-  const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels']);
-  assert.equal(r.code, 0, r.stderr);
-  return repo;
 }
 
 describe("the walkthrough's tritonclient program against popef serve", { skip: process.env.CI === 'true' ? false : missing }, () => {

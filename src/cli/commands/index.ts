@@ -12,6 +12,7 @@ import { registerScaffold } from './scaffold.js';
 import { registerServe } from './serve.js';
 import { registerValidate } from './validate.js';
 import { registerUnpack } from './unpack.js';
+import { registerView } from './view.js';
 
 type Registrar = (program: Command, io: CliIo, run: (handler: Handler) => void) => void;
 
@@ -28,12 +29,13 @@ const COMMANDS: readonly (readonly [names: readonly string[], register: Registra
   [['unpack'], registerUnpack],
   [['import', 'export'], registerConvert],
   [['doctor'], registerDoctor],
+  [['view'], registerView],
 ];
 
 /**
  * Adds the command `argv` names, or every command when it names none that
  * exists (`popef --help`, `popef help dump`, a typo, which commander then
- * answers with the full list). Building the options of all eleven commands
+ * answers with the full list). Building the options of all twelve commands
  * to run one is a measurable part of start-up. Each command's work is
  * imported lazily by its handler.
  */

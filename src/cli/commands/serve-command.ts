@@ -2,7 +2,9 @@ import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { loadPlugin } from '../../run/load-plugin.js';
 import type { ExecutionPlugin } from '../../run/plugin-api.js';
+import { printable } from '../../present/printable.js';
 import type { RequestLog } from '../../serve/inference-server.js';
+import type { InstanceEvent } from '../../serve/served-model.js';
 import { startServer } from '../../serve/server.js';
 import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
@@ -49,6 +51,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     maxRequestSize: flags.maxRequestSize,
     modelControl: { mode: flags.modelControlMode, loadModels: flags.loadModel, pollSeconds: flags.repositoryPollSecs },
     log,
+    onInstanceEvent: (e: InstanceEvent) => io.stderr(instanceLine(e, flags.jsonLogs === true)),
     onModel: (m) => {
       const line = m.ready ? `model '${m.name}' version ${m.version}: READY` : `model '${m.name}': UNAVAILABLE: ${m.reason}`;
       io.stderr(flags.jsonLogs === true ? `${JSON.stringify({ time: new Date().toISOString(), model: m.name, version: m.version, state: m.state, reason: m.reason })}\n` : `popef serve: ${line}\n`);
@@ -69,4 +72,12 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
   io.stderr('popef serve: stopped\n');
   io.signalIsNormalStop?.();
   return ExitCode.Ok;
+}
+
+/** An instance's change of state, for stderr: names escaped as validate and dump escape them. */
+function instanceLine(e: InstanceEvent, json: boolean): string {
+  if (json) return `${JSON.stringify({ time: new Date().toISOString(), ...e })}\n`;
+  const what = { READY: 'READY', FAILED: 'FAILED, restarting', GIVEN_UP: 'given up' }[e.state];
+  const line = `popef serve: model '${printable(e.model, true)}' instance '${printable(e.instance, true)}': ${what}: ${printable(e.reason, true)}\n`;
+  return e.modelUnavailable === true ? `${line}popef serve: model '${printable(e.model, true)}': UNAVAILABLE: no instance can be started\n` : line;
 }

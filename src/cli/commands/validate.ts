@@ -9,7 +9,7 @@ import { DEFAULT_TRITON_VERSION } from '../../triton/triton-release.js';
 import { checkTritonVersion, chosenFormat } from './options.js';
 
 interface Flags {
-  readonly format?: 'text' | 'json' | 'junit' | 'sarif' | 'github';
+  readonly format?: 'text' | 'json' | 'junit' | 'sarif' | 'github' | 'html';
   readonly json?: boolean;
   readonly strict?: boolean;
   readonly tritonVersion: string;
@@ -35,7 +35,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .command('validate')
     .description('check Triton model repositories offline, with Triton\'s rules and messages (exit 1 on errors)')
     .argument('<repository...>', 'model repositories (the directories given to tritonserver --model-repository)')
-    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github']))
+    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github', 'html']))
     .option('--json', 'the same as --format json')
     .option('--strict', 'treat warnings as errors')
     .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', DEFAULT_TRITON_VERSION)
@@ -82,6 +82,11 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
           case 'github':
             io.stdout(present.renderGithub(withPrintableStrings(result)));
             break;
+          case 'html': {
+            const { renderValidateHtml } = await import('../../present/validate-html.js');
+            io.stdout(renderValidateHtml(result));
+            break;
+          }
           default: {
             const { chooseColour } = await import('../../present/colour.js');
             io.stdout(present.renderValidateText(withPrintableStrings(result), await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));

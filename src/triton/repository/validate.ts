@@ -10,6 +10,7 @@ import { parsePbtxt } from '../pbtxt-parser.js';
 import type { ModelConfig } from '../model-config.js';
 import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
 import { MAX_FINDINGS_PER_RULE } from './finding-limit.js';
+import { nearestPosition, parseFailure } from './check-text.js';
 import { checkConfig, escapes } from './config-rules.js';
 import { validateEnsembleConfig } from './ensemble-rules.js';
 import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
@@ -168,13 +169,7 @@ class ModelChecker {
         this.add(f.rule, f.message, { file }, f.hint, f.severity);
         continue;
       }
-      let at: SourcePos | undefined;
-      // The nearest recorded position: the path itself, else its parents.
-      for (let p = f.path; p !== undefined && p !== ''; p = p.includes('.') || p.includes('[') ? p.replace(/(\.[^.[\]]*|\[\d+\])$/, '') : undefined) {
-        at = positions.get(p);
-        if (at !== undefined) break;
-      }
-      this.add(f.rule, f.message, { file, at }, f.hint, f.severity);
+      this.add(f.rule, f.message, { file, at: nearestPosition(positions, f.path) }, f.hint, f.severity);
     }
   }
 
@@ -224,12 +219,8 @@ class ModelChecker {
         positions = parsed.positions;
       } catch (error) {
         if (!(error instanceof PopefError)) throw error;
-        this.add(
-          'config/parse',
-          `failed to read text proto from ${configPath}: Error parsing text-format inference.ModelConfig: ${error.line ?? 0}:${error.column ?? 0}: ${error.message}`,
-          { file: configFile, at: error.line === undefined ? undefined : { line: error.line, column: error.column ?? 0 } },
-          'fix the syntax at that position (Triton fails to load the model with this message)',
-        );
+        const failure = parseFailure(error, configPath);
+        this.add(failure.rule, failure.message, { file: configFile, at: failure.at }, failure.hint);
       }
     }
     const entries = await this.list(dir);

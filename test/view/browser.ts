@@ -1,0 +1,41 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { ROOT } from '../helpers.js';
+
+/**
+ * Debian's Chromium, driven by playwright-core (which downloads no browser
+ * of its own), for the viewer's tests. Without /usr/bin/chromium the suites
+ * skip on a developer's machine and fail in CI, where .ci/run installs it.
+ */
+export const CHROMIUM = process.env.POPEF_CHROMIUM ?? '/usr/bin/chromium';
+
+export const browserMissing: string | false =
+  process.env.CI === 'true' || existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set POPEF_CHROMIUM)`;
+
+/** Screenshots land here, for CI to keep as artifacts (git-ignored). */
+export const ARTIFACTS = join(ROOT, '.artifacts', 'view');
+
+export async function launch(): Promise<Browser> {
+  const { chromium } = await import('playwright-core');
+  // The flags keep a headless Chromium from reaching for Google's services, which this machine cannot reach.
+  return await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
+
+/** Collects the page's uncaught errors, so that a test can require none. */
+export function pageErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  return errors;
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  await mkdir(ARTIFACTS, { recursive: true });
+  const path = join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}

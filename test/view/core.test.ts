@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { isUtf8 } from 'node:buffer';
+import { readFile } from 'node:fs/promises';
+import { describe, it } from 'node:test';
+import { deflateSync, crc32 as zlibCrc32 } from 'node:zlib';
+import { ModelSet } from '../../src/format/model-set.js';
+import { buildReport } from '../../src/inspect/report.js';
+import { BlobSource } from '../../src/io/blob-source.js';
+import { FileSource } from '../../src/io/file-source.browser.js';
+import * as browser from '../../src/io/platform.browser.js';
+import { humanBytes } from '../../src/present/human-bytes.js';
+import { fixture } from '../helpers.js';
+
+/**
+ * What the viewer page's bundle is made of, checked in Node: the browser
+ * twins of the platform primitives agree with Node's on the same bytes,
+ * BlobSource reads a model as FileSource does, and the bundle pulls in no
+ * Node built-in module.
+ */
+
+async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  for await (const c of chunks) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+describe('the viewer core', () => {
+  it("computes zlib's CRC-32, also when continued across chunks", () => {
+    const bytes = new Uint8Array(100_003).map((_, i) => (i * 2654435761) >>> 24);
+    assert.equal(browser.crc32(bytes), zlibCrc32(bytes));
+    assert.equal(browser.crc32(bytes.subarray(5000), browser.crc32(bytes.subarray(0, 5000))), zlibCrc32(bytes));
+    assert.equal(browser.crc32(new Uint8Array(0)), 0);
+  });
+
+  it('checks UTF-8 strictly, as Node does', () => {
+    for (const bytes of [[0x61], [0xc3, 0xa9], [0xc3], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82, 0xac]]) {
+      assert.equal(browser.isUtf8(new Uint8Array(bytes)), isUtf8(new Uint8Array(bytes)), String(bytes));
+    }
+  });
+
+  it('inflates a zlib stream fed in chunks', async () => {
+    const plain = new Uint8Array(300_000).map((_, i) => i % 251);
+    const packed = deflateSync(plain);
+    async function* chunks(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+      for (let at = 0; at < bytes.length; at += 7000) yield bytes.subarray(at, at + 7000);
+      await Promise.resolve();
+    }
+    const inflation = browser.inflate(chunks(packed));
+    assert.deepEqual(await collect(inflation.chunks), Buffer.from(plain));
+    assert.equal(inflation.consumed(), packed.length);
+    // Bytes after the end of the stream: Chromium's DecompressionStream rejects them, Node 20's does not,
+    // so that case is tested in the browser (test/view/page.test.ts, zlib-trailing-bytes.popef).
+  });
+
+  it('reads a model from a Blob by slices, as from a file', async () => {
+    const path = fixture('mnist/executable.popef');
+    const bytes = await readFile(path);
+    const fromBlob = await ModelSet.open([new BlobSource(new Blob([bytes]), path)]);
+    const fromFile = await ModelSet.open([path]);
+    assert.deepEqual(buildReport(fromBlob), buildReport(fromFile));
+    await fromBlob.close();
+    await fromFile.close();
+    const source = new BlobSource(new Blob([bytes]), 'x.popef');
+    await assert.rejects(source.read(bytes.length - 2, 4, 'header'), /E_TRUNCATED|file ends at byte/);
+  });
+
+  it('refuses a path in the page, naming what to give instead', async () => {
+    await assert.rejects(FileSource.open('/etc/passwd'), (error: Error & { suggestion?: string }) => /cannot be opened in a web page/.test(error.message) && /pick the file/.test(error.suggestion ?? ''));
+  });
+
+  it('shows byte counts for people', () => {
+    assert.equal(humanBytes(0), '0 B');
+    assert.equal(humanBytes(1023), '1023 B');
+    assert.equal(humanBytes(1024), '1.00 KiB');
+    assert.equal(humanBytes(1074069680), '1.00 GiB');
+    assert.equal(humanBytes(31_400), '30.7 KiB');
+    assert.equal(humanBytes('18446744073709551615'), '16.0 EiB');
+  });
+
+  it('bundles the page with no Node built-in module', async () => {
+    const { buildView } = await import('../../scripts/build-view.mjs');
+    const { tmpdir } = await import('node:os');
+    const built = await buildView({ outFile: `${tmpdir()}/popef-view-test-${process.pid}/index.html`, metafile: true });
+    assert.deepEqual(built.inputs.filter((i) => i.startsWith('node:') || /^(fs|path|zlib|stream|buffer|crypto|os)$/.test(i)), []);
+    // The core modules it ships are the browser twins, never the Node ones.
+    for (const twin of ['src/io/platform', 'src/io/file-source', 'src/json-schemas']) {
+      assert.ok(built.inputs.includes(`${twin}.browser.ts`), twin);
+      assert.ok(!built.inputs.includes(`${twin}.ts`), twin);
+    }
+    assert.ok(built.bytes < 400_000, `the page is ${built.bytes} bytes`);
+  });
+});
