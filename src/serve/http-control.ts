@@ -55,7 +55,7 @@ function asObject(value: unknown): JsonObject {
 /** /v2/systemsharedmemory/... and /v2/cudasharedmemory/... */
 export async function sharedMemoryRoute(core: InferenceServer, match: RegExpExecArray, method: string, body: BodyReader): Promise<HttpAnswer> {
   const cuda = match[1] === 'cudasharedmemory';
-  const region = decodeURIComponent(match[2] ?? '');
+  const region = match[2] ?? '';
   const action = match[3] ?? '';
   if ((action === 'status' && method !== 'GET') || (action !== 'status' && method !== 'POST')) return NOT_ALLOWED;
   const shm = core.sharedMemory;
@@ -99,7 +99,7 @@ export async function sharedMemoryRoute(core: InferenceServer, match: RegExpExec
 /** /v2/repository/index and /v2/repository/models/{m}/load|unload */
 export async function repositoryRoute(core: InferenceServer, match: RegExpExecArray, method: string, body: BodyReader): Promise<HttpAnswer> {
   if (method !== 'POST') return NOT_ALLOWED;
-  const repository = decodeURIComponent(match[1] ?? '');
+  const repository = match[1] ?? '';
   if (match[2] === 'index') {
     // The index ignores a repository name (HandleRepositoryIndex takes it and does not use it).
     const request = await body(true);
@@ -109,7 +109,7 @@ export async function repositoryRoute(core: InferenceServer, match: RegExpExecAr
     return { status: 200, json: entries.map((e) => Object.fromEntries(Object.entries(e).filter(([, v]) => v !== ''))) };
   }
   if (repository !== '') throw new RequestError('UNSUPPORTED', "'repository_name' specification is not supported");
-  const model = decodeURIComponent(match[3] ?? '');
+  const model = match[3] ?? '';
   const request = await body(true);
   if (match[4] === 'load') {
     const parameters = request === undefined || member(request, 'parameters') === undefined ? undefined : asObject(member(request, 'parameters'));
