@@ -363,7 +363,7 @@ describe('popef serve: what it refuses', () => {
       [['--plugin-option', 'nokey'], {}, /--plugin-option "nokey" is not KEY=VALUE/],
       [['--http-port', '0', '--grpc-port', '0'], { POPEF_ONNXRUNTIME_MODULE: 'onnxruntime-node-is-not-here' }, /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded/],
       [['--load-model', 'mnist'], {}, /--load-model needs --model-control-mode explicit/],
-      [['--http-port', '0', '--grpc-port', '0', '--model-control-mode', 'explicit', '--load-model', 'nosuch'], {}, /no model directory named "nosuch" in .*\n {2}hint: check --load-model/],
+      [['--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--model-control-mode', 'explicit', '--load-model', 'nosuch'], {}, /no model directory named "nosuch" in .*\n {2}hint: check --load-model/],
       [['--model-control-mode', 'sometimes'], {}, /--model-control-mode/],
     ];
     for (const [args, env, message] of cases) {
