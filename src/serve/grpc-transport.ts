@@ -1,10 +1,11 @@
-import { Server, ServerCredentials, logVerbosity, setLogVerbosity, status as GrpcStatus, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData } from '@grpc/grpc-js';
+import { Server, ServerCredentials, logVerbosity, setLogVerbosity, status as GrpcStatus, type ServerDuplexStream, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData } from '@grpc/grpc-js';
 import { protocolCodec as codec, toInt, type ProtocolMessage } from '../triton/inference-protocol.js';
 import { configToProtoObject } from './config-json.js';
 import { isProtocolDataType, protocolElementBytes } from '../triton/protocol-datatypes.js';
 import { serializeBytes, type InferRequest, type RequestInput, type RequestedOutput } from './infer-request.js';
-import { statisticsReport, type InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
-import { asRequestError, invalidArg, type StatusCode } from './status.js';
+import { statisticsReport, type InferenceServer, type InferResult, type RequestLog, type TransportOptions } from './inference-server.js';
+import { SharedMemoryRegistry, type RegionSlice } from './shared-memory.js';
+import { RequestError, ResponseError, asRequestError, invalidArg, type StatusCode } from './status.js';
 import { TransportBase } from './transport.js';
 import { grpcRequestParameters } from './grpc-parameters.js';
 
@@ -115,8 +116,45 @@ function contentsToBytes(input: Message, model: string): Uint8Array {
   return out;
 }
 
-/** ModelInferRequest -> InferRequest, as Triton's gRPC frontend reads it (InferGRPCToInput). */
-export function fromModelInferRequest(message: Message): InferRequest {
+/** Which member of an InferParameter's oneof is set ('' for none). */
+function choiceOf(parameter: Message): string {
+  return str(parameter.parameter_choice);
+}
+
+/**
+ * The shared-memory parameters of one input or requested output, with the
+ * frontend's checks and messages (ParseSharedMemoryParams, grpc_utils.h):
+ * undefined when the tensor names no region.
+ */
+function sharedMemoryParams(tensor: Message): RegionSlice | undefined {
+  const name = str(tensor.name);
+  const params = (tensor.parameters ?? {}) as Record<string, Message>;
+  const region = params.shared_memory_region;
+  const offset = params.shared_memory_offset;
+  const size = params.shared_memory_byte_size;
+  if (region !== undefined && choiceOf(region) !== 'string_param') {
+    throw invalidArg(`invalid value type for 'shared_memory_region' parameter for tensor '${name}', expected string_param.`);
+  }
+  const check = (p: Message | undefined, key: string): number => {
+    if (p === undefined) return 0;
+    if (region === undefined) throw invalidArg(`'${key}' can not be specified without 'shared_memory_region' parameter for tensor '${name}'`);
+    if (choiceOf(p) !== 'int64_param') throw invalidArg(`invalid value type for '${key}' parameter for tensor '${name}', expected int64_param.`);
+    return toInt(p.int64_param);
+  };
+  const at = check(offset, 'shared_memory_offset');
+  const byteSize = check(size, 'shared_memory_byte_size');
+  if (region === undefined) return undefined;
+  if (size === undefined) throw invalidArg(`'shared_memory_byte_size' must be specified along with 'shared_memory_region' parameter for tensor '${name}'`);
+  return { region: str(region.string_param), offset: at, byteSize };
+}
+
+/**
+ * ModelInferRequest -> InferRequest, as Triton's gRPC frontend reads it
+ * (InferGRPCToInput, then InferAllocatorPayload for the outputs). Inputs in
+ * shared memory are read from the registry's regions; outputs in shared
+ * memory carry their region to the core, which writes them there.
+ */
+export function fromModelInferRequest(message: Message, sharedMemory: SharedMemoryRegistry = new SharedMemoryRegistry()): InferRequest {
   const model = str(message.model_name);
   const raw = list(message.raw_input_contents) as Uint8Array[];
   const { priority, timeoutUs } = grpcRequestParameters((message.parameters ?? {}) as Record<string, Message>);
@@ -126,10 +164,14 @@ export function fromModelInferRequest(message: Message): InferRequest {
   for (const item of list(message.inputs)) {
     const input = item as Message;
     const name = str(input.name);
+    const slice = sharedMemoryParams(input);
     const hasContents = input.contents !== undefined && input.contents !== null;
-    if (hasContents && raw.length > 0) throw invalidArg(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model}'`);
     let data: Uint8Array;
-    if (hasContents) data = contentsToBytes(input, model);
+    if (slice !== undefined) {
+      if (hasContents) throw invalidArg(`unexpected 'content' provided when using shared memory for input tensor '${name}' for model '${model}'`);
+      data = sharedMemory.read(slice);
+    } else if (hasContents && raw.length > 0) throw invalidArg(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model}'`);
+    else if (hasContents) data = contentsToBytes(input, model);
     else if (index < raw.length) data = raw[index++] ?? new Uint8Array(0);
     else throw invalidArg(`unable to find data for input tensor '${name}' for model '${model}' in request.`);
     inputs.push({ name, datatype: str(input.datatype), shape: list(input.shape).map(toInt), data });
@@ -139,14 +181,59 @@ export function fromModelInferRequest(message: Message): InferRequest {
   }
   const outputs: RequestedOutput[] = list(message.outputs).map((item) => {
     const output = item as Message;
+    const region = sharedMemoryParams(output);
     const p = ((output.parameters ?? {}) as Record<string, Message>).classification;
-    return { name: str(output.name), classCount: p === undefined ? 0 : toInt(p.int64_param ?? p.uint64_param ?? 0) };
+    if (region !== undefined && p !== undefined) throw invalidArg("output can't set both 'shared_memory_region' and 'classification'");
+    if (region !== undefined) sharedMemory.check(region);
+    return { name: str(output.name), classCount: p === undefined ? 0 : toInt(p.int64_param ?? p.uint64_param ?? 0), region };
   });
   return { modelName: model, modelVersion: str(message.model_version), id: str(message.id), inputs, outputs, ...scheduling };
 }
 
+/** An answer as ModelInferResponse; outputs written to shared memory get an empty raw entry, as in Triton. */
+function toModelInferResponse(result: InferResult): Message {
+  return {
+    model_name: result.modelName,
+    model_version: result.modelVersion,
+    id: result.id,
+    outputs: result.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape })),
+    raw_output_contents: result.outputs.map((o) => o.data),
+  };
+}
+
 /** `signal` aborts when the call is cancelled or passes its deadline. */
 type Handler = (request: Message, signal: AbortSignal) => Message | Promise<Message>;
+
+/** A map<string, RegionStatus> of the shared-memory status answers. */
+function regionMap<T extends { name: string }>(regions: readonly T[], entry: (r: T) => Message): Message {
+  return { regions: Object.fromEntries(regions.map((r) => [r.name, entry(r)])) };
+}
+
+/** The parameters of a load request, as Triton's frontend takes them ('config' and 'file:...'). */
+function loadParameters(params: Record<string, Message>): { config?: string; files: Map<string, Uint8Array> } {
+  let config: string | undefined;
+  const files = new Map<string, Uint8Array>();
+  for (const [key, value] of Object.entries(params)) {
+    if (key === 'config') {
+      if (choiceOf(value) !== 'string_param') throw invalidArg(`invalid value type for load parameter '${key}', expected string_param.`);
+      config = str(value.string_param);
+    } else if (key.startsWith('file:')) {
+      if (choiceOf(value) !== 'bytes_param') throw invalidArg(`invalid value type for load parameter '${key}', expected bytes_param.`);
+      files.set(key, value.bytes_param as Uint8Array);
+    } else throw invalidArg(`unrecognized load parameter '${key}'.`);
+  }
+  return { config, files };
+}
+
+/** The unload parameters' one check (unload_dependents is a bool; with no ensembles served it changes nothing). */
+function checkUnloadParameters(params: Record<string, Message>): void {
+  const value = params.unload_dependents;
+  if (value !== undefined && choiceOf(value) !== 'bool_param') throw invalidArg("invalid value type for 'unload_dependents' parameter, expected bool_param.");
+}
+
+function noRepositoryName(request: Message): void {
+  if (str(request.repository_name) !== '') throw new RequestError('UNSUPPORTED', "'repository_name' specification is not supported");
+}
 
 export class GrpcTransport extends TransportBase {
   readonly name = 'gRPC';
@@ -156,6 +243,7 @@ export class GrpcTransport extends TransportBase {
   constructor(core: InferenceServer, options: TransportOptions) {
     super(core, options);
     this.server = new Server({ 'grpc.max_receive_message_length': options.maxRequestSize, 'grpc.max_send_message_length': -1 });
+    const shm = core.sharedMemory;
     const handlers: Record<string, [string, string, Handler, boolean?]> = {
       ServerLive: ['ServerLiveRequest', 'ServerLiveResponse', () => ({ live: core.live() })],
       ServerReady: ['ServerReadyRequest', 'ServerReadyResponse', () => ({ ready: core.ready() })],
@@ -164,24 +252,49 @@ export class GrpcTransport extends TransportBase {
       ModelMetadata: ['ModelMetadataRequest', 'ModelMetadataResponse', (r) => ({ ...core.modelMetadata(str(r.name), str(r.version)) })],
       ModelConfig: ['ModelConfigRequest', 'ModelConfigResponse', (r) => ({ config: configToProtoObject(core.model(str(r.name), str(r.version)).config ?? {}) }), true],
       ModelStatistics: ['ModelStatisticsRequest', 'ModelStatisticsResponse', (r) => statisticsReport(core.statistics(str(r.name), str(r.version)))],
-      RepositoryIndex: ['RepositoryIndexRequest', 'RepositoryIndexResponse', (r) => ({ models: core.index().filter((e) => r.ready !== true || e.state === 'READY') })],
+      RepositoryIndex: ['RepositoryIndexRequest', 'RepositoryIndexResponse', async (r) => (noRepositoryName(r), { models: await core.repositoryIndex(r.ready === true) })],
+      RepositoryModelLoad: ['RepositoryModelLoadRequest', 'RepositoryModelLoadResponse', async (r) => {
+        noRepositoryName(r);
+        await core.loadModel(str(r.model_name), loadParameters((r.parameters ?? {}) as Record<string, Message>));
+        return {};
+      }],
+      RepositoryModelUnload: ['RepositoryModelUnloadRequest', 'RepositoryModelUnloadResponse', async (r) => {
+        noRepositoryName(r);
+        checkUnloadParameters((r.parameters ?? {}) as Record<string, Message>);
+        await core.unloadModel(str(r.model_name));
+        return {};
+      }],
+      SystemSharedMemoryStatus: ['SystemSharedMemoryStatusRequest', 'SystemSharedMemoryStatusResponse', (r) =>
+        regionMap(shm.systemStatus(str(r.name)), (x) => ({ name: x.name, key: x.key, offset: x.offset, byte_size: x.byteSize }))],
+      SystemSharedMemoryRegister: ['SystemSharedMemoryRegisterRequest', 'SystemSharedMemoryRegisterResponse', (r) => {
+        shm.registerSystem(str(r.name), str(r.key), toInt(r.offset), toInt(r.byte_size));
+        return {};
+      }],
+      SystemSharedMemoryUnregister: ['SystemSharedMemoryUnregisterRequest', 'SystemSharedMemoryUnregisterResponse', (r) => (shm.unregisterSystem(str(r.name)), {})],
+      CudaSharedMemoryStatus: ['CudaSharedMemoryStatusRequest', 'CudaSharedMemoryStatusResponse', (r) =>
+        regionMap(shm.cudaStatus(str(r.name)), (x) => ({ name: x.name, device_id: x.deviceId, byte_size: x.byteSize }))],
+      CudaSharedMemoryRegister: ['CudaSharedMemoryRegisterRequest', 'CudaSharedMemoryRegisterResponse', () => shm.registerCuda()],
+      CudaSharedMemoryUnregister: ['CudaSharedMemoryUnregisterRequest', 'CudaSharedMemoryUnregisterResponse', () => (shm.unregisterCuda(), {})],
       ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r, signal) => this.infer(r, signal)],
     };
     const definition: Record<string, ServiceDefinition[string]> = {};
     const implementation: UntypedServiceImplementation = {};
-    for (const [method, [requestType, responseType, handler, viaFromObject]] of Object.entries(handlers)) {
+    const describe = (method: string, requestType: string, responseType: string, streams: boolean, viaFromObject = false): void => {
       const requestCodec = codec(requestType);
-      const responseCodec = codec(responseType, viaFromObject === true);
+      const responseCodec = codec(responseType, viaFromObject);
       definition[method] = {
         path: `/inference.GRPCInferenceService/${method}`,
-        requestStream: false,
-        responseStream: false,
+        requestStream: streams,
+        responseStream: streams,
         requestSerialize: (value: Message) => requestCodec.encode(value),
         requestDeserialize: (bytes: Buffer) => requestCodec.decode(bytes),
         responseSerialize: (value: Message) => responseCodec.encode(value),
         responseDeserialize: (bytes: Buffer) => responseCodec.decode(bytes),
         originalName: method,
       };
+    };
+    for (const [method, [requestType, responseType, handler, viaFromObject]] of Object.entries(handlers)) {
+      describe(method, requestType, responseType, false, viaFromObject === true);
       implementation[method] = (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
         // grpc-js cancels the call when the client does and when its deadline passes.
         const client = new AbortController();
@@ -189,18 +302,69 @@ export class GrpcTransport extends TransportBase {
         void this.answer(method, call.request, (r) => handler(r, client.signal), callback);
       };
     }
+    describe('ModelStreamInfer', 'ModelInferRequest', 'ModelStreamInferResponse', true);
+    implementation.ModelStreamInfer = (call: ServerDuplexStream<Message, Message>) => {
+      this.stream(call);
+    };
     this.server.addService(definition, implementation);
   }
 
-  private async infer(request: Message, signal: AbortSignal): Promise<Message> {
-    const result = await this.core.infer({ ...fromModelInferRequest(request), signal });
-    return {
-      model_name: result.modelName,
-      model_version: result.modelVersion,
-      id: result.id,
-      outputs: result.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape })),
-      raw_output_contents: result.outputs.map((o) => o.data),
+  private async infer(request: Message, signal?: AbortSignal): Promise<Message> {
+    return toModelInferResponse(await this.core.infer({ ...fromModelInferRequest(request, this.core.sharedMemory), signal }));
+  }
+
+  /**
+   * ModelStreamInfer for models that are not decoupled (stream_infer_handler.cc):
+   * every request gets one answer on the stream, in the order the requests
+   * came; an error is an answer too (error_message), and the stream stays
+   * open. Answers carry triton_final_response, except those of requests
+   * refused before they were issued, which carry only the request's id.
+   */
+  private stream(call: ServerDuplexStream<Message, Message>): void {
+    let previous: Promise<void> = Promise.resolve();
+    let ended = false;
+    const pending = new Set<Promise<void>>();
+    // A stream the client cancels cancels the requests it still has running.
+    const client = new AbortController();
+    call.once('cancelled', () => client.abort());
+    const finishIfDone = (): void => {
+      if (ended && pending.size === 0) call.end();
     };
+    call.on('data', (request: Message) => {
+      const started = performance.now();
+      const answer = this.streamAnswer(request, client.signal);
+      const write = previous.then(async () => {
+        const [response, entry] = await answer;
+        if (!call.cancelled && call.writable) call.write(response);
+        this.options.log?.({ ...entry, ms: performance.now() - started });
+      });
+      previous = write;
+      pending.add(write);
+      void write.finally(() => {
+        pending.delete(write);
+        finishIfDone();
+      });
+    });
+    call.on('end', () => {
+      ended = true;
+      finishIfDone();
+    });
+    call.on('error', () => undefined);
+  }
+
+  private async streamAnswer(request: Message, signal: AbortSignal): Promise<[Message, RequestLog]> {
+    const model = str(request.model_name) || undefined;
+    const final = { triton_final_response: { bool_param: true } };
+    try {
+      const response = await this.infer(request, signal);
+      return [{ infer_response: { ...response, parameters: final } }, { transport: 'grpc', method: 'ModelStreamInfer', model, status: 0, ms: 0 }];
+    } catch (error) {
+      const e = asRequestError(error);
+      const entry: RequestLog = { transport: 'grpc', method: 'ModelStreamInfer', model, status: GRPC_STATUS[e.status], ms: 0, error: e.message };
+      const id = str(request.id);
+      if (!(e instanceof ResponseError)) return [{ error_message: e.message, infer_response: { id } }, entry];
+      return [{ error_message: e.message, infer_response: { id, model_name: str(request.model_name), model_version: str(request.model_version), parameters: final } }, entry];
+    }
   }
 
   private async answer(method: string, request: Message, handler: (request: Message) => Message | Promise<Message>, callback: sendUnaryData<Message>): Promise<void> {

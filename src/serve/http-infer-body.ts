@@ -1,3 +1,4 @@
+import { SharedMemoryRegistry, type RegionSlice } from './shared-memory.js';
 import type { InferRequest, RequestInput, RequestedOutput } from './infer-request.js';
 import type { InferResult } from './inference-server.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
@@ -105,7 +106,28 @@ function requestParameters(parameters: unknown): { binaryOutputs?: boolean; prio
   return out;
 }
 
-export function parseInferBody(model: string, version: string, header: JsonObject, binary: Buffer, hasHeaderLength: boolean): { request: InferRequest; binaryOutputs: boolean } {
+/** A tensor's shared-memory parameters (CheckSharedMemoryData): undefined when it names no region. */
+function sharedMemoryData(params: JsonObject | undefined): RegionSlice | undefined {
+  if (params === undefined || member(params, 'shared_memory_region') === undefined) return undefined;
+  const region = member(params, 'shared_memory_region');
+  if (typeof region !== 'string') throw jsonAccess("Unable to parse 'shared_memory_region': attempt to access JSON non-string as string");
+  const uint = (key: string): number => {
+    const v = member(params, key);
+    if (v === undefined) return 0;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw jsonAccess(`Unable to parse '${key}': attempt to access JSON non-unsigned-integer as unsigned-integer`);
+    return v;
+  };
+  return { region, offset: uint('shared_memory_offset'), byteSize: uint('shared_memory_byte_size') };
+}
+
+export function parseInferBody(
+  model: string,
+  version: string,
+  header: JsonObject,
+  binary: Buffer,
+  hasHeaderLength: boolean,
+  sharedMemory: SharedMemoryRegistry = new SharedMemoryRegistry(),
+): { request: InferRequest; binaryOutputs: boolean } {
   const id = member(header, 'id');
   if (id !== undefined && typeof id !== 'string') throw missingOr('id', 'string', id);
   const { binaryOutputs, ...scheduling } = requestParameters(member(header, 'parameters'));
@@ -135,9 +157,10 @@ export function parseInferBody(model: string, version: string, header: JsonObjec
       if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) throw jsonAccess("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
       return d;
     });
-    if (hasShm) throw new RequestError('UNSUPPORTED', `input '${name}': shared memory is not supported by popef serve`);
     let data: Uint8Array;
-    if (hasBinary) {
+    const slice = sharedMemoryData(params);
+    if (slice !== undefined) data = sharedMemory.read(slice);
+    else if (hasBinary) {
       const size = member(params, 'binary_data_size');
       if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) throw jsonAccess("Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer");
       if (size > 0 && !hasHeaderLength) {
@@ -162,14 +185,21 @@ export function parseInferBody(model: string, version: string, header: JsonObjec
     for (const raw of outputsJson) {
       const output = asObject(raw);
       if (output === undefined) throw jsonAccess('attempt to access JSON non-object as object');
-      const name = requireString(output, 'name');
       const params = asObject(member(output, 'parameters')) ?? {};
       const cls = member(params, 'classification');
       const bin = member(params, 'binary_data');
+      // ValidateOutputParameter comes before the name is read.
+      if (member(params, 'shared_memory_region') !== undefined) {
+        if (cls !== undefined) throw invalidArg("Output can't set both 'shared_memory_region' and 'classification'");
+        if (bin !== undefined && typeof bin !== 'boolean') throw jsonAccess("Unable to set 'binary_data': attempt to access JSON non-boolean as boolean");
+        if (bin === true) throw invalidArg("Output can't set both 'shared_memory_region' and 'binary_data'");
+      }
+      const name = requireString(output, 'name');
       if (cls !== undefined && (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0)) throw jsonAccess("Unable to parse 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
       if (bin !== undefined && typeof bin !== 'boolean') throw jsonAccess("Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
-      if (member(params, 'shared_memory_region') !== undefined) throw new RequestError('UNSUPPORTED', `output '${name}': shared memory is not supported by popef serve`);
-      outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs });
+      const region = sharedMemoryData(params);
+      if (region !== undefined) sharedMemory.check(region);
+      outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs, ...(region === undefined ? {} : { region }) });
     }
   }
   return { request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs, ...scheduling }, binaryOutputs: binaryOutputs ?? false };
@@ -181,6 +211,8 @@ export function inferResponse(result: InferResult, defaultBinary: boolean): { js
   const outputs = result.outputs.map((o) => {
     const asBinary = o.binary ?? defaultBinary;
     const base = { name: o.name, datatype: o.datatype, shape: o.shape };
+    // An output written to shared memory is described, not sent.
+    if (o.region !== undefined) return base;
     if (asBinary) {
       binary.push(Buffer.from(o.data.buffer, o.data.byteOffset, o.data.byteLength));
       return { ...base, parameters: { binary_data_size: o.data.byteLength } };
@@ -202,7 +234,13 @@ export function inferResponse(result: InferResult, defaultBinary: boolean): { js
  * 0 makes the whole body the data of the model's one input (Triton's raw
  * binary request), answered in binary.
  */
-export function fromInferBody(model: string, version: string, body: Buffer, headerLength: string | undefined): { request: InferRequest; binaryOutputs: boolean } {
+export function fromInferBody(
+  model: string,
+  version: string,
+  body: Buffer,
+  headerLength: string | undefined,
+  sharedMemory: SharedMemoryRegistry = new SharedMemoryRegistry(),
+): { request: InferRequest; binaryOutputs: boolean } {
   let jsonLength = body.byteLength;
   if (headerLength !== undefined) {
     // As C's atoi, which Triton uses: the leading integer, 0 when there is none.
@@ -212,5 +250,5 @@ export function fromInferBody(model: string, version: string, body: Buffer, head
   }
   if (jsonLength === 0) return { request: { modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body }, binaryOutputs: true };
   const header = parseJson(body.subarray(0, jsonLength).toString('utf8'));
-  return parseInferBody(model, version, header, body.subarray(jsonLength), headerLength !== undefined);
+  return parseInferBody(model, version, header, body.subarray(jsonLength), headerLength !== undefined, sharedMemory);
 }

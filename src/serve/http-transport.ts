@@ -4,9 +4,10 @@ import { createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
 import { encodeBody, responseEncoding } from './http-encoding.js';
-import { fromInferBody, inferResponse, member, parseJson } from './http-infer-body.js';
+import { REPOSITORY_ROUTE, SHARED_MEMORY_ROUTE, repositoryRoute, sharedMemoryRoute, type BodyReader, type HttpAnswer } from './http-control.js';
+import { fromInferBody, inferResponse, parseJson } from './http-infer-body.js';
 import { statisticsReport, type InferenceServer, type InferResult, type TransportOptions } from './inference-server.js';
-import { RequestError, asRequestError, httpStatusOf } from './status.js';
+import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 import { TransportBase, listenHttp } from './transport.js';
 import type { BodyReservation } from './body-budget.js';
 
@@ -32,7 +33,8 @@ export interface Answer {
 }
 
 interface Route {
-  readonly method: 'GET' | 'POST';
+  /** ANY: the handler checks the method itself (Triton's shared-memory and repository handlers do). */
+  readonly method: 'GET' | 'POST' | 'ANY';
   /** Anchored; a named group `model` is the (still percent-encoded) model name, `version` its version. */
   readonly pattern: RegExp;
   handle(req: IncomingMessage, match: RegExpExecArray, res: ServerResponse): Answer | Promise<Answer>;
@@ -45,6 +47,8 @@ const TOO_LARGE = Symbol('too large');
 const empty = (status: number): Answer => ({ status, parts: [] });
 const json = (value: unknown, status = 200): Answer => ({ status, json: value });
 const failure = (status: number, message: string): Answer => ({ status, json: { error: message } });
+/** A control endpoint's answer: its JSON, or an empty JSON reply. */
+const answerOf = (a: HttpAnswer): Answer => (a.json === undefined ? { status: a.status, parts: [], headers: { 'Content-Type': 'application/json' } } : json(a.json, a.status));
 
 /**
  * Reads the body, inflating gzip/deflate bodies, stopping as soon as it
@@ -187,14 +191,9 @@ export class HttpTransport extends TransportBase {
       route('GET', `${MODEL}/config`, (_, m) => json(configToJson(core.model(modelOf(m), versionOf(m)).config ?? {}))),
       route('GET', `${MODEL}/stats`, (_, m) => json(statisticsReport(core.statistics(modelOf(m), versionOf(m))))),
       route('GET', MODEL, (_, m) => json(core.modelMetadata(modelOf(m), versionOf(m)))),
-      route('POST', '^/v2/repository/index', (req, _, res) =>
-        this.withBody(req, res, (body) => {
-          const request = body.byteLength === 0 ? {} : parseJson(body.toString('utf8'));
-          const readyOnly = member(request, 'ready') === true;
-          // Triton leaves out an empty reason.
-          return json(core.index().filter((e) => !readyOnly || e.state === 'READY').map(({ reason, ...e }) => (reason === '' ? e : { ...e, reason })));
-        }),
-      ),
+      // Shared memory and model control: http-control.ts does the work (Triton's paths; its method checks come first).
+      route('ANY', SHARED_MEMORY_ROUTE.source.replace(/\$$/, ''), async (req, m) => answerOf(await sharedMemoryRoute(core, m, req.method ?? '', this.bodyReader(req)))),
+      route('ANY', REPOSITORY_ROUTE.source.replace(/\$$/, ''), async (req, m) => answerOf(await repositoryRoute(core, m, req.method ?? '', this.bodyReader(req)))),
     ];
   }
 
@@ -227,7 +226,7 @@ export class HttpTransport extends TransportBase {
     for (const route of this.routes) {
       const match = route.pattern.exec(path);
       if (match === null) continue;
-      if (route.method === method) return { route, match };
+      if (route.method === method || route.method === 'ANY') return { route, match };
       known ??= match;
     }
     return known === undefined ? { miss: failure(404, 'Not Found') } : { match: known, miss: failure(405, 'Method Not Allowed') };
@@ -246,12 +245,27 @@ export class HttpTransport extends TransportBase {
     return then(body);
   }
 
+  /** Reads the body as JSON for a control endpoint; an empty body is undefined where Triton takes defaults. */
+  private bodyReader(req: IncomingMessage): BodyReader {
+    return async (allowEmpty) => {
+      const body = await readBody(req, this.options.maxRequestSize);
+      if (body === TOO_LARGE) throw invalidArg(`request body is larger than the --max-request-size of ${this.options.maxRequestSize} bytes`);
+      if (body.byteLength === 0 && allowEmpty) return undefined;
+      try {
+        return parseJson(body.toString('utf8'));
+      } catch (error) {
+        // EVBufferToJson's errors are INTERNAL; only the infer endpoint answers a bad body with 400.
+        throw error instanceof RequestError ? new RequestError('INTERNAL', error.message) : error;
+      }
+    };
+  }
+
   private infer(req: IncomingMessage, res: ServerResponse, model: string, version: string): Promise<Answer> {
     // The model must exist before the body is read, as in Triton (CheckTransactionPolicy comes first).
     this.core.model(model, version);
     return this.withBody(req, res, async (body) => {
       const headerLength = req.headers[HEADER];
-      const { request, binaryOutputs } = fromInferBody(model, version, body, typeof headerLength === 'string' ? headerLength : undefined);
+      const { request, binaryOutputs } = fromInferBody(model, version, body, typeof headerLength === 'string' ? headerLength : undefined, this.core.sharedMemory);
       return inferAnswer(await this.core.infer({ ...request, signal: closedBeforeAnswer(res) }), binaryOutputs, req.headers['accept-encoding']);
     });
   }

@@ -2,6 +2,7 @@ import type { Tensor } from '../run/plugin-api.js';
 import { elementCount, toNumbers } from '../run/tensor.js';
 import { isProtocolDataType, popefFromProtocol, protocolElementBytes, type ProtocolDataType } from '../triton/protocol-datatypes.js';
 import type { ServedTensor } from './served-model.js';
+import type { RegionSlice } from './shared-memory.js';
 import { RequestError, invalidArg } from './status.js';
 import { stdSort } from './std-sort.js';
 
@@ -31,6 +32,8 @@ export interface RequestedOutput {
   readonly classCount: number;
   /** HTTP only: the client asked for binary data for this output. */
   readonly binary?: boolean;
+  /** The shared-memory slice the output is written to instead of the response. */
+  readonly region?: RegionSlice;
 }
 
 export interface InferRequest {
@@ -56,6 +59,8 @@ export interface ResponseOutput {
   readonly shape: readonly number[];
   readonly data: Uint8Array;
   readonly binary?: boolean;
+  /** Set when the data went to this shared-memory slice (and is not sent in the response). */
+  readonly region?: RegionSlice;
 }
 
 /** What the model needs to know to check a request (from its normalised config). */
@@ -295,7 +300,7 @@ export function respond(model: RequestContract, normalized: NormalizedRequest, r
       out.push({ name: config.name, datatype: 'BYTES', shape: rows > 0 ? [rows, Math.min(classCount, perRow)] : [Math.min(classCount, perRow)], data: serializeBytes(classes), binary: wanted?.binary });
       continue;
     }
-    out.push({ name: config.name, datatype: config.datatype, shape, data, binary: wanted?.binary });
+    out.push({ name: config.name, datatype: config.datatype, shape, data, binary: wanted?.binary, region: wanted?.region });
   }
   return out;
 }

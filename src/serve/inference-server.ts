@@ -1,9 +1,11 @@
 import type { BodyBudget } from './body-budget.js';
 import { VERSION } from '../version.js';
 import { logRequest, normalizeRequest, respond, type InferRequest, type ResponseOutput } from './infer-request.js';
+import type { IndexEntry, LoadParameters, ModelControl } from './model-control.js';
 import type { ModelRepository } from './model-repository.js';
 import type { ModelStats, ServedModel } from './served-model.js';
-import { RequestError, invalidArg } from './status.js';
+import { SharedMemoryRegistry } from './shared-memory.js';
+import { RequestError, ResponseError, asRequestError, invalidArg } from './status.js';
 
 /**
  * The server's answers, independent of the transport: what the HTTP and
@@ -25,12 +27,7 @@ export interface ModelMetadata {
   readonly outputs: readonly TensorMetadata[];
 }
 
-export interface IndexEntry {
-  readonly name: string;
-  readonly version: string;
-  readonly state: string;
-  readonly reason: string;
-}
+export type { IndexEntry } from './model-control.js';
 
 export interface InferResult {
   readonly modelName: string;
@@ -65,10 +62,14 @@ export const EXTENSIONS = ['classification', 'model_repository', 'model_configur
 
 export class InferenceServer {
   readonly repository: ModelRepository;
+  /** The shared-memory regions clients registered (both transports share them, as in Triton). */
+  readonly sharedMemory = new SharedMemoryRegistry();
+  private readonly control: ModelControl | undefined;
   private stopping = false;
 
-  constructor(repository: ModelRepository) {
+  constructor(repository: ModelRepository, control?: ModelControl) {
     this.repository = repository;
+    this.control = control;
   }
 
   live(): boolean {
@@ -109,8 +110,32 @@ export class InferenceServer {
     return this.repository.get(name, version);
   }
 
+  /** The loaded models (and those refused), without the model directories never loaded. */
   index(): IndexEntry[] {
-    return this.repository.list().map((m) => ({ name: m.name, version: m.version, state: m.state, reason: m.reason }));
+    return this.repository.list().map((m) => ({ name: m.name, version: m.version, state: this.repository.stateOf(m), reason: m.reason }));
+  }
+
+  /** Triton's repository index: every model directory, with the state of what was loaded. */
+  async repositoryIndex(readyOnly: boolean): Promise<IndexEntry[]> {
+    if (this.control !== undefined) return this.control.index(readyOnly);
+    return this.index().filter((e) => !readyOnly || e.state === 'READY');
+  }
+
+  async loadModel(name: string, parameters: LoadParameters): Promise<void> {
+    this.refuseWhileStarting();
+    if (this.control === undefined) throw new RequestError('UNAVAILABLE', 'explicit model load / unload is not allowed if polling is enabled');
+    await this.control.load(name, parameters);
+  }
+
+  /** Triton's unload_dependents changes nothing here: no ensembles are served, so a model has no dependents. */
+  async unloadModel(name: string): Promise<void> {
+    this.refuseWhileStarting();
+    if (this.control === undefined) throw new RequestError('UNAVAILABLE', 'explicit model load / unload is not allowed if polling is enabled');
+    await this.control.unload(name);
+  }
+
+  private refuseWhileStarting(): void {
+    if (!this.repository.ready || this.stopping) throw new RequestError('UNAVAILABLE', 'Server not ready');
   }
 
   /** Statistics of one model, or of every ready model when the name is empty. */
@@ -133,24 +158,52 @@ export class InferenceServer {
     if (this.stopping) throw new RequestError('UNAVAILABLE', 'Server is stopping');
     const model = this.repository.get(request.modelName, request.modelVersion);
     const normalized = normalizeRequest(model, request);
-    let results;
+    // The output regions stay registered until the answer is written to them.
+    const release = this.sharedMemory.hold(request.outputs.flatMap((o) => (o.region === undefined ? [] : [o.region])));
     try {
-      results = await model.execute({
-        batch: normalized.batch,
-        tensors: normalized.tensors,
-        priority: request.priority,
-        timeoutUs: request.timeoutUs,
-        signal: request.signal,
-        logPrefix: logRequest(request),
-      });
-    } catch (error) {
-      if (error instanceof RequestError) throw error;
-      // The plugin's failure is this request's (or this batch's) alone: INTERNAL, as Triton answers a backend
-      // error; the model stays READY (the scheduler replaces an instance whose plugin failed).
-      const message = error instanceof Error ? error.message : String(error);
-      throw new RequestError('INTERNAL', `execution plugin failed for model '${model.name}': ${message}`);
+      let results;
+      try {
+        results = await model.execute({
+          batch: normalized.batch,
+          tensors: normalized.tensors,
+          priority: request.priority,
+          timeoutUs: request.timeoutUs,
+          signal: request.signal,
+          logPrefix: logRequest(request),
+        });
+      } catch (error) {
+        // Errors after the request was issued come back in its response (a stream keeps them apart).
+        if (error instanceof RequestError) throw new ResponseError(error.status, error.message);
+        // The plugin's failure is this request's (or this batch's) alone: INTERNAL, as Triton answers a backend
+        // error; the model stays READY (the scheduler replaces an instance whose plugin failed).
+        const message = error instanceof Error ? error.message : String(error);
+        throw new ResponseError('INTERNAL', `execution plugin failed for model '${model.name}': ${message}`);
+      }
+      let outputs;
+      try {
+        outputs = respond(model, normalized, results).map((o) => this.toSharedMemory(o));
+      } catch (error) {
+        const e = asRequestError(error);
+        throw new ResponseError(e.status, e.message);
+      }
+      return { modelName: model.name, modelVersion: model.version, id: request.id, outputs };
+    } finally {
+      release();
     }
-    return { modelName: model.name, modelVersion: model.version, id: request.id, outputs: respond(model, normalized, results) };
+  }
+
+  /** An output asked for in shared memory is written there, when it fits (Triton's ResponseAllocatorHelper). */
+  private toSharedMemory(output: ResponseOutput): ResponseOutput {
+    const region = output.region;
+    if (region === undefined || output.data.byteLength === 0) return { ...output, region: undefined };
+    if (output.data.byteLength > region.byteSize) {
+      throw new RequestError(
+        'INTERNAL',
+        `shared memory size specified with the request for output '${output.name}' (${region.byteSize} bytes) should be at least ${output.data.byteLength} bytes to hold the results`,
+      );
+    }
+    this.sharedMemory.write(region, output.data);
+    return { ...output, data: new Uint8Array(0) };
   }
 }
 

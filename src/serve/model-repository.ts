@@ -6,7 +6,8 @@ import { resolveTarget } from '../run/model-target.js';
 import type { ExecutionPlugin, ModelTensors, TensorSpec } from '../run/plugin-api.js';
 import { modelTensorSpecs } from '../run/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../triton/model-config.js';
-import { validateRepository, type ModelReport } from '../triton/repository/validate.js';
+import { RULES } from '../triton/repository/findings.js';
+import { POLL_RULES, validateRepository, type ModelReport } from '../triton/repository/validate.js';
 import { protocolFromConfig } from '../triton/protocol-datatypes.js';
 import { ServedModel, type InstanceEvent, type ServedTensor } from './served-model.js';
 import type { StartedInstance } from './scheduler/instances.js';
@@ -70,7 +71,11 @@ function joinTensors(
 async function loadModel(root: string, report: ModelReport, options: LoadOptions, selectedVersion: number | undefined): Promise<ServedModel> {
   const error = report.findings.find((f) => f.severity === 'error');
   const config = report.config;
-  if (error !== undefined) return unavailable(report.name, config, error.message);
+  if (error !== undefined) {
+    // A check Triton makes when it loads the model (not while polling) ends in a Status whose text names its class.
+    const loadTime = !POLL_RULES.has(error.rule) && RULES[error.rule].mirrors !== null;
+    return unavailable(report.name, config, loadTime ? `Invalid argument: ${error.message}` : error.message);
+  }
   if (config === undefined) return unavailable(report.name, config, 'the model has no usable config');
   if (config.backend !== 'poplar') {
     return unavailable(report.name, config, `popef serve runs models of the poplar backend only; this one names backend '${config.backend ?? ''}'`);
@@ -142,6 +147,8 @@ async function loadVersions(root: string, report: ModelReport, options: LoadOpti
 export class ModelRepository {
   /** Each model's served versions, highest first. */
   private readonly models = new Map<string, ServedModel[]>();
+  /** Models being unloaded: lookups refuse them while their queued requests drain. */
+  private readonly unloading = new Set<string>();
   private loaded = false;
 
   /** Every model version, in name order, then version order. */
@@ -152,6 +159,11 @@ export class ModelRepository {
   /** True once every model has been loaded or refused. */
   get ready(): boolean {
     return this.loaded;
+  }
+
+  /** The state to report for a model (Triton's UNLOADING while an unload drains it). */
+  stateOf(model: ServedModel): string {
+    return this.unloading.has(model.name) ? 'UNLOADING' : model.state;
   }
 
   async load(roots: readonly string[], options: LoadOptions): Promise<void> {
@@ -173,10 +185,45 @@ export class ModelRepository {
     this.loaded = true;
   }
 
+  /**
+   * (Re)loads one model from its directory, read afresh. The model it
+   * replaces keeps serving until the new one is loaded, then drains and
+   * closes, as in Triton's reload.
+   */
+  async reload(root: string, name: string, options: LoadOptions): Promise<ServedModel[]> {
+    const report = await validateRepository(root, { models: [name], tritonVersion: 'latest' });
+    const m = report.models.find((r) => r.name === name);
+    // A model Triton refuses while polling (its config) never reaches the life cycle: it gets no state.
+    const pollError = m?.findings.some((f) => f.severity === 'error' && POLL_RULES.has(f.rule)) ?? true;
+    if (m === undefined || pollError) throw new RequestError('INTERNAL', `failed to load '${name}', failed to poll from model repository`);
+    // Every version the policy selects, as at start-up.
+    const served = await loadVersions(root, m, options);
+    const earlier = this.models.get(name);
+    this.unloading.delete(name);
+    this.models.set(name, served);
+    for (const s of served) options.onModel?.(s);
+    if (earlier !== undefined) await Promise.allSettled(earlier.map((e) => e.idle().then(() => e.close())));
+    return served;
+  }
+
+  /** Unloads a model: new requests are refused, queued ones finish, then it closes and is listed UNAVAILABLE "unloaded". */
+  async unload(name: string): Promise<void> {
+    const versions = this.models.get(name);
+    if (versions === undefined || !versions.some((v) => v.ready) || this.unloading.has(name)) return;
+    this.unloading.add(name);
+    try {
+      await Promise.allSettled(versions.map((v) => v.idle().then(() => v.close())));
+    } finally {
+      if (this.unloading.delete(name) && this.models.get(name) === versions) this.models.set(name, versions.map((v) => unavailable(name, v.config, 'unloaded', v.version)));
+    }
+  }
+
   /** The model, with Triton's messages for a name, version or state that does not serve. */
   get(name: string, version: string): ServedModel {
-    const versions = this.models.get(name);
-    if (versions === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' is not found`);
+    const found = this.models.get(name);
+    if (found === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' is not found`);
+    // A model being unloaded answers as one that is not ready.
+    const versions = this.unloading.has(name) ? found.map((v) => unavailable(name, v.config, 'unloading', v.version)) : found;
     if (version !== '') {
       // std::stoll: exact over int64, out_of_range beyond it (a Number would round 99999999999999999999 up to 1e20).
       const exact = /^-?\d+$/.test(version) ? BigInt(version) : undefined;

@@ -5,6 +5,7 @@ import { GrpcTransport } from './grpc-transport.js';
 import { HttpTransport } from './http-transport.js';
 import { MetricsTransport } from './metrics-transport.js';
 import { InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
+import { ModelControl, type ModelControlOptions } from './model-control.js';
 import { ModelRepository } from './model-repository.js';
 import type { InstanceEvent, ServedModel } from './served-model.js';
 import type { Transport } from './transport.js';
@@ -34,6 +35,8 @@ export interface ServeOptions {
   readonly maxBufferedBytes?: number;
   readonly log?: (entry: RequestLog) => void;
   readonly onModel?: (model: ServedModel) => void;
+  /** Triton's --model-control-mode and its options (default: none). */
+  readonly modelControl?: ModelControlOptions;
   /** An instance failed, was restarted or given up (the CLI logs it). */
   readonly onInstanceEvent?: (event: InstanceEvent) => void;
 }
@@ -76,7 +79,9 @@ function portError(error: unknown, transport: Transport, host: string, port: num
 
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const repository = new ModelRepository();
-  const core = new InferenceServer(repository);
+  const loadOptions = { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel, onInstanceEvent: options.onInstanceEvent };
+  const control = new ModelControl(repository, options.repositories, loadOptions, options.modelControl ?? { mode: 'none' });
+  const core = new InferenceServer(repository, control);
   const budget = new BodyBudget(options.maxBufferedBytes ?? Math.max(options.maxRequestSize, Math.min(8 * options.maxRequestSize, 1024 ** 3)));
   const transports = plan(core, options, budget);
   const closeAll = (): Promise<unknown> => Promise.allSettled(transports.map(({ transport }) => transport.close()));
@@ -86,9 +91,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     for (const { transport, port } of transports) {
       ports.set(transport.name, await transport.listen(port, options.host).catch((e: unknown) => Promise.reject(portError(e, transport, options.host, port))));
     }
-    await repository.load(options.repositories, { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel, onInstanceEvent: options.onInstanceEvent });
+    await control.start();
   } catch (error) {
-    await Promise.allSettled([closeAll(), repository.close()]);
+    await Promise.allSettled([closeAll(), control.stop(), repository.close()]);
     throw error;
   }
   let stopping: Promise<void> | undefined;
@@ -103,10 +108,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         core.stopAccepting();
         // Idle and half-sent connections close now; running requests finish, then whatever is left is cut.
         const closed = closeAll();
-        await repository.idle();
+        await Promise.allSettled([control.stop(), repository.idle()]);
         for (const { transport } of transports) transport.closeAll();
         await closed;
         await repository.close();
+        core.sharedMemory.close();
       })();
       return stopping;
     },

@@ -16,6 +16,18 @@ export class RequestError extends Error {
   }
 }
 
+/**
+ * An error of a request Triton had already accepted: it comes back in the
+ * response (a stream answers it with the response's fields and
+ * triton_final_response), not when the request is issued.
+ */
+export class ResponseError extends RequestError {
+  constructor(status: StatusCode, message: string) {
+    super(status, message);
+    this.name = 'ResponseError';
+  }
+}
+
 export function invalidArg(message: string): RequestError {
   return new RequestError('INVALID_ARG', message);
 }

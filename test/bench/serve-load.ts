@@ -2,11 +2,15 @@
  * The client side of the serve benchmark, run as its own process so that
  * client and server do not share an event loop: keeps CONCURRENCY MNIST
  * requests in flight against an inference server (popef serve or Triton)
- * for SECONDS, over gRPC (one HTTP/2 channel) or HTTP with binary tensors
+ * for SECONDS, over gRPC (one HTTP/2 channel), a gRPC stream
+ * (ModelStreamInfer, answers in order), gRPC with the tensors in system
+ * shared memory (one input region filled once, one output region per
+ * request in flight, as perf_analyzer does), or HTTP with binary tensors
  * (keep-alive sockets), and prints one JSON line of figures.
  *
- * usage: tsx test/bench/serve-load.ts grpc|http HOST:PORT MODEL CONCURRENCY SECONDS
+ * usage: tsx test/bench/serve-load.ts grpc|grpc-stream|grpc-shm|http HOST:PORT MODEL CONCURRENCY SECONDS
  */
+import { rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { Client, credentials, type ServiceError } from '@grpc/grpc-js';
 import { protocolCodec, type ProtocolMessage } from '../../src/triton/inference-protocol.js';
@@ -41,6 +45,81 @@ function grpcSender(): { send: Send; close: () => void } {
   return { send, close: () => client.close() };
 }
 
+function grpcStreamSender(): { send: Send; close: () => void } {
+  const client = new Client(address, credentials.createInsecure());
+  const req = protocolCodec('ModelInferRequest');
+  const res = protocolCodec('ModelStreamInferResponse');
+  const message = { model_name: model, inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'output_labels' }], raw_input_contents: [image] };
+  const stream = client.makeBidiStreamRequest(
+    '/inference.GRPCInferenceService/ModelStreamInfer',
+    (v: ProtocolMessage) => req.encode(v),
+    (b: Buffer) => res.decode(b),
+  );
+  // A model that is not decoupled answers a stream's requests in order.
+  const waiting: [() => void, (e: Error) => void][] = [];
+  stream.on('data', (answer: ProtocolMessage) => {
+    const [resolve, reject] = waiting.shift() ?? [() => undefined, () => undefined];
+    if (typeof answer.error_message === 'string' && answer.error_message !== '') reject(new Error(answer.error_message));
+    else resolve();
+  });
+  stream.on('error', () => undefined);
+  const send: Send = () =>
+    new Promise((resolve, reject) => {
+      waiting.push([resolve, reject]);
+      stream.write(message);
+    });
+  return {
+    send,
+    close: () => {
+      stream.end();
+      client.close();
+    },
+  };
+}
+
+/** Regions as /dev/shm files (what shm_open makes), registered with SystemSharedMemoryRegister. */
+async function grpcShmSender(): Promise<{ send: Send; close: () => void }> {
+  const client = new Client(address, credentials.createInsecure());
+  const unary = (method: string, requestType: string, value: ProtocolMessage): Promise<ProtocolMessage> =>
+    new Promise((resolve, reject) => {
+      const c = protocolCodec(requestType);
+      client.makeUnaryRequest(`/inference.GRPCInferenceService/${method}`, (v: ProtocolMessage) => c.encode(v), (b: Buffer) => b as unknown as ProtocolMessage, value, (error: ServiceError | null, answer?: ProtocolMessage) =>
+        error !== null ? reject(error) : resolve(answer ?? {}),
+      );
+    });
+  const tag = `${process.pid}`;
+  const keys = [`/popef_bench_in_${tag}`, ...Array.from({ length: concurrency }, (_, i) => `/popef_bench_out_${tag}_${i}`)];
+  writeFileSync(`/dev/shm${keys[0] ?? ''}`, image);
+  for (const key of keys.slice(1)) writeFileSync(`/dev/shm${key}`, Buffer.alloc(40));
+  await unary('SystemSharedMemoryUnregister', 'SystemSharedMemoryUnregisterRequest', {});
+  for (const [i, key] of keys.entries()) await unary('SystemSharedMemoryRegister', 'SystemSharedMemoryRegisterRequest', { name: `r${i}`, key, offset: 0, byte_size: i === 0 ? image.byteLength : 40 });
+  const req = protocolCodec('ModelInferRequest');
+  const res = protocolCodec('ModelInferResponse');
+  const free = Array.from({ length: concurrency }, (_, i) => `r${i + 1}`);
+  const region = (name: string, size: number): ProtocolMessage => ({ shared_memory_region: { string_param: name }, shared_memory_byte_size: { int64_param: size } });
+  const send: Send = () =>
+    new Promise((resolve, reject) => {
+      const out = free.pop() ?? 'r1';
+      const message = {
+        model_name: model,
+        inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: region('r0', image.byteLength) }],
+        outputs: [{ name: 'output_labels', parameters: region(out, 40) }],
+      };
+      client.makeUnaryRequest('/inference.GRPCInferenceService/ModelInfer', (v: ProtocolMessage) => req.encode(v), (b: Buffer) => res.decode(b), message, (error: ServiceError | null) => {
+        free.push(out);
+        if (error !== null) reject(error);
+        else resolve();
+      });
+    });
+  return {
+    send,
+    close: () => {
+      client.close();
+      for (const key of keys) rmSync(`/dev/shm${key}`, { force: true });
+    },
+  };
+}
+
 function httpSender(): { send: Send; close: () => void } {
   const [host, port] = address.split(':');
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
@@ -65,7 +144,7 @@ function httpSender(): { send: Send; close: () => void } {
   return { send, close: () => agent.destroy() };
 }
 
-const { send, close } = protocol === 'grpc' ? grpcSender() : httpSender();
+const { send, close } = protocol === 'grpc' ? grpcSender() : protocol === 'grpc-stream' ? grpcStreamSender() : protocol === 'grpc-shm' ? await grpcShmSender() : httpSender();
 // Warm-up: connections open, first requests compiled.
 for (let i = 0; i < 50; i++) await send();
 const latencies: number[] = [];

@@ -2,7 +2,8 @@
  * popef serve under load, beside the real Triton server. The MNIST model
  * (scaffolded repository, cpu plugin) is served by `popef serve`; a client
  * in a second process (test/bench/serve-load.ts) keeps 1, 4 and 16
- * requests in flight over gRPC and over HTTP with binary tensors, and
+ * requests in flight (BENCH_CONCURRENCY overrides) over gRPC, a gRPC
+ * stream, gRPC with system shared memory, and HTTP with binary tensors, and
  * reports throughput and p50/p99 latency. The server's own overhead is the
  * p50 latency at concurrency 1 minus the p50 of the same run called on the
  * plugin in process (target: 150 us or less). Then the real tritonserver
@@ -34,7 +35,7 @@ import { findTritonServer, startTriton } from '../triton/oracle/tritonserver.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const CONCURRENCY = [1, 4, 16];
+const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,4,16').split(',').map(Number);
 const dir = await mkdtemp(join(tmpdir(), 'popef-bench-serve-'));
 const silent = { stdout: () => undefined, stderr: () => undefined, stdoutIsTTY: false, stderrIsTTY: false, env: {}, cwd: dir, signal: new AbortController().signal };
 
@@ -53,19 +54,18 @@ function load(protocol: string, address: string, concurrency: number): Figures {
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Figures;
 }
 
-function measureAll(grpc: string, http: string): Figures[] {
+const PROTOCOLS = ['grpc', 'grpc-stream', 'grpc-shm', 'http'] as const;
+
+function measureAll(grpc: string, http: string, protocols: readonly string[] = PROTOCOLS): Figures[] {
   const out: Figures[] = [];
-  for (const [protocol, address] of [
-    ['grpc', grpc],
-    ['http', http],
-  ] as const) {
-    for (const c of CONCURRENCY) out.push(load(protocol, address, c));
+  for (const protocol of protocols) {
+    for (const c of CONCURRENCY) out.push(load(protocol, protocol === 'http' ? http : grpc, c));
   }
   return out;
 }
 
 /** Starts a server process that prints its ports like popef serve does, measures it, stops it. */
-async function measureServer(args: readonly string[], what: string): Promise<Figures[]> {
+async function measureServer(args: readonly string[], what: string, protocols?: readonly string[]): Promise<Figures[]> {
   const server = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: ROOT });
   let stderr = '';
   server.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
@@ -75,7 +75,7 @@ async function measureServer(args: readonly string[], what: string): Promise<Fig
     await new Promise((r) => setTimeout(r, 50));
   }
   try {
-    return measureAll(`127.0.0.1:${ports[2] ?? ''}`, `127.0.0.1:${ports[1] ?? ''}`);
+    return measureAll(`127.0.0.1:${ports[2] ?? ''}`, `127.0.0.1:${ports[1] ?? ''}`, protocols);
   } finally {
     server.kill('SIGTERM');
     await new Promise((r) => server.once('exit', r));
@@ -114,7 +114,7 @@ try {
   const pluginP50 = inProcess[Math.floor(inProcess.length / 2)] ?? NaN;
 
   // The transport floor, then popef serve as a user starts it.
-  const floor = await measureServer([join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'test/bench/null-server.ts')], 'null server');
+  const floor = await measureServer([join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'test/bench/null-server.ts')], 'null server', ['grpc', 'http']);
   const ours = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'], 'popef serve');
   const oursBatching = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', batchingRepo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'], 'popef serve (dynamic batching)');
 
@@ -179,11 +179,11 @@ try {
   console.log(`plugin in process: p50 ${ms(pluginP50)} per run`);
   const table = (title: string, mine: Figures[], real: Figures[] | undefined): void => {
     console.log(title);
-    console.log('protocol  conc   popef req/s   p50        p99        | Triton req/s   p50        p99        | popef/Triton');
+    console.log('protocol     conc   popef req/s   p50        p99        | Triton req/s   p50        p99        | popef/Triton');
     mine.forEach((o, i) => {
       const t = real?.[i];
       const right = t === undefined ? `| ${why}` : `| ${t.throughput.toFixed(0).padStart(12)}   ${ms(t.p50).padEnd(10)} ${ms(t.p99).padEnd(10)} | ${(o.throughput / t.throughput).toFixed(2)}x`;
-      console.log(`${o.protocol.padEnd(8)}  ${String(o.concurrency).padStart(4)}   ${o.throughput.toFixed(0).padStart(11)}   ${ms(o.p50).padEnd(10)} ${ms(o.p99).padEnd(10)} ${right}`);
+      console.log(`${o.protocol.padEnd(11)}  ${String(o.concurrency).padStart(4)}   ${o.throughput.toFixed(0).padStart(11)}   ${ms(o.p50).padEnd(10)} ${ms(o.p99).padEnd(10)} ${right}`);
     });
   };
   table('default scheduler (max_batch_size 1):', ours, theirs);

@@ -362,6 +362,9 @@ describe('popef serve: what it refuses', () => {
       [['--http-port', '9123', '--grpc-port', '9123'], {}, /--http-port and --grpc-port are both 9123/],
       [['--plugin-option', 'nokey'], {}, /--plugin-option "nokey" is not KEY=VALUE/],
       [['--http-port', '0', '--grpc-port', '0'], { POPEF_ONNXRUNTIME_MODULE: 'onnxruntime-node-is-not-here' }, /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded/],
+      [['--load-model', 'mnist'], {}, /--load-model needs --model-control-mode explicit/],
+      [['--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--model-control-mode', 'explicit', '--load-model', 'nosuch'], {}, /no model directory named "nosuch" in .*\n {2}hint: check --load-model/],
+      [['--model-control-mode', 'sometimes'], {}, /--model-control-mode/],
     ];
     for (const [args, env, message] of cases) {
       const r = await runCli(['serve', repo, ...args], { env });
@@ -385,9 +388,11 @@ describe('popef serve: what it refuses', () => {
       server = await startServer({ repositories: [first, second], models: ['mnist', 'other-backend'], createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }), host: '127.0.0.1', httpPort: 0, maxRequestSize: 1024 * 1024 });
       const base = `http://127.0.0.1:${server.httpPort ?? 0}`;
       const index = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as { name: string; state: string; reason?: string }[];
+      // As Triton's index: every model directory (one not loaded by name only), no empty fields.
       assert.deepEqual(index, [
-        { name: 'mnist', version: '', state: 'UNAVAILABLE', reason: "model 'mnist' appears in more than one model repository" },
-        { name: 'other-backend', version: '', state: 'UNAVAILABLE', reason: "popef serve runs models of the poplar backend only; this one names backend 'python'" },
+        { name: 'broken' },
+        { name: 'mnist', state: 'UNAVAILABLE', reason: "model 'mnist' appears in more than one model repository" },
+        { name: 'other-backend', state: 'UNAVAILABLE', reason: "popef serve runs models of the poplar backend only; this one names backend 'python'" },
       ]);
       const readyOnly = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{"ready": true}' })).json()) as unknown[];
       assert.deepEqual(readyOnly, []);
@@ -449,7 +454,7 @@ describe('popef run --plugin triton: the cases of issue 24', () => {
     await answering({ 'Inference-Header-Content-Length': String(json.byteLength) }, Buffer.concat([json, Buffer.alloc(40)]), async (url) => {
       const r = await run(url);
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /output 'softmax\/Softmax:0' declares binary_data_size 4000000000, but the body holds 40 more bytes \[E_PLUGIN\]/);
+      assert.match(r.stderr, /output 'softmax\/Softmax:0' declares binary_data_size 4000000000, but 40 bytes of binary data are left \[E_PLUGIN\]/);
     });
   });
 
@@ -459,7 +464,7 @@ describe('popef run --plugin triton: the cases of issue 24', () => {
       const started = Date.now();
       const r = await run(url);
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /answered: a body of 2147483648 bytes, more than the 67108904 that the outputs and a JSON header can take \[E_PLUGIN\]/);
+      assert.match(r.stderr, /answered: a response of 2147483648 bytes or more, more than the 16777256 this model's outputs can take \(their bytes and 16777216 for the JSON header\) \[E_PLUGIN\]/);
       assert.ok(Date.now() - started < 10_000);
     });
   });
@@ -483,5 +488,80 @@ describe('JSON tensor data (Triton HTTP frontend rules)', () => {
     refused('NOPE', [1], [1], /invalid datatype for input x/);
     assert.deepEqual(writeJsonData('BYTES', readJsonData('s', 'BYTES', [2], ['ab', ''])), ['ab', '']);
     assert.throws(() => writeJsonData('FP16', new Uint8Array(2)), /sending FP16 data via JSON is not supported/);
+  });
+});
+
+describe('popef serve model control: poll and explicit modes', () => {
+  const cpu = (): Promise<ExecutionPlugin> => loadPlugin('cpu', { cwd: ROOT, env: {} });
+  const index = async (base: string): Promise<unknown> => (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{}' })).json();
+  const body = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data: Array.from(new Float32Array(28 * 28)) }] });
+  const infer = async (base: string, model: string): Promise<number> => (await fetch(`${base}/v2/models/${model}/infer`, { method: 'POST', body })).status;
+
+  it('poll mode loads a model directory that appears and unloads one that goes away', async () => {
+    const temp = await tempDir();
+    let server: RunningServer | undefined;
+    try {
+      const repo = await mnistRepository(temp.dir);
+      await rm(join(repo, 'broken'), { recursive: true });
+      server = await startServer({ repositories: [repo], createPlugin: cpu, host: '127.0.0.1', httpPort: 0, maxRequestSize: 1 << 20, modelControl: { mode: 'poll', pollSeconds: 1 } });
+      const base = `http://127.0.0.1:${server.httpPort ?? 0}`;
+      await cp(join(repo, 'mnist'), join(repo, 'second'), { recursive: true });
+      const config = await readFile(join(repo, 'second', 'config.pbtxt'), 'utf8');
+      await writeFile(join(repo, 'second', 'config.pbtxt'), config.replace('name: "mnist"', 'name: "second"'));
+      const until = async (want: unknown): Promise<unknown> => {
+        const deadline = Date.now() + 20_000;
+        let got = await index(base);
+        while (JSON.stringify(got) !== JSON.stringify(want) && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 200));
+          got = await index(base);
+        }
+        return got;
+      };
+      const both = [
+        { name: 'mnist', version: '1', state: 'READY' },
+        { name: 'second', version: '1', state: 'READY' },
+      ];
+      assert.deepEqual(await until(both), both);
+      assert.equal(await infer(base, 'second'), 200);
+      await rm(join(repo, 'second'), { recursive: true });
+      const gone = [{ name: 'mnist', version: '1', state: 'READY' }, { name: 'second', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' }];
+      assert.deepEqual(await until(gone), gone);
+      // Load and unload are refused while polling, with Triton's message.
+      const load = await fetch(`${base}/v2/repository/models/mnist/load`, { method: 'POST' });
+      assert.deepEqual([load.status, await load.json()], [503, { error: 'explicit model load / unload is not allowed if polling is enabled' }]);
+    } finally {
+      await server?.stop();
+      await temp.cleanup();
+    }
+  });
+
+  it('explicit mode loads --load-model models only; an unload lets queued requests finish and refuses new ones', async () => {
+    const temp = await tempDir();
+    let server: RunningServer | undefined;
+    try {
+      const repo = await mnistRepository(temp.dir);
+      server = await startServer({ repositories: [repo], createPlugin: cpu, host: '127.0.0.1', httpPort: 0, maxRequestSize: 1 << 20, modelControl: { mode: 'explicit', loadModels: ['mnist'] } });
+      const base = `http://127.0.0.1:${server.httpPort ?? 0}`;
+      assert.deepEqual(await index(base), [{ name: 'broken' }, { name: 'mnist', version: '1', state: 'READY' }]);
+      // Requests given to the core are checked and queued on the model (one instance, one run at a time) at once.
+      const request = { modelName: 'mnist', modelVersion: '', id: '', inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data: new Uint8Array(IMAGE_BYTES) }], outputs: [] };
+      const core = server.core;
+      const queued = Array.from({ length: 8 }, () => core.infer(request).then((r) => r.outputs.length));
+      const unload = await fetch(`${base}/v2/repository/models/mnist/unload`, { method: 'POST' });
+      assert.equal(unload.status, 200);
+      // Triton answers the unload while the model drains: it refuses new requests at once.
+      assert.equal(await infer(base, 'mnist'), 404);
+      assert.deepEqual(await Promise.all(queued), Array(8).fill(1));
+      const unloaded = [{ name: 'broken' }, { name: 'mnist', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' }];
+      let got = await index(base);
+      for (let i = 0; i < 100 && JSON.stringify(got) !== JSON.stringify(unloaded); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        got = await index(base);
+      }
+      assert.deepEqual(got, unloaded);
+    } finally {
+      await server?.stop();
+      await temp.cleanup();
+    }
   });
 });

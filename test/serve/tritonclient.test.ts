@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -121,6 +122,28 @@ function rawCases(): [string, string, RequestInit][] {
     ['unknown route', '/v2/nosuch', { method: 'GET' }],
     ['wrong method', '/v2/health/live', { method: 'POST' }],
     ['infer by GET', '/v2/models/mnist/infer', { method: 'GET' }],
+    ['shm register, no region name', '/v2/systemsharedmemory/register', post('{"key":"/k","byte_size":4}')],
+    ['shm register, no body', '/v2/systemsharedmemory/region/r/register', post('')],
+    ['shm register, no key', '/v2/systemsharedmemory/region/r/register', post('{"byte_size":4}')],
+    ['shm register, key not a string', '/v2/systemsharedmemory/region/r/register', post('{"key":4,"byte_size":4}')],
+    ['shm register, no byte_size', '/v2/systemsharedmemory/region/r/register', post('{"key":"/popef_none"}')],
+    ['shm register, negative offset', '/v2/systemsharedmemory/region/r/register', post('{"key":"/popef_none","offset":-1,"byte_size":4}')],
+    ['shm register, unknown key', '/v2/systemsharedmemory/region/r/register', post('{"key":"/popef_none","byte_size":4}')],
+    ['shm status by POST', '/v2/systemsharedmemory/status', post('')],
+    ['shm unregister by GET', '/v2/systemsharedmemory/unregister', { method: 'GET' }],
+    ['shm status of an unknown region', '/v2/systemsharedmemory/region/nosuch/status', { method: 'GET' }],
+    ['cuda register, no raw_handle', '/v2/cudasharedmemory/region/g/register', post('{"byte_size":4,"device_id":0}')],
+    ['cuda register, short raw_handle', '/v2/cudasharedmemory/region/g/register', post('{"raw_handle":{"b64":"AAAA"},"byte_size":4,"device_id":0}')],
+    ['cuda status', '/v2/cudasharedmemory/status', { method: 'GET' }],
+    ['infer, input in an unknown region', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"parameters":{"shared_memory_region":"nosuch","shared_memory_byte_size":3136}}]}')],
+    ['infer, region not a string', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"parameters":{"shared_memory_region":1}}]}')],
+    ['infer, output in shm and binary', '/v2/models/mnist/infer', post('{"inputs":[],"outputs":[{"name":"output_labels","parameters":{"shared_memory_region":"r","binary_data":true}}]}')],
+    ['index, ready not a bool', '/v2/repository/index', post('{"ready":1}')],
+    ['index by GET', '/v2/repository/index', { method: 'GET' }],
+    ['load in mode none', '/v2/repository/models/mnist/load', post('')],
+    ['load, repository named', '/v2/repository/other/models/mnist/load', post('')],
+    ['load, parameter not a string', '/v2/repository/models/mnist/load', post('{"parameters":{"config":1}}')],
+    ['unload, unload_dependents not a bool', '/v2/repository/models/mnist/unload', post('{"parameters":{"unload_dependents":"yes"}}')],
     ['statistics of an unknown model', '/v2/models/nosuch/stats', { method: 'GET' }],
     ['statistics of an unknown version', '/v2/models/mnist/versions/9/stats', { method: 'GET' }],
     ['an input that is not an object', '/v2/models/mnist/infer', post('{"inputs":[[null,null]]}')],
@@ -139,6 +162,11 @@ function rawCases(): [string, string, RequestInit][] {
     ['a percent-encoded unknown model', '/v2/models/no%20such/infer', post('{}')],
     ['a malformed percent escape', '/v2/models/no%zzsuch', { method: 'GET' }],
   ];
+}
+
+/** Runs protocol_cases.py (streaming, shared memory, model control) against one server. */
+function protocolCases(grpc: number, http: number, mode: 'none' | 'explicit'): Record<string, unknown> {
+  return JSON.parse(python([join(CLIENTS, 'protocol_cases.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist', mode])) as Record<string, unknown>;
 }
 
 describe('popef serve answers as the real Triton server does', { skip: process.env.CI === 'true' ? false : noTriton }, () => {
@@ -187,6 +215,29 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     assert.deepEqual(differences, []);
     // Our good answer carries the output itself.
     assert.deepEqual((a['grpc/ok'] as { outputs: unknown }).outputs, [['output_labels', 'FP32', [1, 10]]]);
+  });
+
+  it('the same answers on a gRPC stream, for system and CUDA shared memory and to model control in mode none, over gRPC and HTTP', () => {
+    const [a, b] = [protocolCases(ours.grpc, ours.http, 'none'), protocolCases(theirs.grpcPort, theirs.httpPort, 'none')];
+    // The stand-in backend writes no output: ours must have written the softmax into the region.
+    for (const transport of ['grpc/shm', 'http/shm']) {
+      const sums = [a, b].map((r) => (r[transport] as Record<string, unknown>)['output-region-sum']);
+      assert.deepEqual(sums, [1, 0], transport);
+      for (const r of [a, b]) delete (r[transport] as Record<string, unknown>)['output-region-sum'];
+    }
+    assert.deepEqual(a, b);
+  });
+
+  it("perf_analyzer's requests in each of its modes (its binary cannot run here) succeed on both", () => {
+    const run = (grpc: number, http: number): Record<string, { ok: boolean; sum?: number }> =>
+      JSON.parse(python([join(CLIENTS, 'perf_requests.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<string, { ok: boolean; sum?: number }>;
+    const [mine, real] = [run(ours.grpc, ours.http), run(theirs.grpcPort, theirs.httpPort)];
+    assert.deepEqual(Object.keys(mine).sort(), ['grpc-async', 'grpc-shm-system', 'grpc-streaming', 'grpc-sync', 'http-async', 'http-shm-system', 'http-sync']);
+    // The stand-in backend writes no output into the region: ours holds the softmax.
+    for (const mode of ['grpc-shm-system', 'http-shm-system']) assert.deepEqual([mine[mode]?.sum, real[mode]?.sum], [1, 0], mode);
+    const outcome = (r: typeof mine): Record<string, unknown> => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { ...v, sum: undefined }]));
+    assert.deepEqual(outcome(mine), outcome(real));
+    for (const [mode, answer] of Object.entries(mine)) assert.equal(answer.ok, true, `${mode}: ${JSON.stringify(answer)}`);
   });
 
   it('the same answers to gRPC request parameters, perf_analyzer\'s triton_enable_empty_final_response among them', () => {
@@ -294,5 +345,60 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     const [mineMoved, realMoved] = [await moved(ours.metrics ?? 0, ours.http), await moved(theirs.metricsPort, theirs.httpPort)];
     assert.deepEqual(mineMoved, realMoved);
     assert.deepEqual(realMoved.find(([series]) => series.startsWith('nv_inference_request_success')), ['nv_inference_request_success{model="mnist",version="1"}', 3]);
+  });
+});
+
+describe('model control answers as the real Triton server does (--model-control-mode explicit)', { skip: process.env.CI === 'true' ? false : noTriton }, () => {
+  let ours: Serving;
+  let theirs: RunningTriton;
+  let repo: string;
+  let cleanup: () => Promise<void>;
+
+  before(async () => {
+    const temp = await tempDir();
+    cleanup = temp.cleanup;
+    repo = await scaffoldMnist(temp.dir);
+    // Two models that fail: one while Triton polls (its config does not parse), one when it loads (no GPU).
+    const config = await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8');
+    for (const [name, text] of [['broken', config.replace('TYPE_FP32', 'TYPE_NOPE')], ['gpu', config.replace('KIND_CPU', 'KIND_GPU')]] as const) {
+      await cp(join(repo, 'mnist'), join(repo, name), { recursive: true });
+      await writeFile(join(repo, name, 'config.pbtxt'), text.replace('name: "mnist"', `name: "${name}"`));
+    }
+    const backends = join(temp.dir, 'backends');
+    await buildStandInBackends(backends, ['poplar']);
+    theirs = await startTriton(triton ?? '', repo, backends, 120_000, ['--model-control-mode=explicit']);
+    ours = await serve(repo, ['--model-control-mode', 'explicit']);
+  });
+
+  after(async () => {
+    ours.child.kill('SIGKILL');
+    await ours.exited;
+    await theirs.stop();
+    await cleanup();
+  });
+
+  it('loads, reloads and unloads with the same answers, and the same repository index at each step', () => {
+    assert.deepEqual(protocolCases(ours.grpc, ours.http, 'explicit'), protocolCases(theirs.grpcPort, theirs.httpPort, 'explicit'));
+  });
+
+  it('refuses a model whose config does not parse as not polled, and one that fails to load with its reason', () => {
+    const script = [
+      'import json, sys, tritonclient.grpc as g',
+      'c = g.InferenceServerClient(sys.argv[1])',
+      'out = []',
+      'for m in ["broken", "gpu"]:',
+      '    try:',
+      '        c.load_model(m); out.append("ok")',
+      '    except Exception as e:',
+      '        out.append([str(e.status()), e.message()])',
+      'out.append(c.get_model_repository_index(as_json=True))',
+      'print(json.dumps(out))',
+    ].join('\n');
+    const run = (port: number): unknown => JSON.parse(python(['-c', script, `127.0.0.1:${port}`]));
+    const [mine, real] = [run(ours.grpc), run(theirs.grpcPort)] as [unknown[], unknown[]];
+    // Which version a failed model is listed with waits for the shared model-directory reader.
+    const withoutFailedVersion = (r: unknown[]): unknown[] =>
+      r.map((x) => (typeof x === 'object' && x !== null && 'models' in x ? (x as { models: { name: string; version?: string }[] }).models.map((m) => (m.name === 'gpu' ? { ...m, version: undefined } : m)) : x));
+    assert.deepEqual(withoutFailedVersion(mine), withoutFailedVersion(real));
   });
 });

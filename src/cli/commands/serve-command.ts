@@ -14,6 +14,7 @@ import type { ServeFlags } from './serve.js';
 export async function serveCommand(repositories: string[], flags: ServeFlags, io: CliIo): Promise<number> {
   const timeoutMs = positiveSecondsMs(flags.timeout, '--timeout');
   if (!flags.http && !flags.grpc) throw usage('--no-http and --no-grpc leave nothing to serve');
+  if (flags.loadModel !== undefined && flags.modelControlMode !== 'explicit') throw usage('--load-model needs --model-control-mode explicit', 'in the other modes every model loads at start');
   const ports: [string, number][] = [
     ...(flags.http ? [['--http-port', flags.httpPort] as [string, number]] : []),
     ...(flags.grpc ? [['--grpc-port', flags.grpcPort] as [string, number]] : []),
@@ -45,6 +46,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     metricsPort: flags.allowMetrics ? flags.metricsPort : undefined,
     maxRequestSize: flags.maxRequestSize,
     ...(flags.maxBuffered === undefined ? {} : { maxBufferedBytes: flags.maxBuffered }),
+    modelControl: { mode: flags.modelControlMode, loadModels: flags.loadModel, pollSeconds: flags.repositoryPollSecs },
     log,
     onInstanceEvent: (e: InstanceEvent) => io.stderr(instanceLine(e, flags.jsonLogs === true)),
     onModel: (m) => {

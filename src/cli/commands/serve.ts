@@ -18,6 +18,9 @@ export interface ServeFlags {
   readonly maxRequestSize: number;
   readonly maxBuffered?: number;
   readonly timeout: string;
+  readonly modelControlMode: 'none' | 'poll' | 'explicit';
+  readonly loadModel?: string[];
+  readonly repositoryPollSecs: number;
 }
 
 const collect = (value: string, previous?: string[]): string[] => [...(previous ?? []), value];
@@ -34,6 +37,10 @@ with errors is listed UNAVAILABLE with Triton's message as the reason, and
 the others serve. The server is ready once every model is loaded or refused.
 Client tensor names go through name_map.json; requests are checked with
 Triton's request-time rules and messages.
+
+Streaming (ModelStreamInfer), system shared memory (CUDA shared memory
+answers as Triton's GPU build on a host without GPUs) and model control
+(--model-control-mode, as Triton's) are served over both protocols.
 
 Prometheus metrics (Triton's nv_* families) are served at /metrics on
 --metrics-port unless --allow-metrics=false.
@@ -64,6 +71,9 @@ export function registerServe(program: Command, io: CliIo, run: (handler: Handle
     .addOption(new Option('--max-request-size <bytes>', 'largest request body accepted').argParser(parseIntOption(1024, 2 ** 31 - 1)).default(64 * 1024 * 1024))
     .addOption(new Option('--max-buffered <bytes>', 'most bytes of request bodies held at once, across all requests (default: 8 x --max-request-size, at most 1 GiB); beyond it a request is answered 503').argParser(parseIntOption(1024, Number.MAX_SAFE_INTEGER)))
     .option('--timeout <seconds>', 'how long the plugin may take to open a model or run a request', '300')
+    .addOption(new Option('--model-control-mode <mode>', "as Triton's: none (load all, no load/unload), explicit (load/unload by clients), poll (reload on change)").choices(['none', 'poll', 'explicit']).default('none'))
+    .option('--load-model <name>', "explicit mode: a model to load at start (repeatable; '*' for all)", collect)
+    .addOption(new Option('--repository-poll-secs <seconds>', 'poll mode: seconds between polls of the repositories').argParser(parseIntOption(1, 86400)).default(15))
     .addHelpText('after', HELP)
     .action((repositories: string[], flags: ServeFlags) => {
       run(async () => {

@@ -244,7 +244,7 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
 }
 
 /** Rules Triton applies while polling the repository, before a model enters the dependency graph. */
-const POLL_RULES: ReadonlySet<RuleId> = new Set<RuleId>([
+export const POLL_RULES: ReadonlySet<RuleId> = new Set<RuleId>([
   'config/parse', 'config/newer-than-target', 'config/name-mismatch', 'config/no-backend', 'config/unknown-platform', 'config/platform-backend-pair',
   'config/ensemble', 'config/max-batch-size', 'config/preferred-batch-size', 'config/priority-levels', 'config/response-cache', 'config/sequence-batching',
 ]);
