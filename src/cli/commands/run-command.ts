@@ -5,7 +5,7 @@ import { FILE_LIMITS, readRegularFile } from '../../io/local-file.js';
 import { chooseColour } from '../../present/colour.js';
 import { renderRunText, type RunReport } from '../../present/run-report.js';
 import { compareValues, type Comparison } from '../../run/compare.js';
-import { loadPlugin } from '../../run/load-plugin.js';
+import { loadPlugin, type PluginContext } from '../../run/load-plugin.js';
 import { resolveTarget } from '../../run/model-target.js';
 import type { ExecutionPlugin, ModelTensors, Tensor, TensorSpec } from '../../run/plugin-api.js';
 import { latency, summarize, topK } from '../../run/stats.js';
@@ -17,6 +17,7 @@ import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { positiveSecondsMs } from './options.js';
+import { assertAvailable, defaultPlugin } from './plugin-choice.js';
 import type { RunFlags } from './run.js';
 
 function usage(message: string, suggestion?: string): PopefError {
@@ -71,6 +72,16 @@ export function outputFileNames(names: readonly string[]): Map<string, string> {
   return files;
 }
 
+/** --plugin, or the default: triton with --url, ipu beside --compare-with, else whichever of ipu and cpu can run here. */
+async function pickPlugin(flags: RunFlags, hasGraph: boolean, context: PluginContext, io: CliIo): Promise<ExecutionPlugin> {
+  if (flags.plugin !== undefined) return loadPlugin(flags.plugin, context);
+  if (flags.url !== undefined) return loadPlugin('triton', context);
+  if (flags.compareWith !== undefined) return loadPlugin(flags.compareWith === 'ipu' ? 'cpu' : 'ipu', context);
+  const chosen = await defaultPlugin({ hasGraph }, context);
+  io.stderr(`popef run: plugin ${chosen.plugin.name}: ${chosen.why} (choose with --plugin)\n`);
+  return chosen.plugin;
+}
+
 export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo): Promise<number> {
   const timeoutMs = positiveSecondsMs(flags.timeout, '--timeout');
   const durationMs = flags.duration === undefined ? undefined : Number(flags.duration) * 1000;
@@ -99,9 +110,12 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
   const set = await ModelSet.open(target.files);
   let executable: string;
   let tensors: ModelTensors;
+  let hasGraph: boolean;
   try {
-    executable = set.model(flags.executable).name;
+    const chosen = set.model(flags.executable);
+    executable = chosen.name;
     tensors = modelTensorSpecs(set, executable);
+    hasGraph = pluginOptions.reference !== undefined || chosen.opaques.some((o) => o.name === 'onnx' || o.name.startsWith('onnx:'));
   } finally {
     await set.close();
   }
@@ -113,16 +127,10 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
   if ((flags.plugin === 'triton' || flags.compareWith === 'triton') && flags.url === undefined) throw usage('--plugin triton needs --url grpc://HOST:PORT or http://HOST:PORT');
 
   const context = { cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}`, url: flags.url };
-  const plugin: ExecutionPlugin = await loadPlugin(flags.plugin, context);
+  const plugin: ExecutionPlugin = await pickPlugin(flags, hasGraph, context, io);
   const reference: ExecutionPlugin | undefined = flags.compareWith === undefined ? undefined : await loadPlugin(flags.compareWith, context);
   try {
-    for (const p of [plugin, reference]) {
-      if (p === undefined) continue;
-      const availability = await p.probe();
-      if (!availability.available) {
-        throw new PopefError(ErrorCode.PluginUnavailable, `plugin "${p.name}" cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
-      }
-    }
+    for (const p of [plugin, reference]) if (p !== undefined) await assertAvailable(p);
     const model = await plugin.open({ files: target.files, executable, options: pluginOptions, tensors });
 
     // Inputs, by the name the user knows (client name, or anchor name).

@@ -10,6 +10,7 @@ import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { positiveSecondsMs } from './options.js';
+import { assertAvailable } from './plugin-choice.js';
 import type { ServeFlags } from './serve.js';
 
 function usage(message: string, suggestion?: string): PopefError {
@@ -26,14 +27,20 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     if (at <= 0) throw usage(`--plugin-option "${o}" is not KEY=VALUE`);
     pluginOptions[o.slice(0, at)] = o.slice(at + 1);
   }
+  if (flags.reference !== undefined) {
+    if (Object.hasOwn(pluginOptions, 'reference')) throw usage('--reference and --plugin-option reference=... both give the graph; keep one');
+    pluginOptions.reference = resolve(io.cwd, flags.reference);
+  }
+  for (const m of flags.referenceMap ?? []) {
+    const at = m.indexOf('=');
+    if (at <= 0) throw usage(`--reference-map "${m}" is not ANCHOR=NAME`);
+    pluginOptions[`map.${m.slice(0, at)}`] = m.slice(at + 1);
+  }
   const createPlugin = (): Promise<ExecutionPlugin> => loadPlugin(flags.plugin, { cwd: io.cwd, env: io.env, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}` });
   // A plugin that cannot run here fails the start, before any port is taken.
   const probe = await createPlugin();
   try {
-    const availability = await probe.probe();
-    if (!availability.available) {
-      throw new PopefError(ErrorCode.PluginUnavailable, `plugin "${probe.name}" cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
-    }
+    await assertAvailable(probe);
   } finally {
     await probe.dispose();
   }

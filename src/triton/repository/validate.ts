@@ -317,7 +317,7 @@ class ModelChecker {
       let nameMapUsable = true;
       const nameMapFile = `${versionPath}/name_map.json`;
       if (!files.includes('name_map.json')) {
-        this.add('layout/name-map-missing', `version directory ${versionPath} of poplar model '${this.model}' holds no name_map.json`, { file: versionPath }, 'popef config writes one from the PopEF anchors');
+        this.add('layout/name-map-missing', `version directory ${versionPath} of poplar model '${this.model}' holds no name_map.json`, { file: versionPath }, `popef config FILE -o REPOSITORY -m '${this.model}' writes it (MODEL/1/name_map.json) from the PopEF anchors`);
       } else {
         nameMap = await this.checkNameMap(join(dir, v.dir, 'name_map.json'), nameMapFile, config, positions, configFile);
         nameMapUsable = nameMap !== undefined && nameMap.schemaErrors.length === 0;
