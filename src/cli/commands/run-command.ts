@@ -262,7 +262,7 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
     }
 
     if (flags.json === true) io.stdout(`${JSON.stringify(report, (_, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`);
-    else io.stdout(renderRunText(report, await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
+    else io.stdout(renderRunText(report, await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY }), io.stdoutColumns));
     return mismatch ? ExitCode.Findings : ExitCode.Ok;
   } finally {
     await plugin.dispose();
