@@ -6,6 +6,8 @@ export interface CliIo {
   readonly stderr: (text: string) => void;
   readonly stdoutIsTTY: boolean;
   readonly stderrIsTTY: boolean;
+  /** The terminal's width when standard output is one; undefined (no limit) for a pipe or file. */
+  readonly stdoutColumns?: number;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
   /** Aborted on Ctrl-C; long operations stop and clean up. */
@@ -43,6 +45,7 @@ export function processIo(signal: AbortSignal, signalIsNormalStop?: () => void, 
     stderr: (text) => process.stderr.write(text),
     stdoutIsTTY: process.stdout.isTTY,
     stderrIsTTY: process.stderr.isTTY,
+    stdoutColumns: process.stdout.isTTY ? process.stdout.columns : undefined,
     env: process.env,
     cwd: process.cwd(),
     signal,

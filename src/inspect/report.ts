@@ -105,6 +105,8 @@ export interface FileReport {
 export interface VerifyReport {
   readonly blobs: number;
   readonly bytes: number;
+  /** Blobs whose checksum, padding or compressed length is wrong. */
+  readonly damaged: number;
   readonly ok: boolean;
 }
 

@@ -33,5 +33,5 @@ export async function verifyModelSet(set: ModelSet, onProgress?: (done: number, 
     before += blob.payloadLength;
   }
   onProgress?.(total, total);
-  return { report: { blobs: set.blobs.length, bytes, ok: errors.length === 0 }, errors };
+  return { report: { blobs: set.blobs.length, bytes, damaged: errors.length, ok: errors.length === 0 }, errors };
 }

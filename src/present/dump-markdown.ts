@@ -57,6 +57,9 @@ export function renderDumpMarkdown(report: DumpReport): string {
     out.push('', '### Warnings', '');
     for (const w of report.warnings) out.push(`- ${code(w.file)} offset ${w.offset}: ${cell(w.message)}`);
   }
-  if (report.verify !== null) out.push('', `Verified: ${report.verify.blobs} blob(s), ${report.verify.ok ? 'all checksums match' : 'damage found'}.`);
+  if (report.verify !== null) {
+    const v = report.verify;
+    out.push('', v.ok ? `Verified: ${v.blobs} blob(s), all checksums match.` : `Damage found in ${v.damaged} of ${v.blobs} blob(s).`);
+  }
   return `${out.join('\n')}\n`;
 }

@@ -1,5 +1,6 @@
 import { readByLine } from './read-by.js';
 import type { Colour } from './colour.js';
+import { humanBytes } from './human-bytes.js';
 import type { AnchorRole } from '../inspect/anchor-roles.js';
 import type { AnchorReport, DumpReport, MetadataReport, ModelReport } from '../inspect/report.js';
 
@@ -111,7 +112,7 @@ export function renderDumpText(report: DumpReport, sections: TextSections, c: Co
       // Appended line by line: a spread of a million-anchor section would exceed the call stack.
       if (sections.metadata !== 'none') for (const line of metadataLines(m, model, sections.metadata === 'full', c)) out.push(line);
       if (sections.anchors !== 'none') for (const line of anchorsSection(m, sections.anchors, c)) out.push(line);
-      if (sections.data && model.opaques.length > 0) out.push(`Opaque blobs: ${model.opaques.map((o) => JSON.stringify(o)).join(', ')}`);
+      // The opaque blobs are listed once, in the data section below, with their executable.
     }
   }
   if (sections.data) {
@@ -127,7 +128,7 @@ export function renderDumpText(report: DumpReport, sections: TextSections, c: Co
     }
     if (report.opaques.length > 0) {
       out.push(c.bold('Opaque blobs:'));
-      for (const o of report.opaques) out.push(`  Name: ${c.cyan(JSON.stringify(o.name))}: executable ${JSON.stringify(o.executable)}, ${o.size} bytes`);
+      for (const o of report.opaques) out.push(`  Name: ${c.cyan(JSON.stringify(o.name))}: executable ${JSON.stringify(o.executable)}, ${humanBytes(o.size)}`);
     }
   }
   if (sections.blobs) {
@@ -139,7 +140,12 @@ export function renderDumpText(report: DumpReport, sections: TextSections, c: Co
     for (const w of report.warnings) out.push(`  ${w.file}: offset ${w.offset}: ${w.message}`);
   }
   if (report.verify !== null) {
-    out.push(`Verified: ${report.verify.blobs} blob(s), ${report.verify.bytes} payload bytes: ${report.verify.ok ? c.green('all checksums match') : c.red('damage found')}`);
+    const v = report.verify;
+    out.push(
+      v.ok
+        ? `Verified: ${v.blobs} blob(s), ${humanBytes(v.bytes)} of payload: ${c.green('all checksums match')}`
+        : c.red(`Damage found in ${v.damaged} of ${v.blobs} blob(s) (the errors above name each); ${humanBytes(v.bytes)} of payload in the others checked intact`),
+    );
   }
   return `${out.join('\n')}\n`;
 }

@@ -1,6 +1,7 @@
 import type { Colour } from './colour.js';
 import Table from 'cli-table3';
 import type { RunReport } from '../run/run-report.js';
+import { widthOptions } from './table-width.js';
 
 function num(x: number): string {
   if (!Number.isFinite(x)) return String(x);
@@ -11,14 +12,13 @@ function num(x: number): string {
 
 const ms = (x: number): string => `${x < 10 ? x.toFixed(3) : x.toFixed(1)} ms`;
 
-export function renderRunText(r: RunReport, c: Colour): string {
+export function renderRunText(r: RunReport, c: Colour, width?: number): string {
   const out: string[] = [];
   out.push(`${c.bold('Model:')} ${r.model} (executable "${r.executable}"), plugin ${r.plugin}`);
-  const table = new Table({
-    head: ['Output', 'dtype', 'shape', 'min', 'max', 'mean', 'first values'].map((h) => c.bold(h)),
-    style: { head: [], border: [] },
-  });
-  for (const o of r.outputs) table.push([o.name, o.dtype, `[${o.shape.join(', ')}]`, num(o.min), num(o.max), num(o.mean), o.first.map(num).join(', ')]);
+  const head = ['Output', 'dtype', 'shape', 'min', 'max', 'mean', 'first values'];
+  const rows = r.outputs.map((o) => [o.name, o.dtype, `[${o.shape.join(', ')}]`, num(o.min), num(o.max), num(o.mean), o.first.map(num).join(', ')]);
+  const table = new Table({ ...widthOptions([head, ...rows], width), head: head.map((h) => c.bold(h)), style: { head: [], border: [] } });
+  for (const row of rows) table.push(row);
   out.push(table.toString());
   for (const o of r.outputs) {
     if (o.topK === undefined) continue;
@@ -34,13 +34,10 @@ export function renderRunText(r: RunReport, c: Colour): string {
   );
   if (r.comparison !== null) {
     out.push(c.bold(r.comparedWith === undefined ? 'Comparison with the expected outputs:' : `Comparison with plugin ${r.comparedWith}:`));
-    const ct = new Table({
-      head: ['Output', 'result', 'mismatches', 'max abs err', 'max rel err', 'atol', 'rtol', 'passing atol', 'passing rtol'].map((h) => c.bold(h)),
-      style: { head: [], border: [] },
-    });
-    for (const x of r.comparison) {
-      ct.push([x.name, x.passed ? c.green('pass') : c.red('FAIL'), `${x.mismatches}/${x.elements}`, num(x.maxAbsError), num(x.maxRelError), num(x.atol), num(x.rtol), num(x.minAtol), num(x.minRtol)]);
-    }
+    const compareHead = ['Output', 'result', 'mismatches', 'max abs err', 'max rel err', 'atol', 'rtol', 'passing atol', 'passing rtol'];
+    const compareRows = r.comparison.map((x) => [x.name, x.passed ? c.green('pass') : c.red('FAIL'), `${x.mismatches}/${x.elements}`, num(x.maxAbsError), num(x.maxRelError), num(x.atol), num(x.rtol), num(x.minAtol), num(x.minRtol)]);
+    const ct = new Table({ ...widthOptions([compareHead, ...compareRows], width), head: compareHead.map((h) => c.bold(h)), style: { head: [], border: [] } });
+    for (const row of compareRows) ct.push(row);
     out.push(ct.toString());
     for (const x of r.comparison) if (x.note !== undefined) out.push(c.red(`${x.name}: ${x.note}`));
     const failed = r.comparison.filter((x) => !x.passed).length;

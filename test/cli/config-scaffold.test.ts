@@ -48,9 +48,9 @@ describe("popef config: Graphcore's example repositories", () => {
       const theirs = parsePbtxt(await readFile(join(EXAMPLES, example, 'config.pbtxt'), 'utf8')).message;
       assert.deepEqual(ours, theirs);
       await inTempDir(async (dir) => {
-        const out = await runCli(['config', fixture(`${fixtureName}/executable.popef`), '--output', dir, ...params, ...extra]);
+        const out = await runCli(['config', fixture(`${fixtureName}/executable.popef`), '--output', dir, '-m', example, ...params, ...extra]);
         assert.equal(out.code, 0, out.stderr);
-        const ourMap = parseNameMap(await readFile(join(dir, 'name_map.json'), 'utf8')).entries.map((e) => [e.anchor, e.name]);
+        const ourMap = parseNameMap(await readFile(join(dir, example, '1/name_map.json'), 'utf8')).entries.map((e) => [e.anchor, e.name]);
         const theirMap = parseNameMap(await readFile(join(EXAMPLES, example, '1/name_map.json'), 'utf8')).entries.map((e) => [e.anchor, e.name]);
         assert.deepEqual(ourMap, theirMap);
       });
@@ -158,9 +158,12 @@ describe('popef config / scaffold: bad input exits 2 and writes nothing', () => 
       },
     );
     await expectRefusal(
-      (dir) => ['config', fixture('mnist/executable.popef'), '--output', dir],
+      (dir) => ['config', fixture('mnist/executable.popef'), '--output', dir, '-m', 'mnist'],
       /config\.pbtxt: file already exists/,
-      async (dir) => writeFile(join(dir, 'config.pbtxt'), 'mine'),
+      async (dir) => {
+        await mkdir(join(dir, 'mnist'));
+        await writeFile(join(dir, 'mnist/config.pbtxt'), 'mine');
+      },
     );
   });
 

@@ -52,7 +52,25 @@ describe('popef dump: options and errors', () => {
   it('--verify checks every payload and says so', async () => {
     const r = await runCli(['dump', '--verify', 'compressed/executable.popef'], { cwd: FIXTURES });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^Verified: 2 blob\(s\), \d+ payload bytes: all checksums match$/m);
+    assert.match(r.stdout, /^Verified: 2 blob\(s\), \d+(\.\d+)? (B|KiB) of payload: all checksums match$/m);
+  });
+
+  it('--verify of a damaged file says damage was found, and in how many blobs', async () => {
+    const r = await runCli(['dump', '--verify', 'malformed/payload-bitflip.popef'], { cwd: FIXTURES });
+    assert.equal(r.code, 2);
+    assert.match(r.stdout, /^Damage found in 1 of \d+ blob\(s\) \(the errors above name each\)/m);
+    assert.doesNotMatch(r.stdout, /Verified:/);
+    const json = await runCli(['dump', '--verify', '--json', 'malformed/payload-bitflip.popef'], { cwd: FIXTURES });
+    assert.equal((JSON.parse(json.stdout) as { verify: { damaged: number } }).verify.damaged, 1);
+  });
+
+  it('--all lists each opaque blob once, and blob sizes for people (exact in --json)', async () => {
+    const r = await runCli(['dump', '--all', 'mnist/executable.popef'], { cwd: FIXTURES });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.match(/"onnx"/g)?.length, 1, r.stdout);
+    assert.match(r.stdout, /│ OPAQUE +│ onnx -> \S+ +│ \d+ +│ \d+ B +│ \d+ B /);
+    const json = JSON.parse((await runCli(['dump', '--json', 'mnist/executable.popef'], { cwd: FIXTURES })).stdout) as { blobs: { payloadLength: number | string }[] };
+    assert.ok(json.blobs.every((b) => /^\d+$/.test(String(b.payloadLength))));
   });
 
   it('--verify reports the damaged blob with offset and both checksums, still printing the report', async () => {

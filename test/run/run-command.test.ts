@@ -71,7 +71,7 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
   });
 
   it('exits 2 naming what is missing when the SDK cannot be imported', async () => {
-    const r = await runCli(['run', fixture('mnist/executable.popef'), '--random'], { env: NO_SDK });
+    const r = await runCli(['run', fixture('weights/executable.popef'), '--random'], { env: NO_SDK });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /plugin "ipu" cannot run here: the Poplar SDK's Python modules cannot be imported: popef \(No module named 'popef'\); model_runtime \(No module named 'model_runtime'\) \[E_PLUGIN_UNAVAILABLE\]\n {2}hint: enable the Poplar SDK/);
   });

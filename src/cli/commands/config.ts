@@ -19,7 +19,7 @@ export function registerConfig(program: Command, io: CliIo, run: (handler: Handl
     .command('config')
     .description('generate config.pbtxt (and name_map.json) for the Triton Poplar backend from PopEF anchors')
     .argument('<file...>', 'PopEF open-layout files of one model set')
-    .option('-o, --output <dir>', 'write DIR/config.pbtxt and DIR/name_map.json instead of printing the config')
+    .option('-o, --output <dir>', 'write DIR/MODEL/config.pbtxt and DIR/MODEL/1/name_map.json (Triton\'s layout; MODEL: -m, else the executable\'s name) instead of printing them')
     .option('-m, --model <name>', "the config's name (default: none; Triton takes the directory name)")
     .option('-f, --force', 'replace existing files in --output')
     // Old spellings, kept working with a notice.
@@ -43,20 +43,32 @@ ${exitCodesHelp('0 ok, 2 usage, input or I/O errors (an existing file without --
       const { generateFiles } = await import('./config-generate.js');
       const generated = await generateFiles(files, flags, flags.model ?? flags.modelName, io);
       if (output === undefined) {
+        // Standard output stays one config.pbtxt (for > config.pbtxt); the name map, which --name may change, is shown beside it.
         io.stdout(generated.pbtxt);
-        io.stderr(`popef: ${generated.batchExplanation}\n`);
+        io.stderr(
+          `popef: ${generated.batchExplanation}\n` +
+            `popef: name_map.json (MODEL/1/name_map.json beside executable.popef; -o DIR writes both files in Triton's layout):\n${generated.nameMapText}`,
+        );
         return ExitCode.Ok;
       }
+      // Triton's layout: DIR/MODEL/config.pbtxt and DIR/MODEL/1/name_map.json, MODEL being -m or the executable's name.
+      const { checkModelName } = await import('../../triton/scaffold.js');
+      const model = flags.model ?? flags.modelName ?? generated.executable;
+      checkModelName(model);
       const { writeFilesAtomically } = await import('../../triton/write-files.js');
-      const dir = resolve(io.cwd, output);
+      const dir = resolve(io.cwd, output, model);
       await writeFilesAtomically(
         [
           { path: join(dir, 'config.pbtxt'), content: generated.pbtxt },
-          { path: join(dir, 'name_map.json'), content: generated.nameMapText },
+          { path: join(dir, '1', 'name_map.json'), content: generated.nameMapText },
         ],
         { force: flags.force },
       );
-      io.stdout(`wrote ${join(output, 'config.pbtxt')} and ${join(output, 'name_map.json')}\n${generated.batchExplanation}\n`);
+      const shown = join(output, model);
+      io.stdout(
+        `wrote ${join(shown, 'config.pbtxt')} and ${join(shown, '1', 'name_map.json')}\n${generated.batchExplanation}\n` +
+          `put the PopEF file in ${join(shown, '1')}/ as executable.popef (popef scaffold places it too)\n`,
+      );
       return ExitCode.Ok;
     });
   });

@@ -90,7 +90,7 @@ export async function dumpFiles(
       const colour = await chooseColour({ flag: colourFlag, env: io.env, isTTY: io.stdoutIsTTY });
       const sections = sectionsFor(options);
       const shown = withPrintableStrings(report);
-      const table = sections.blobs ? (await import('../../present/blob-table.js')).blobTable(shown, colour) : '';
+      const table = sections.blobs ? (await import('../../present/blob-table.js')).blobTable(shown, colour, io.stdoutColumns) : '';
       io.stdout(renderDumpText(shown, sections, colour, table));
     }
     for (const w of set.warnings) io.stderr(`popef: warning: ${printable(`${w.file}: offset ${w.offset}: ${w.message}`, true)}\n`);

@@ -4,10 +4,10 @@ import { chooseColour } from '../../present/colour.js';
 import { progressLine } from '../../present/progress.js';
 import { renderRunText } from '../../present/run-report.js';
 import { compareOutputs, type OutputComparison, type OutputTolerance, type OutputTolerances } from '../../run/compare.js';
-import { loadPlugin } from '../../run/load-plugin.js';
+import { loadPlugin, type PluginContext } from '../../run/load-plugin.js';
 import { runTimed, type TimedRun } from '../../run/measure.js';
 import { resolveTarget, type ModelTarget } from '../../run/model-target.js';
-import { requireAvailable, type ExecutionPlugin, type ModelRequest, type ModelTensors, type OpenedModel, type Tensor } from '../../run/plugin-api.js';
+import { type ExecutionPlugin, type ModelRequest, type ModelTensors, type OpenedModel, type Tensor } from '../../run/plugin-api.js';
 import { runReport, type RunReport } from '../../run/run-report.js';
 import { modelTensorSpecs } from '../../run/tensor.js';
 import { bindInputs, type InputBinding } from '../../run/tensor-io/inputs.js';
@@ -16,20 +16,21 @@ import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { pluginOptions, positiveSecondsMs, usage } from './options.js';
+import { assertAvailable, defaultPlugin } from './plugin-choice.js';
 import type { RunFlags } from './run.js';
 
 export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo): Promise<number> {
   const plan = parseRunFlags(flags, io.cwd);
   const target = await resolveTarget(modelArgs, io.cwd, flags.version);
-  const request = await modelRequest(target, flags, plan.pluginOptions);
+  const { request, hasGraph } = await modelRequest(target, flags, plan.pluginOptions);
   const nameOf = (anchor: string): string => target.clientNames.get(anchor) ?? anchor;
   const context = { cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: plan.timeoutMs, host: `popef-toolkit ${VERSION}`, url: flags.url };
-  const plugin = await loadPlugin(flags.plugin, context);
+  const plugin = await pickPlugin(flags, hasGraph, context, io);
   const reference = flags.compareWith === undefined ? undefined : await loadPlugin(flags.compareWith, context);
   const models: OpenedModel[] = [];
   let finished = false;
   try {
-    for (const p of [plugin, reference]) if (p !== undefined) await requireAvailable(p);
+    for (const p of [plugin, reference]) if (p !== undefined) await assertAvailable(p);
     const model = await plugin.open(request);
     models.push(model);
     const inputs = await bindInputs(model.inputs, { ...plan.binding, nameOf });
@@ -105,13 +106,17 @@ function tolerance(values: readonly string[] | undefined, fallback: number, what
 }
 
 /** What every plugin is asked to open: the executable (checked here, so that plugins get a valid model set), its tensors and the plugin options. */
-async function modelRequest(target: ModelTarget, flags: RunFlags, options: Record<string, string>): Promise<ModelRequest> {
+async function modelRequest(target: ModelTarget, flags: RunFlags, options: Record<string, string>): Promise<{ request: ModelRequest; hasGraph: boolean }> {
   const set = await ModelSet.open(target.files);
   let executable: string;
   let tensors: ModelTensors;
+  // Whether the cpu plugin has a graph to run: the default plugin depends on it.
+  let hasGraph: boolean;
   try {
-    executable = set.model(flags.executable).name;
+    const chosen = set.model(flags.executable);
+    executable = chosen.name;
     tensors = modelTensorSpecs(set, executable);
+    hasGraph = options.reference !== undefined || chosen.opaques.some((o) => o.name === 'onnx' || o.name.startsWith('onnx:'));
   } finally {
     await set.close();
   }
@@ -120,7 +125,17 @@ async function modelRequest(target: ModelTarget, flags: RunFlags, options: Recor
   if (target.modelName !== undefined && !Object.hasOwn(options, 'model')) options.model = target.modelName;
   for (const [anchor, name] of target.clientNames) if (!Object.hasOwn(options, `name.${anchor}`)) options[`name.${anchor}`] = name;
   if ((flags.plugin === 'triton' || flags.compareWith === 'triton') && flags.url === undefined) throw usage('--plugin triton needs --url grpc://HOST:PORT or http://HOST:PORT');
-  return { files: target.files, executable, options, tensors };
+  return { request: { files: target.files, executable, options, tensors }, hasGraph };
+}
+
+/** --plugin, or the default: triton with --url, the other built-in one beside --compare-with, else whichever of ipu and cpu can run here. */
+async function pickPlugin(flags: RunFlags, hasGraph: boolean, context: PluginContext, io: CliIo): Promise<ExecutionPlugin> {
+  if (flags.plugin !== undefined) return loadPlugin(flags.plugin, context);
+  if (flags.url !== undefined) return loadPlugin('triton', context);
+  if (flags.compareWith !== undefined) return loadPlugin(flags.compareWith === 'ipu' ? 'cpu' : 'ipu', context);
+  const chosen = await defaultPlugin({ hasGraph }, context);
+  io.stderr(`popef run: plugin ${chosen.plugin.name}: ${chosen.why} (choose with --plugin)\n`);
+  return chosen.plugin;
 }
 
 /** The timed runs, with a progress line on a terminal once they take longer than a second. */

@@ -4,7 +4,7 @@ import type { Handler } from '../main.js';
 import { chosenFormat, parseIntOption } from './options.js';
 
 export interface RunFlags {
-  readonly plugin: string;
+  readonly plugin?: string;
   readonly pluginOption?: string[];
   readonly executable?: string;
   readonly version?: number;
@@ -59,6 +59,11 @@ with the same tolerances: the check that IPU results match the source model.
 With --plugin triton --url grpc://HOST:8001 the model runs on a live Triton
 server (or popef serve): a deployed model checked against its source graph.
 
+Without --plugin, popef run says on standard error which plugin it chose:
+triton when --url is given, ipu when the Poplar SDK is found, else cpu when
+the model carries its ONNX graph (or --reference gives it), else ipu, whose
+refusal says what is missing.
+
 Plugins: ipu (Graphcore's Model Runtime through the Poplar SDK's Python
 modules; set POPEF_PYTHON to the SDK's interpreter), cpu (the model's source
 ONNX graph on onnxruntime-node, an optional dependency: the graph comes from
@@ -76,7 +81,7 @@ export function registerRun(program: Command, io: CliIo, run: (handler: Handler)
     .command('run')
     .description('run a model once (or many times, timed) through an execution plugin, with inputs from files')
     .argument('<model...>', 'PopEF files, or a Triton model directory')
-    .option('--plugin <plugin>', 'execution plugin: ipu, cpu, triton, ./plugin.js, ./plugin-program, or a package', 'ipu')
+    .option('--plugin <plugin>', 'execution plugin: ipu, cpu, triton, ./plugin.js, ./plugin-program, or a package (default: ipu where the Poplar SDK is found, else cpu when the model has its ONNX graph; triton with --url)')
     .option('--url <url>', 'triton plugin: the inference server, grpc://HOST:PORT or http://HOST:PORT (Triton, or popef serve)')
     .option('--plugin-option <key=value>', 'an option passed to the plugin (repeatable)', collect)
     .option('--executable <name>', 'the model to run when the files hold several')

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { loadPlugin } from '../../run/load-plugin.js';
-import { requireAvailable, type ExecutionPlugin } from '../../run/plugin-api.js';
+import type { ExecutionPlugin } from '../../run/plugin-api.js';
 import { printable } from '../../present/printable.js';
 import type { RequestLog } from '../../serve/inference-server.js';
 import type { InstanceEvent } from '../../serve/served-model.js';
@@ -9,6 +9,7 @@ import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { pluginOptions, positiveSecondsMs, usage } from './options.js';
+import { assertAvailable } from './plugin-choice.js';
 import type { ServeFlags } from './serve.js';
 
 export async function serveCommand(repositories: string[], flags: ServeFlags, io: CliIo): Promise<number> {
@@ -25,11 +26,20 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     if (other !== undefined) throw usage(`${flag} and ${other[0]} are both ${port}`);
   }
   const options = pluginOptions(flags.pluginOption);
+  if (flags.reference !== undefined) {
+    if (Object.hasOwn(options, 'reference')) throw usage('--reference and --plugin-option reference=... both give the graph; keep one');
+    options.reference = resolve(io.cwd, flags.reference);
+  }
+  for (const m of flags.referenceMap ?? []) {
+    const at = m.indexOf('=');
+    if (at <= 0) throw usage(`--reference-map "${m}" is not ANCHOR=NAME`);
+    options[`map.${m.slice(0, at)}`] = m.slice(at + 1);
+  }
   const createPlugin = (): Promise<ExecutionPlugin> => loadPlugin(flags.plugin, { cwd: io.cwd, env: io.env, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}` });
   // A plugin that cannot run here fails the start, before any port is taken.
   const probe = await createPlugin();
   try {
-    await requireAvailable(probe);
+    await assertAvailable(probe);
   } finally {
     await probe.dispose();
   }

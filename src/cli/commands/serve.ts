@@ -13,6 +13,8 @@ export interface ServeFlags {
   readonly allowMetrics: boolean;
   readonly plugin: string;
   readonly pluginOption?: string[];
+  readonly reference?: string;
+  readonly referenceMap?: string[];
   readonly model?: string[];
   readonly jsonLogs?: boolean;
   readonly maxRequestSize: number;
@@ -66,6 +68,8 @@ export function registerServe(program: Command, io: CliIo, run: (handler: Handle
     .addOption(new Option('--allow-metrics <bool>', 'serve Prometheus metrics at /metrics on --metrics-port, as tritonserver does').argParser(parseBoolOption).default(true))
     .option('--plugin <plugin>', 'execution plugin: cpu, ipu, ./plugin.js, ./plugin-program, or a package', 'cpu')
     .option('--plugin-option <key=value>', 'an option passed to the plugin (repeatable)', collect)
+    .option('--reference <model.onnx>', 'cpu plugin: the source ONNX graph of a model without an opaque blob named "onnx" (used for every served model: pair it with --model)')
+    .option('--reference-map <anchor=name>', 'cpu plugin: the ONNX graph name of an anchor whose names differ (repeatable)', collect)
     .option('--model <name>', 'serve only this model (repeatable; default: every model)', collect)
     .option('--json-logs', 'log one JSON line per request on standard error')
     .addOption(new Option('--max-request-size <bytes>', 'largest request body accepted').argParser(parseIntOption(1024, 2 ** 31 - 1)).default(64 * 1024 * 1024))

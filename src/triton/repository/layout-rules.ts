@@ -62,7 +62,7 @@ export function versionFileRules(model: string, version: Pick<VersionDirectory, 
     out.push({ rule: 'layout/popef-name', message: `the PopEF file in ${versionPath} is ${first}, not executable.popef as in Graphcore's examples`, file: `${versionPath}/${first}`, hint: 'rename it to executable.popef' });
   }
   if (!version.files.includes('name_map.json')) {
-    out.push({ rule: 'layout/name-map-missing', message: `version directory ${versionPath} of poplar model '${model}' holds no name_map.json`, file: versionPath, hint: 'popef config writes one from the PopEF anchors' });
+    out.push({ rule: 'layout/name-map-missing', message: `version directory ${versionPath} of poplar model '${model}' holds no name_map.json`, file: versionPath, hint: `popef config FILE -o REPOSITORY -m '${model}' writes it (MODEL/1/name_map.json) from the PopEF anchors` });
   }
   return out;
 }
