@@ -3,4 +3,4 @@
 // scripts/build.mjs passes them to esbuild; eslint.config.js forbids a bare
 // import() of them, which the launcher could not serve (src/ARCHITECTURE.md,
 // "The launcher and import()").
-export const BUNDLE_EXTERNALS = ['@grpc/grpc-js', 'protobufjs', 'ajv', 'pngjs'];
+export const BUNDLE_EXTERNALS = ['@grpc/grpc-js', 'protobufjs', 'ajv', 'pngjs', 'prom-client'];

@@ -93,6 +93,12 @@ export interface FileReport {
   readonly size: number;
   readonly blobs: number;
   readonly segments: number;
+  /**
+   * Present when the file is not in the open layout and was read with the
+   * Poplar SDK's popef.Reader (through the IPU bridge, which converts it):
+   * size, offsets and blob sizes are then those of the open-layout copy.
+   */
+  readonly readBy?: { readonly reader: 'poplar-sdk'; readonly sdkVersion: string | null };
 }
 
 /** What `dump --verify` found: the checksums checked and the damage found. */

@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
-import type { Blob } from '../format/blob.js';
+import type { Blob, ReadWarning } from '../format/blob.js';
 import { PopefFile } from '../format/reader.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type Manifest, type ManifestBlob } from './manifest.js';
 import { checkManifestModel } from './pack.js';
@@ -30,6 +30,11 @@ export interface UnpackResult {
    * file gets repaired), but pack refuses the manifest until it is fixed.
    */
   readonly modelProblem?: PopefError;
+  /**
+   * Blobs in a newer minor layout version than this reader's: their fields
+   * added since are not in the manifest, so pack writes them without.
+   */
+  readonly newerMinor: readonly ReadWarning[];
 }
 
 /**
@@ -134,7 +139,8 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
       if (!(error instanceof PopefError) || error.code !== ErrorCode.Model) throw error;
       modelProblem = error;
     }
-    return { manifest, files: ['manifest.json', ...files], ...(modelProblem === undefined ? {} : { modelProblem }) };
+    const newerMinor = file.warnings.filter((w) => w.code === 'W_NEWER_MINOR_VERSION');
+    return { manifest, files: ['manifest.json', ...files], newerMinor, ...(modelProblem === undefined ? {} : { modelProblem }) };
   } catch (error) {
     await rm(staging, { recursive: true, force: true });
     throw error;

@@ -1,4 +1,5 @@
 import type { AnchorReport, DumpReport } from '../inspect/report.js';
+import { readByLine } from './read-by.js';
 import { typeLabel } from './blob-labels.js';
 
 /** Escapes text for a Markdown table cell. */
@@ -25,6 +26,7 @@ export function renderDumpMarkdown(report: DumpReport): string {
   const out: string[] = [];
   const files = report.files.map((f) => code(f.path)).join(', ');
   out.push(`## PopEF: ${files}`, '');
+  for (const f of report.files) if (f.readBy !== undefined) out.push(`${code(f.path)}: ${readByLine(f.readBy)}.`, '');
   for (const model of report.models) {
     out.push(`### Model ${code(model.executable)}`, '');
     const m = model.metadata;

@@ -1,3 +1,4 @@
+import { readByLine } from './read-by.js';
 import type { Colour } from './colour.js';
 import type { AnchorRole } from '../inspect/anchor-roles.js';
 import type { AnchorReport, DumpReport, MetadataReport, ModelReport } from '../inspect/report.js';
@@ -92,7 +93,11 @@ function anchorsSection(m: MetadataReport, mode: 'user' | 'all', c: Colour): str
  */
 export function renderDumpText(report: DumpReport, sections: TextSections, c: Colour, blobs = ''): string {
   const out: string[] = [];
-  for (const f of report.files) out.push(`PopEF file: ${f.path}`);
+  for (const f of report.files) {
+    out.push(`PopEF file: ${f.path}`);
+    // Not in the anchors-only view: that one stays popef_dump's report, line for line.
+    if (f.readBy !== undefined && (sections.metadata !== 'none' || sections.blobs)) out.push(`  ${readByLine(f.readBy)}`);
+  }
   const several = report.models.length > 1;
   if (sections.metadata !== 'none' || sections.anchors !== 'none') {
     if (report.models.length === 0) out.push('Models: (none: no executable in these files)');

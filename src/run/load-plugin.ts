@@ -34,7 +34,7 @@ export function ipuPlugin(ctx: PluginContext): ChildProcessPlugin {
   return new ChildProcessPlugin({
     name: 'ipu',
     command: ctx.env.POPEF_PYTHON ?? 'python3',
-    args: ['-u', ipuBridgePath()],
+    args: ['-u', '-B', ipuBridgePath()],
     env: ctx.env,
     signal: ctx.signal,
     requestTimeoutMs: ctx.requestTimeoutMs,

@@ -9,8 +9,10 @@ import type { Tensor, TensorSpec } from './plugin-api.js';
  */
 
 export const PROTOCOL = 'popef-plugin/1';
-/** Refuse frames beyond this: a corrupt length must not make the host allocate without bound. */
+/** Refuse tensor frames beyond this: a corrupt length must not make the host allocate without bound. */
 export const MAX_FRAME_BYTES = 16 * 1024 ** 3;
+/** Control messages are small (a model's metadata is the largest): a cap of their own, as the bridge has (PROTOCOL.md). */
+export const MAX_JSON_FRAME_BYTES = 64 * 1024 ** 2;
 
 /** How much of a chunk frame is gathered before it is handed on (see `chunks`). */
 const BATCH_BYTES = 2 * 1024 * 1024;
@@ -212,7 +214,8 @@ export class FrameReader {
     const tag = h.toString('ascii', 0, 4);
     const length = h.readBigUInt64LE(4);
     if (tag !== expect) throw new ProtocolError(`expected a ${expect} frame, got tag ${JSON.stringify(tag)}`);
-    if (length > BigInt(MAX_FRAME_BYTES)) throw new ProtocolError(`frame of ${length} bytes exceeds the limit of ${MAX_FRAME_BYTES}`);
+    const limit = expect === 'JSON' ? MAX_JSON_FRAME_BYTES : MAX_FRAME_BYTES;
+    if (length > BigInt(limit)) throw new ProtocolError(`${expect} frame of ${length} bytes exceeds the limit of ${limit}`);
     return Number(length);
   }
 

@@ -29,6 +29,19 @@ export interface ConvertOptions {
   readonly timeoutMs?: number;
 }
 
+export interface ImportOptions extends ConvertOptions {
+  /**
+   * false: the executables' payloads are not read (each is written empty),
+   * for commands that need only the metadata, the anchors and the blob list.
+   */
+  readonly executables?: boolean;
+}
+
+/** The bridge's warnings of a reply: what the SDK could not store or read. */
+function stringsOf(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((w): w is string => typeof w === 'string') : [];
+}
+
 async function available(bridge: ChildProcessPlugin): Promise<void> {
   const a = await bridge.probe();
   if (!a.available) {
@@ -54,7 +67,12 @@ async function mustExist(path: string, action: string): Promise<void> {
 }
 
 /** Reads SDK-written files through the bridge and writes one open-layout file. */
-export async function importSdkFiles(bridge: ChildProcessPlugin, files: readonly string[], out: string, options: ConvertOptions = {}): Promise<{ blobs: number; bytes: number }> {
+export async function importSdkFiles(
+  bridge: ChildProcessPlugin,
+  files: readonly string[],
+  out: string,
+  options: ImportOptions = {},
+): Promise<{ blobs: number; bytes: number; warnings: string[]; sdkVersion: string | null }> {
   // The bridge's SDK would block for ever on a FIFO: every input must be a regular file, checked here.
   for (const f of files) await (await openRegularFile(f, f, 'the file')).handle.close();
   await available(bridge);
@@ -72,7 +90,8 @@ export async function importSdkFiles(bridge: ChildProcessPlugin, files: readonly
     opaques: [] as { name: string; executable: string; where: Where }[],
   };
   try {
-    const exchange = await bridge.exchange({ type: 'import', files }, [], options.timeoutMs ?? 300_000);
+    const request = { type: 'import', files, ...(options.executables === false ? { executables: false } : {}) };
+    const exchange = await bridge.exchange(request, [], options.timeoutMs ?? 300_000);
     let current: { message: Record<string, unknown>; announced: Announcement[] } = exchange;
     while (current.message.type !== 'imported') {
       const m = current.message as Record<string, unknown> & { kind?: string; name?: string; executable?: string; tensorInfo?: TensorInfo; sampleCount?: number; metadata?: unknown };
@@ -122,7 +141,8 @@ export async function importSdkFiles(bridge: ChildProcessPlugin, files: readonly
     exchange.finish();
     checkModelContents(contents);
     await writer.close();
-    return { blobs, bytes: progress.bytes };
+    const sdkVersion = typeof current.message.sdkVersion === 'string' ? current.message.sdkVersion : null;
+    return { blobs, bytes: progress.bytes, warnings: stringsOf(current.message.warnings), sdkVersion };
   } catch (error) {
     await writer.abort();
     // A bridge left mid-stream cannot take further requests.
@@ -184,7 +204,7 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
     reply.finish();
     if (reply.message.type !== 'exported') throw new PopefError(ErrorCode.Plugin, `the SDK bridge answered "${reply.message.type}" to export`, {});
     // What this SDK release could not store (deviceIterations before SDK 3.3).
-    const warnings = Array.isArray(reply.message.warnings) ? reply.message.warnings.filter((w): w is string => typeof w === 'string') : [];
+    const warnings = stringsOf(reply.message.warnings);
 
     try {
       if (options.force === true) await rename(temp, out);

@@ -6,8 +6,9 @@ import type { ChildProcessPlugin } from './child-plugin.js';
  * What the IPU bridge would find on this machine (`popef doctor`): the
  * Python interpreter, whether numpy and the Poplar SDK's modules import,
  * the SDK release, each SDK call of src/run/bridge/SDK-API.md present or
- * missing, and the IPUs Graphcore's gc-info lists. Asked of the bridge
- * itself, so the answer is the bridge's own view.
+ * absent, whether each operation (read, run, import, export) can proceed,
+ * and the IPUs Graphcore's gc-info lists. Asked of the bridge itself, so
+ * the answer is the bridge's own view.
  */
 
 export interface ImportStatus {
@@ -19,8 +20,23 @@ export interface ImportStatus {
 export interface SdkCall {
   readonly module: string;
   readonly call: string;
-  readonly need: 'required' | 'guarded';
+  /** SDK-API.md: "inferred" calls have a Python spelling taken from C++: absent, they are unverified rather than missing. */
+  readonly need: 'required' | 'inferred' | 'guarded';
   readonly present: boolean;
+  /** The operations that make the call ("export:feed": only for a model with feed blobs). */
+  readonly uses: readonly string[];
+  /** Whether the bridge has a fallback when it is absent. */
+  readonly fallback: boolean;
+}
+
+export const OPERATIONS = ['read', 'run', 'import', 'export'] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+/** Whether one operation can proceed here, for a model without feed blobs and for any model; the calls that stop it. */
+export interface OperationStatus {
+  readonly operation: Operation;
+  readonly withoutFeeds: { readonly ok: boolean; readonly absent: readonly string[] };
+  readonly anyModel: { readonly ok: boolean; readonly absent: readonly string[] };
 }
 
 export interface DoctorReport {
@@ -29,12 +45,20 @@ export interface DoctorReport {
   readonly imports: Readonly<Record<'numpy' | 'popef' | 'model_runtime', ImportStatus>>;
   readonly sdkVersion: string | null;
   readonly calls: readonly SdkCall[];
+  /** Empty when the bridge did not get as far as the SDK. */
+  readonly operations: readonly OperationStatus[];
+  /** Inferred calls this SDK lacks ("module.call"): their Python spelling is unverified, so they may exist under another name. */
+  readonly unverified: readonly string[];
   readonly devices: { readonly tool: 'gc-info'; readonly found: boolean; readonly lines: readonly string[]; readonly error?: string };
-  /** What stops the bridge: missing interpreter, modules or required calls. Empty: everything it needs is here. */
+  /** What stops reading a file or running a model without feeds: missing interpreter, modules or calls. Empty: exit 0. */
   readonly problems: readonly string[];
 }
 
 const NOT_RUN: ImportStatus = { ok: false, error: 'not checked: the interpreter did not start' };
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
 
 function asImport(value: unknown): ImportStatus {
   const v = value as { ok?: unknown; file?: unknown; error?: unknown } | undefined;
@@ -65,6 +89,8 @@ export async function diagnose(bridge: ChildProcessPlugin, pythonCommand: string
       imports: { numpy: NOT_RUN, popef: NOT_RUN, model_runtime: NOT_RUN },
       sdkVersion: null,
       calls: [],
+      operations: [],
+      unverified: [],
       devices,
       problems: [`the bridge could not start with ${pythonCommand}: ${message}`],
     };
@@ -75,10 +101,17 @@ export async function diagnose(bridge: ChildProcessPlugin, pythonCommand: string
   const python = (m.python ?? {}) as { executable?: unknown; version?: unknown };
   const imports = (m.imports ?? {}) as Record<string, unknown>;
   const calls: SdkCall[] = (Array.isArray(m.calls) ? m.calls : []).flatMap((c: unknown) => {
-    const x = c as { module?: unknown; call?: unknown; need?: unknown; present?: unknown };
-    return typeof x.module === 'string' && typeof x.call === 'string' && (x.need === 'required' || x.need === 'guarded') && typeof x.present === 'boolean'
-      ? [{ module: x.module, call: x.call, need: x.need, present: x.present }]
+    const x = c as { module?: unknown; call?: unknown; need?: unknown; present?: unknown; uses?: unknown; fallback?: unknown };
+    return typeof x.module === 'string' && typeof x.call === 'string' && (x.need === 'required' || x.need === 'inferred' || x.need === 'guarded') && typeof x.present === 'boolean'
+      ? [{ module: x.module, call: x.call, need: x.need, present: x.present, uses: strings(x.uses), fallback: x.fallback === true }]
       : [];
+  });
+  const operations: OperationStatus[] = (Array.isArray(m.operations) ? m.operations : []).flatMap((o: unknown) => {
+    const x = o as { operation?: unknown; withoutFeeds?: unknown; anyModel?: unknown };
+    if (!OPERATIONS.includes(x.operation as Operation)) return [];
+    const without = strings(x.withoutFeeds);
+    const any = strings(x.anyModel);
+    return [{ operation: x.operation as Operation, withoutFeeds: { ok: without.length === 0, absent: without }, anyModel: { ok: any.length === 0, absent: any } }];
   });
   const report = {
     python: { command: pythonCommand, found: true, ...(typeof python.executable === 'string' ? { executable: python.executable } : {}), ...(typeof python.version === 'string' ? { version: python.version } : {}) },
@@ -88,6 +121,14 @@ export async function diagnose(bridge: ChildProcessPlugin, pythonCommand: string
   const problems: string[] = [];
   for (const [name, status] of Object.entries(report.imports)) if (!status.ok) problems.push(`${name} does not import: ${status.error ?? 'no reason given'}`);
   const sdkImports = report.imports.popef.ok && report.imports.model_runtime.ok;
-  if (sdkImports) for (const c of calls) if (c.need === 'required' && !c.present) problems.push(`${c.module}.${c.call} is missing`);
-  return { tool: 'popef-toolkit', ...report, calls, devices, problems };
+  const unverified = sdkImports ? calls.filter((c) => c.need === 'inferred' && !c.present).map((c) => `${c.module}.${c.call}`) : [];
+  if (sdkImports) {
+    // Exit 0 needs what reading a file and running a model without feeds call; the rest is reported per operation.
+    const stopped = new Map<string, string[]>();
+    for (const o of operations.filter((x) => x.operation === 'read' || x.operation === 'run')) {
+      for (const name of o.withoutFeeds.absent) stopped.set(name, [...(stopped.get(name) ?? []), o.operation]);
+    }
+    for (const [name, ops] of stopped) problems.push(`${name} is ${unverified.includes(name) ? 'absent (an inferred spelling, unverified)' : 'missing'}: ${ops.join(' and ')} cannot proceed`);
+  }
+  return { tool: 'popef-toolkit', ...report, calls, operations: sdkImports ? operations : [], unverified, devices, problems };
 }

@@ -5,6 +5,8 @@ import { isProtocolDataType, protocolElementBytes } from '../triton/protocol-dat
 import { serializeBytes, type InferRequest, type RequestInput, type RequestedOutput } from './infer-request.js';
 import { statisticsReport, type InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
 import { asRequestError, invalidArg, type StatusCode } from './status.js';
+import { TransportBase } from './transport.js';
+import { grpcRequestParameters } from './grpc-parameters.js';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
@@ -117,24 +119,8 @@ function contentsToBytes(input: Message, model: string): Uint8Array {
 export function fromModelInferRequest(message: Message): InferRequest {
   const model = str(message.model_name);
   const raw = list(message.raw_input_contents) as Uint8Array[];
-  const params = (message.parameters ?? {}) as Record<string, Message>;
-  const scheduling: { priority?: number; timeoutUs?: number } = {};
-  for (const key of Object.keys(params)) {
-    // SetInferenceRequestMetadata (server r24.10, grpc/infer_handler.cc): the scheduling parameters.
-    const p = params[key] ?? {};
-    if (key === 'priority') {
-      if (p.int64_param !== undefined && p.int64_param !== null) {
-        if (toInt(p.int64_param) < 0) throw invalidArg("invalid value for 'priority', expected value >= 0.");
-        scheduling.priority = toInt(p.int64_param);
-      } else if (p.uint64_param !== undefined && p.uint64_param !== null) scheduling.priority = toInt(p.uint64_param);
-      else throw invalidArg("invalid value type for 'priority' parameter, expected int64_param or uint64_param.");
-    } else if (key === 'timeout') {
-      if (p.int64_param === undefined || p.int64_param === null) throw invalidArg("invalid value type for 'timeout' parameter, expected int64_param.");
-      scheduling.timeoutUs = toInt(p.int64_param);
-    } else if (key.startsWith('triton_')) {
-      throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response");
-    }
-  }
+  const { priority, timeoutUs } = grpcRequestParameters((message.parameters ?? {}) as Record<string, Message>);
+  const scheduling = { ...(priority === undefined ? {} : { priority }), ...(timeoutUs === undefined ? {} : { timeoutUs }) };
   const inputs: RequestInput[] = [];
   let index = 0;
   for (const item of list(message.inputs)) {
@@ -162,14 +148,13 @@ export function fromModelInferRequest(message: Message): InferRequest {
 /** `signal` aborts when the call is cancelled or passes its deadline. */
 type Handler = (request: Message, signal: AbortSignal) => Message | Promise<Message>;
 
-export class GrpcTransport {
+export class GrpcTransport extends TransportBase {
+  readonly name = 'gRPC';
+  readonly portFlag = '--grpc-port';
   private readonly server: Server;
-  private readonly core: InferenceServer;
-  private readonly options: TransportOptions;
 
   constructor(core: InferenceServer, options: TransportOptions) {
-    this.core = core;
-    this.options = options;
+    super(core, options);
     this.server = new Server({ 'grpc.max_receive_message_length': options.maxRequestSize, 'grpc.max_send_message_length': -1 });
     const handlers: Record<string, [string, string, Handler, boolean?]> = {
       ServerLive: ['ServerLiveRequest', 'ServerLiveResponse', () => ({ live: core.live() })],

@@ -2,10 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
-import type { InferRequest, RequestInput, RequestedOutput } from './infer-request.js';
+import { encodeBody, responseEncoding } from './http-encoding.js';
+import { fromInferBody, inferResponse, member, parseJson } from './http-infer-body.js';
 import { statisticsReport, type InferenceServer, type InferResult, type TransportOptions } from './inference-server.js';
-import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
-import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
+import { RequestError, asRequestError, httpStatusOf } from './status.js';
+import { TransportBase, closeHttp, listenHttp } from './transport.js';
 
 /**
  * Triton's HTTP/REST endpoints (KServe v2 with Triton's extensions), on
@@ -13,21 +14,42 @@ import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status
  * r24.10, http_server.cc), JSON tensors and the binary tensor data
  * extension (Inference-Header-Content-Length, binary_data_size,
  * binary_data). Bodies are read up to a limit, never beyond it.
+ *
+ * Routing is a table, as Triton's Handle dispatches to one HandleX per
+ * endpoint: each route turns a request into an Answer, and one function
+ * sends it and logs it.
  */
 
+/** What a route answers: a status and a body of JSON, text or raw parts. */
+export interface Answer {
+  readonly status: number;
+  readonly json?: unknown;
+  readonly text?: string;
+  readonly parts?: readonly Buffer[];
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+interface Route {
+  readonly method: 'GET' | 'POST';
+  /** Anchored; a named group `model` is the (still percent-encoded) model name, `version` its version. */
+  readonly pattern: RegExp;
+  handle(req: IncomingMessage, match: RegExpExecArray, res: ServerResponse): Answer | Promise<Answer>;
+}
+
 const HEADER = 'inference-header-content-length';
-const MODEL_ROUTE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|ready|config|stats))?$/;
+const MODEL = String.raw`^/v2/models/(?<model>[^/]+)(?:/versions/(?<version>[0-9]+))?`;
+const TOO_LARGE = Symbol('too large');
 
-type JsonObject = Record<string, unknown>;
-
-class BodyTooLarge extends Error {}
+const empty = (status: number): Answer => ({ status, parts: [] });
+const json = (value: unknown, status = 200): Answer => ({ status, json: value });
+const failure = (status: number, message: string): Answer => ({ status, json: { error: message } });
 
 /** Reads the body, inflating gzip/deflate bodies, stopping as soon as it passes `limit` bytes. */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | typeof TOO_LARGE> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
-    return Promise.reject(new BodyTooLarge());
+    return Promise.resolve(TOO_LARGE);
   }
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
   let source: IncomingMessage | Transform = req;
@@ -37,7 +59,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     source = inflate;
   } else if (encoding !== 'identity' && encoding !== '') {
     req.resume();
-    return Promise.reject(new RequestError('UNSUPPORTED', 'Unsupported content-encoding, only \'identity\' is supported.'));
+    return Promise.reject(new RequestError('UNSUPPORTED', "Unsupported content-encoding, only 'identity' is supported."));
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -48,7 +70,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
         source.removeAllListeners('data');
         if (source !== req) (source as Transform).destroy();
         req.resume();
-        reject(new BodyTooLarge());
+        resolve(TOO_LARGE);
         return;
       }
       chunks.push(chunk);
@@ -59,158 +81,34 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-function parseJson(text: string): JsonObject {
-  if (text.trim() === '') throw invalidArg('failed to parse the request JSON buffer: The document is empty. at 0');
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    const message = (error as Error).message;
-    const at = /position (\d+)/.exec(message)?.[1] ?? String(text.length);
-    throw invalidArg(`failed to parse the request JSON buffer: ${message.replace(/ in JSON at position \d+.*$/, '')} at ${at}`);
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidArg('failed to parse the request JSON buffer: The document root must be an object at 0');
-  return value as JsonObject;
+/** The model name as the path spells it: Triton does not percent-decode it, and neither do we. */
+function modelOf(match: RegExpExecArray): string {
+  return match.groups?.model ?? '';
 }
 
-function member(obj: JsonObject, key: string): unknown {
-  return Object.hasOwn(obj, key) ? obj[key] : undefined;
+function versionOf(match: RegExpExecArray): string {
+  return match.groups?.version ?? '';
 }
 
-function asObject(value: unknown): JsonObject | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : undefined;
+/** An infer answer: JSON alone, or the JSON header then the binary outputs; compressed as Accept-Encoding asks. */
+async function inferAnswer(result: InferResult, defaultBinary: boolean, acceptEncoding: string | undefined): Promise<Answer> {
+  const { json: header, binary } = inferResponse(result, defaultBinary);
+  const headers: Record<string, string> =
+    binary.length === 0 ? { 'Content-Type': 'application/json' } : { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(header.byteLength) };
+  const encoding = responseEncoding(acceptEncoding);
+  if (encoding === 'identity') return { status: 200, parts: [header, ...binary], headers };
+  return { status: 200, parts: [await encodeBody(encoding, [header, ...binary])], headers: { ...headers, 'Content-Encoding': encoding } };
 }
 
-/** A member Triton reads with MemberAsX, wrapped as RETURN_MSG_IF_ERR does ("Unable to parse 'key': ..."). */
-function missingOr(key: string, what: string, value: unknown): RequestError {
-  const reason = value === undefined ? `attempt to access non-existing object member '${key}'` : `attempt to access JSON non-${what} as ${what}`;
-  return new RequestError('INTERNAL', `Unable to parse '${key}': ${reason}`);
-}
-
-function requireString(obj: JsonObject, key: string): string {
-  const v = member(obj, key);
-  if (typeof v !== 'string') throw missingOr(key, 'string', v);
-  return v;
-}
-
-/**
- * The `inputs` and `outputs` of an infer request body, with binary sections
- * taken from `binary` in order; and whether outputs not listed go back as
- * binary data (the request's binary_data_output).
- */
-function parseInferBody(model: string, version: string, header: JsonObject, binary: Buffer, hasHeaderLength: boolean): { request: InferRequest; binaryOutputs: boolean } {
-  const id = member(header, 'id');
-  if (id !== undefined && typeof id !== 'string') throw missingOr('id', 'string', id);
-  let binaryOutputs: boolean | undefined;
-  const scheduling: { priority?: number; timeoutUs?: number } = {};
-  const parameters = asObject(member(header, 'parameters'));
-  if (parameters !== undefined) {
-    for (const [key, value] of Object.entries(parameters)) {
-      if (key === 'priority' || key === 'timeout') {
-        if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw missingOr(key, 'unsigned-integer', value);
-        scheduling[key === 'priority' ? 'priority' : 'timeoutUs'] = value;
-      } else if (key === 'binary_data_output') {
-        if (typeof value !== 'boolean') throw missingOr('binary_data_output', 'boolean', value);
-        binaryOutputs = value;
-      } else if (key.startsWith('triton_')) {
-        throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
-      }
-    }
-  }
-  const inputsJson = member(header, 'inputs');
-  if (!Array.isArray(inputsJson)) throw missingOr('inputs', 'array', inputsJson);
-  let offset = 0;
-  const inputs: RequestInput[] = [];
-  for (const raw of inputsJson) {
-    const input = asObject(raw);
-    if (input === undefined) throw jsonAccess('attempt to access JSON non-object as object');
-    const params = asObject(member(input, 'parameters'));
-    const hasData = member(input, 'data') !== undefined;
-    const hasBinary = params !== undefined && member(params, 'binary_data_size') !== undefined;
-    const hasShm = params !== undefined && member(params, 'shared_memory_region') !== undefined;
-    const set = Number(hasData) + Number(hasBinary) + Number(hasShm);
-    if (set !== 1) {
-      const which = [hasData ? " 'data'" : '', hasBinary ? " 'binary_data_size'" : '', hasShm ? " 'shared_memory_region'" : ''].join('');
-      throw invalidArg(
-        `Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But${set === 0 ? ' no field is set' : ` set${which}`}`,
-      );
-    }
-    const name = requireString(input, 'name');
-    const datatype = requireString(input, 'datatype');
-    const shapeJson = member(input, 'shape');
-    if (!Array.isArray(shapeJson)) throw missingOr('shape', 'array', shapeJson);
-    const shape = shapeJson.map((d: unknown) => {
-      if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) throw jsonAccess("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
-      return d;
-    });
-    if (hasShm) throw new RequestError('UNSUPPORTED', `input '${name}': shared memory is not supported by popef serve`);
-    let data: Uint8Array;
-    if (hasBinary) {
-      const size = member(params, 'binary_data_size');
-      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) throw jsonAccess("Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer");
-      if (size > 0 && !hasHeaderLength) {
-        throw invalidArg("must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format");
-      }
-      if (offset + size > binary.byteLength) {
-        throw invalidArg(`unexpected size for input '${name}', expecting ${offset + size - binary.byteLength} additional bytes for model '${model}'`);
-      }
-      data = binary.subarray(offset, offset + size);
-      offset += size;
-    } else {
-      const count = shape.reduce((p, d) => p * d, 1);
-      data = count === 0 ? new Uint8Array(0) : readJsonData(name, datatype, shape, member(input, 'data'));
-    }
-    inputs.push({ name, datatype, shape, data });
-  }
-  if (offset !== binary.byteLength) throw invalidArg(`unexpected additional input data for model '${model}'`);
-  const outputs: RequestedOutput[] = [];
-  const outputsJson = member(header, 'outputs');
-  if (outputsJson !== undefined) {
-    if (!Array.isArray(outputsJson)) throw missingOr('outputs', 'array', outputsJson);
-    for (const raw of outputsJson) {
-      const output = asObject(raw);
-      if (output === undefined) throw jsonAccess('attempt to access JSON non-object as object');
-      const name = requireString(output, 'name');
-      const params = asObject(member(output, 'parameters')) ?? {};
-      const cls = member(params, 'classification');
-      const bin = member(params, 'binary_data');
-      if (cls !== undefined && (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0)) throw jsonAccess("Unable to parse 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
-      if (bin !== undefined && typeof bin !== 'boolean') throw jsonAccess("Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
-      if (member(params, 'shared_memory_region') !== undefined) throw new RequestError('UNSUPPORTED', `output '${name}': shared memory is not supported by popef serve`);
-      outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs });
-    }
-  }
-  return { request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs, ...scheduling }, binaryOutputs: binaryOutputs ?? false };
-}
-
-/** The response body: JSON, then the binary outputs in order (Triton's layout). */
-function inferResponse(result: InferResult, defaultBinary: boolean): { json: Buffer; binary: Buffer[] } {
-  const binary: Buffer[] = [];
-  const outputs = result.outputs.map((o) => {
-    const asBinary = o.binary ?? defaultBinary;
-    const base = { name: o.name, datatype: o.datatype, shape: o.shape };
-    if (asBinary) {
-      binary.push(Buffer.from(o.data.buffer, o.data.byteOffset, o.data.byteLength));
-      return { ...base, parameters: { binary_data_size: o.data.byteLength } };
-    }
-    return { ...base, data: writeJsonData(o.datatype, o.data) };
-  });
-  const body: JsonObject = {};
-  if (result.id !== '') body.id = result.id;
-  body.model_name = result.modelName;
-  body.model_version = result.modelVersion;
-  body.outputs = outputs;
-  return { json: Buffer.from(JSON.stringify(body)), binary };
-}
-
-export class HttpTransport {
+export class HttpTransport extends TransportBase {
+  readonly name = 'HTTP';
+  readonly portFlag = '--http-port';
   private readonly server: Server;
-  private readonly core: InferenceServer;
-  private readonly options: TransportOptions;
+  private readonly routes: readonly Route[];
 
   constructor(core: InferenceServer, options: TransportOptions) {
-    this.core = core;
-    this.options = options;
+    super(core, options);
+    this.routes = this.routeTable(core);
     this.server = createServer((req, res) => {
       void this.handle(req, res);
     });
@@ -219,36 +117,103 @@ export class HttpTransport {
   }
 
   listen(port: number, host: string): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        const address = this.server.address();
-        resolve(typeof address === 'object' && address !== null ? address.port : port);
-      });
-    });
+    return listenHttp(this.server, port, host);
   }
 
-  /** Stops accepting connections; idle keep-alive connections are closed, busy ones finish their request. */
   close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeIdleConnections();
+    return closeHttp(this.server);
+  }
+
+  /** The endpoints, in the order they are tried (see find). */
+  private routeTable(core: InferenceServer): Route[] {
+    const route = (method: Route['method'], pattern: string, handle: Route['handle']): Route => ({ method, pattern: new RegExp(`${pattern}$`), handle });
+    return [
+      route('GET', '^/v2/health/live', () => empty(core.live() ? 200 : 400)),
+      route('GET', '^/v2/health/ready', () => empty(core.ready() ? 200 : 400)),
+      route('GET', '^/v2', () => json(core.metadata())),
+      route('GET', '^/v2/models/stats', () => json(statisticsReport(core.statistics('', '')))),
+      route('POST', `${MODEL}/infer`, (req, m, res) => this.infer(req, res, modelOf(m), versionOf(m))),
+      route('GET', `${MODEL}/ready`, (_, m) => (core.modelReady(modelOf(m), versionOf(m)) ? empty(200) : failure(400, 'Model version not ready'))),
+      route('GET', `${MODEL}/config`, (_, m) => json(configToJson(core.model(modelOf(m), versionOf(m)).config ?? {}))),
+      route('GET', `${MODEL}/stats`, (_, m) => json(statisticsReport(core.statistics(modelOf(m), versionOf(m))))),
+      route('GET', MODEL, (_, m) => json(core.modelMetadata(modelOf(m), versionOf(m)))),
+      route('POST', '^/v2/repository/index', (req) =>
+        this.withBody(req, (body) => {
+          const request = body.byteLength === 0 ? {} : parseJson(body.toString('utf8'));
+          const readyOnly = member(request, 'ready') === true;
+          // Triton leaves out an empty reason.
+          return json(core.index().filter((e) => !readyOnly || e.state === 'READY').map(({ reason, ...e }) => (reason === '' ? e : { ...e, reason })));
+        }),
+      ),
+    ];
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const found = this.find(req.method ?? '', (req.url ?? '/').split('?')[0] ?? '/');
+    let answer: Answer;
+    try {
+      answer = found.route === undefined ? found.miss : await found.route.handle(req, found.match, res);
+    } catch (error) {
+      const e = asRequestError(error);
+      answer = failure(httpStatusOf(e.status), e.message);
+    }
+    // A body a route did not read is drained, so that the connection can carry the next request.
+    req.resume();
+    this.send(res, answer);
+    this.options.log?.({
+      transport: 'http',
+      method: `${req.method ?? ''} ${req.url ?? ''}`,
+      model: found.match?.groups?.model,
+      status: answer.status,
+      ms: performance.now() - started,
+      error: answer.status >= 400 ? errorOf(answer) : undefined,
     });
   }
 
-  private sendJson(res: ServerResponse, status: number, value: unknown): void {
-    this.sendParts(res, status, [Buffer.from(JSON.stringify(value))], { 'Content-Type': 'application/json' });
+  /** The route for a request, first match wins; a path known only under another method is 405. */
+  private find(method: string, path: string): { route: Route; match: RegExpExecArray } | { route?: undefined; match?: RegExpExecArray; miss: Answer } {
+    let known: RegExpExecArray | undefined;
+    for (const route of this.routes) {
+      const match = route.pattern.exec(path);
+      if (match === null) continue;
+      if (route.method === method) return { route, match };
+      known ??= match;
+    }
+    return known === undefined ? { miss: failure(404, 'Not Found') } : { match: known, miss: failure(405, 'Method Not Allowed') };
   }
 
-  private sendEmpty(res: ServerResponse, status: number): void {
-    this.sendParts(res, status, [], {});
+  /** Runs `then` on the request body, or answers 413 when it passes --max-request-size. */
+  private async withBody(req: IncomingMessage, then: (body: Buffer) => Answer | Promise<Answer>): Promise<Answer> {
+    const body = await readBody(req, this.options.maxRequestSize);
+    if (body === TOO_LARGE) return failure(413, `request body is larger than the --max-request-size of ${this.options.maxRequestSize} bytes`);
+    return then(body);
   }
 
-  private sendParts(res: ServerResponse, status: number, parts: readonly Buffer[], headers: Record<string, string>): void {
+  private infer(req: IncomingMessage, res: ServerResponse, model: string, version: string): Promise<Answer> {
+    // The model must exist before the body is read, as in Triton (CheckTransactionPolicy comes first).
+    this.core.model(model, version);
+    return this.withBody(req, async (body) => {
+      const headerLength = req.headers[HEADER];
+      const { request, binaryOutputs } = fromInferBody(model, version, body, typeof headerLength === 'string' ? headerLength : undefined);
+      return inferAnswer(await this.core.infer({ ...request, signal: closedBeforeAnswer(res) }), binaryOutputs, req.headers['accept-encoding']);
+    });
+  }
+
+  /** The one place an answer is written: headers and body in one write when they fit. */
+  private send(res: ServerResponse, answer: Answer): void {
     if (res.headersSent) return;
+    let parts: readonly Buffer[];
+    let headers: Record<string, string> = { ...answer.headers };
+    if (answer.json !== undefined) {
+      parts = [Buffer.from(JSON.stringify(answer.json))];
+      headers = { 'Content-Type': 'application/json', ...headers };
+    } else if (answer.text !== undefined) {
+      parts = [Buffer.from(answer.text)];
+      headers = { 'Content-Type': 'text/plain; charset=utf-8', ...headers };
+    } else parts = answer.parts ?? [];
     const length = parts.reduce((n, p) => n + p.byteLength, 0);
-    res.writeHead(status, { ...headers, 'Content-Length': String(length) });
+    res.writeHead(answer.status, { ...headers, 'Content-Length': String(length) });
     // One write for headers and body: each extra write is a syscall, and they dominate a small answer's cost.
     if (parts.length <= 1 || length <= 1 << 20) res.end(parts.length === 1 ? parts[0] : Buffer.concat(parts, length));
     else {
@@ -256,123 +221,18 @@ export class HttpTransport {
       res.end();
     }
   }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const started = performance.now();
-    let model: string | undefined;
-    let status = 200;
-    let error: string | undefined;
-    const fail = (e: unknown): void => {
-      req.resume();
-      if (e instanceof BodyTooLarge) {
-        status = 413;
-        error = `request body is larger than the --max-request-size of ${this.options.maxRequestSize} bytes`;
-      } else {
-        const r = asRequestError(e);
-        status = httpStatusOf(r.status);
-        error = r.message;
-      }
-      this.sendJson(res, status, { error });
-    };
-    try {
-      const path = (req.url ?? '/').split('?')[0] ?? '/';
-      const method = req.method ?? 'GET';
-      const m = MODEL_ROUTE.exec(path);
-      if (path === '/v2/health/live' || path === '/v2/health/ready' || path === '/v2') {
-        if (method !== 'GET') throw new MethodNotAllowed();
-        if (path === '/v2') this.sendJson(res, 200, this.core.metadata());
-        else {
-          const ok = path.endsWith('live') ? this.core.live() : this.core.ready();
-          status = ok ? 200 : 400;
-          this.sendEmpty(res, status);
-        }
-      } else if (path === '/v2/models/stats' && method === 'GET') {
-        this.sendJson(res, 200, statisticsReport(this.core.statistics('', '')));
-      } else if (m !== null) {
-        model = decodeURIComponent(m[1] ?? '');
-        const version = m[2] ?? '';
-        const kind = m[3] ?? '';
-        if (kind === 'infer') {
-          if (method !== 'POST') throw new MethodNotAllowed();
-          await this.infer(req, res, model, version);
-        } else {
-          if (method !== 'GET') throw new MethodNotAllowed();
-          if (kind === 'ready') {
-            status = this.core.modelReady(model, version) ? 200 : 400;
-            if (status === 200) this.sendEmpty(res, 200);
-            else {
-              error = 'Model version not ready';
-              this.sendJson(res, 400, { error });
-            }
-          } else if (kind === 'config') {
-            const config = this.core.model(model, version).config ?? {};
-            this.sendJson(res, 200, configToJson(config));
-          } else if (kind === 'stats') {
-            this.sendJson(res, 200, statisticsReport(this.core.statistics(model, version)));
-          } else {
-            this.sendJson(res, 200, this.core.modelMetadata(model, version));
-          }
-        }
-      } else if (path === '/v2/repository/index') {
-        if (method !== 'POST') throw new MethodNotAllowed();
-        const body = await readBody(req, this.options.maxRequestSize);
-        const request = body.byteLength === 0 ? {} : parseJson(body.toString('utf8'));
-        const readyOnly = member(request, 'ready') === true;
-        // Triton leaves out an empty reason.
-        this.sendJson(res, 200, this.core.index().filter((e) => !readyOnly || e.state === 'READY').map(({ reason, ...e }) => (reason === '' ? e : { ...e, reason })));
-      } else {
-        status = 404;
-        error = 'Not Found';
-        req.resume();
-        this.sendJson(res, 404, { error });
-      }
-    } catch (e) {
-      if (e instanceof MethodNotAllowed) {
-        status = 405;
-        error = 'Method Not Allowed';
-        req.resume();
-        this.sendJson(res, 405, { error });
-      } else fail(e);
-    } finally {
-      this.options.log?.({ transport: 'http', method: `${req.method ?? ''} ${req.url ?? ''}`, model, status: res.statusCode || status, ms: performance.now() - started, error });
-    }
-  }
-
-  private async infer(req: IncomingMessage, res: ServerResponse, model: string, version: string): Promise<void> {
-    // The model must exist before the body is read, as in Triton (CheckTransactionPolicy comes first).
-    this.core.model(model, version);
-    // A client that closes the connection before its answer cancels the request (Triton does since 23.10).
-    const client = new AbortController();
-    res.once('close', () => {
-      if (!res.writableEnded) client.abort();
-    });
-    const signal = client.signal;
-    const body = await readBody(req, this.options.maxRequestSize);
-    const headerValue = req.headers[HEADER];
-    let headerLength = body.byteLength;
-    const hasHeaderLength = typeof headerValue === 'string';
-    if (hasHeaderLength) {
-      // As C's atoi, which Triton uses: the leading integer, 0 when there is none.
-      const parsed = Number(/^\s*[+-]?\d+/.exec(headerValue)?.[0] ?? 0);
-      if (parsed < 0 || parsed > body.byteLength) throw invalidArg(`inference header size should be in range (0, ${body.byteLength}), got: ${headerValue}`);
-      headerLength = parsed;
-    }
-    // A header length of 0 makes the whole body the data of the model's one input (Triton's raw binary request).
-    if (headerLength === 0) {
-      this.sendResult(res, await this.core.infer({ modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body, signal }), true);
-      return;
-    }
-    const header = parseJson(body.subarray(0, headerLength).toString('utf8'));
-    const { request, binaryOutputs } = parseInferBody(model, version, header, body.subarray(headerLength), hasHeaderLength);
-    this.sendResult(res, await this.core.infer({ ...request, signal }), binaryOutputs);
-  }
-
-  /** An infer answer: JSON alone, or the JSON header then the binary outputs. */
-  private sendResult(res: ServerResponse, result: InferResult, defaultBinary: boolean): void {
-    const { json, binary } = inferResponse(result, defaultBinary);
-    if (binary.length === 0) this.sendParts(res, 200, [json], { 'Content-Type': 'application/json' });
-    else this.sendParts(res, 200, [json, ...binary], { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(json.byteLength) });
-  }
 }
 
-class MethodNotAllowed extends Error {}
+/** Aborts when the client closes the connection before its answer: that cancels the request (Triton does since 23.10). */
+function closedBeforeAnswer(res: ServerResponse): AbortSignal {
+  const client = new AbortController();
+  res.once('close', () => {
+    if (!res.writableEnded) client.abort();
+  });
+  return client.signal;
+}
+
+function errorOf(answer: Answer): string | undefined {
+  const body = answer.json;
+  return typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string' ? (body as { error: string }).error : undefined;
+}

@@ -2,7 +2,7 @@ import { VERSION } from '../version.js';
 import { logRequest, normalizeRequest, respond, type InferRequest, type ResponseOutput } from './infer-request.js';
 import type { ModelRepository } from './model-repository.js';
 import type { ModelStats, ServedModel } from './served-model.js';
-import { RequestError } from './status.js';
+import { RequestError, invalidArg } from './status.js';
 
 /**
  * The server's answers, independent of the transport: what the HTTP and
@@ -53,8 +53,12 @@ export interface TransportOptions {
   readonly log?: (entry: RequestLog) => void;
 }
 
-/** The protocol extensions served (Triton's names, as ServerMetadata lists them). */
-export const EXTENSIONS = ['classification', 'model_repository', 'model_configuration', 'statistics', 'binary_tensor_data'];
+/**
+ * The protocol extensions served: Triton's names, in the order its
+ * ServerMetadata lists them (core r24.10, server.cc), only those implemented
+ * here ('parameters': request parameters are read as Triton reads them).
+ */
+export const EXTENSIONS = ['classification', 'model_repository', 'model_configuration', 'binary_tensor_data', 'parameters', 'statistics'];
 
 export class InferenceServer {
   readonly repository: ModelRepository;
@@ -108,7 +112,17 @@ export class InferenceServer {
 
   /** Statistics of one model, or of every ready model when the name is empty. */
   statistics(name: string, version: string): { name: string; version: string; stats: ModelStats }[] {
-    const models = name === '' ? this.repository.list().filter((m) => m.ready) : [this.repository.get(name, version)];
+    const ready = this.repository.list().filter((m) => m.ready && (name === '' || m.name === name));
+    let models = ready;
+    // As TRITONSERVER_ServerModelStatistics (core r24.10, tritonserver.cc): a model or version with nothing ready is a bad argument.
+    if (name !== '') {
+      if (version !== '' && !/^-?\d+$/.test(version)) throw invalidArg(`failed to get model version from specified version string '${version}' (details: stoll)`);
+      if (ready.length === 0) throw invalidArg(`requested model '${name}' is not available`);
+      if (version !== '' && Number(version) !== -1) {
+        models = ready.filter((m) => Number(m.version) === Number(version));
+        if (models.length === 0) throw invalidArg(`requested model version is not available for model '${name}'`);
+      }
+    }
     return models.map((m) => ({ name: m.name, version: m.version, stats: m.stats }));
   }
 

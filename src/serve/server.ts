@@ -2,15 +2,18 @@ import { ErrorCode, PopefError } from '../errors.js';
 import type { ExecutionPlugin } from '../run/plugin-api.js';
 import { GrpcTransport } from './grpc-transport.js';
 import { HttpTransport } from './http-transport.js';
-import { InferenceServer, type RequestLog } from './inference-server.js';
+import { MetricsTransport } from './metrics-transport.js';
+import { InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
 import { ModelRepository } from './model-repository.js';
 import type { InstanceEvent, ServedModel } from './served-model.js';
+import type { Transport } from './transport.js';
 
 /**
  * The server behind `popef serve` (not exported by src/index.ts: its types
  * are not a stable API yet): loads the repositories into the plugin, then
- * listens on HTTP and gRPC. stop() refuses new requests, lets running ones
- * finish, closes the listeners, the models and the plugin, in that order.
+ * listens on each transport asked for (HTTP, gRPC, metrics). stop() refuses
+ * new requests, lets running ones finish, closes the listeners, the models
+ * and the plugin, in that order.
  */
 
 export interface ServeOptions {
@@ -23,6 +26,8 @@ export interface ServeOptions {
   /** undefined: no HTTP; 0: any free port. */
   readonly httpPort?: number;
   readonly grpcPort?: number;
+  /** undefined: no metrics service (--allow-metrics=false). */
+  readonly metricsPort?: number;
   readonly maxRequestSize: number;
   readonly log?: (entry: RequestLog) => void;
   readonly onModel?: (model: ServedModel) => void;
@@ -34,44 +39,65 @@ export interface RunningServer {
   readonly core: InferenceServer;
   readonly httpPort?: number;
   readonly grpcPort?: number;
+  readonly metricsPort?: number;
+  /** Every transport listening, by name ('HTTP', 'gRPC', 'metrics'), with the port it bound. */
+  readonly ports: ReadonlyMap<string, number>;
   stop(): Promise<void>;
 }
 
-function portError(error: unknown, what: string, host: string, port: number): PopefError {
+/** A transport the options ask for, with the port asked for. */
+interface Planned {
+  readonly transport: Transport;
+  readonly port: number;
+}
+
+/** The transports of a server, in the order they listen; one more protocol is one more entry. */
+function plan(core: InferenceServer, options: ServeOptions): Planned[] {
+  const transportOptions: TransportOptions = { maxRequestSize: options.maxRequestSize, log: options.log };
+  const wanted: [number | undefined, () => Transport][] = [
+    [options.httpPort, () => new HttpTransport(core, transportOptions)],
+    [options.grpcPort, () => new GrpcTransport(core, transportOptions)],
+    [options.metricsPort, () => new MetricsTransport(core, transportOptions)],
+  ];
+  return wanted.flatMap(([port, make]) => (port === undefined ? [] : [{ transport: make(), port }]));
+}
+
+function portError(error: unknown, transport: Transport, host: string, port: number): PopefError {
   const code = (error as NodeJS.ErrnoException).code;
-  const flag = what === 'HTTP' ? '--http-port' : '--grpc-port';
+  const { name, portFlag } = transport;
   if (code === 'EADDRINUSE' || /address already in use|No address added/i.test((error as Error).message)) {
-    return new PopefError(ErrorCode.Io, `cannot serve ${what} on ${host}:${port}: the port is in use`, { suggestion: `stop what listens there, or choose another port with ${flag} (0 picks a free one)` });
+    return new PopefError(ErrorCode.Io, `cannot serve ${name} on ${host}:${port}: the port is in use`, { suggestion: `stop what listens there, or choose another port with ${portFlag} (0 picks a free one)` });
   }
-  return new PopefError(ErrorCode.Io, `cannot serve ${what} on ${host}:${port}: ${(error as Error).message}`, { suggestion: `check --host and ${flag}` });
+  return new PopefError(ErrorCode.Io, `cannot serve ${name} on ${host}:${port}: ${(error as Error).message}`, { suggestion: `check --host and ${portFlag}` });
 }
 
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const repository = new ModelRepository();
   const core = new InferenceServer(repository);
-  const transportOptions = { maxRequestSize: options.maxRequestSize, log: options.log };
-  const http = options.httpPort === undefined ? undefined : new HttpTransport(core, transportOptions);
-  const grpc = options.grpcPort === undefined ? undefined : new GrpcTransport(core, transportOptions);
+  const transports = plan(core, options);
+  const closeAll = (): Promise<unknown> => Promise.allSettled(transports.map(({ transport }) => transport.close()));
   // Listen first, so that a port in use fails at once, and clients see "not ready" while models load.
-  let httpPort: number | undefined;
-  let grpcPort: number | undefined;
+  const ports = new Map<string, number>();
   try {
-    if (http !== undefined) httpPort = await http.listen(options.httpPort ?? 0, options.host).catch((e: unknown) => Promise.reject(portError(e, 'HTTP', options.host, options.httpPort ?? 0)));
-    if (grpc !== undefined) grpcPort = await grpc.listen(options.grpcPort ?? 0, options.host).catch((e: unknown) => Promise.reject(portError(e, 'gRPC', options.host, options.grpcPort ?? 0)));
+    for (const { transport, port } of transports) {
+      ports.set(transport.name, await transport.listen(port, options.host).catch((e: unknown) => Promise.reject(portError(e, transport, options.host, port))));
+    }
     await repository.load(options.repositories, { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel, onInstanceEvent: options.onInstanceEvent });
   } catch (error) {
-    await Promise.allSettled([http?.close(), grpc?.close(), repository.close()]);
+    await Promise.allSettled([closeAll(), repository.close()]);
     throw error;
   }
   let stopping: Promise<void> | undefined;
   return {
     core,
-    httpPort,
-    grpcPort,
+    httpPort: ports.get('HTTP'),
+    grpcPort: ports.get('gRPC'),
+    metricsPort: ports.get('metrics'),
+    ports,
     stop: () => {
       stopping ??= (async () => {
         core.stopAccepting();
-        await Promise.allSettled([http?.close(), grpc?.close(), repository.idle()]);
+        await Promise.allSettled([closeAll(), repository.idle()]);
         await repository.close();
       })();
       return stopping;

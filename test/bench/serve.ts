@@ -1,7 +1,7 @@
 /**
  * popef serve under load, beside the real Triton server. The MNIST model
  * (scaffolded repository, cpu plugin) is served by `popef serve`; a client
- * in a second process (test/bench/serve-load.ts) keeps 1, 8 and 32
+ * in a second process (test/bench/serve-load.ts) keeps 1, 4 and 16
  * requests in flight over gRPC and over HTTP with binary tensors, and
  * reports throughput and p50/p99 latency. The server's own overhead is the
  * p50 latency at concurrency 1 minus the p50 of the same run called on the
@@ -34,7 +34,7 @@ import { findTritonServer, startTriton } from '../triton/oracle/tritonserver.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const CONCURRENCY = [1, 8, 32];
+const CONCURRENCY = [1, 4, 16];
 const dir = await mkdtemp(join(tmpdir(), 'popef-bench-serve-'));
 const silent = { stdout: () => undefined, stderr: () => undefined, stdoutIsTTY: false, stderrIsTTY: false, env: {}, cwd: dir, signal: new AbortController().signal };
 
@@ -115,8 +115,8 @@ try {
 
   // The transport floor, then popef serve as a user starts it.
   const floor = await measureServer([join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'test/bench/null-server.ts')], 'null server');
-  const ours = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu'], 'popef serve');
-  const oursBatching = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', batchingRepo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu'], 'popef serve (dynamic batching)');
+  const ours = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'], 'popef serve');
+  const oursBatching = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', batchingRepo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'], 'popef serve (dynamic batching)');
 
   // The real Triton server, Python backend, same graph and weights.
   let theirs: Figures[] | undefined;

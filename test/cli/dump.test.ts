@@ -2,28 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { schemaErrors } from '../../src/json-schemas.js';
 import { FIXTURES, fixture, fixtureManifest, matchGolden, runCli } from '../helpers.js';
+import { SEED_REPORT } from './seed-report.js';
 
 /** The ANSI escape character, built at run time so the regexes hold no control characters. */
 const ESC = String.fromCharCode(27);
 
 const golden = (name: string, actual: string): Promise<void> => matchGolden('dump', name, actual);
-
-// The report in the seed document (Graphcore's Poplar Triton backend walkthrough), verbatim.
-const SEED_REPORT = `PopEF file: executable.popef
-Anchors:
-  Inputs (User-provided):
-    Name: "input":
-      TensorInfo: { dtype: F32, sizeInBytes: 3136, shape [1, 1, 28, 28] }
-      Programs: [5]
-      Handle: h2d_input
-      IsPerReplica: False
-  Outputs (User-provided):
-    Name: "softmax/Softmax:0":
-      TensorInfo: { dtype: F32, sizeInBytes: 40, shape [1, 10] }
-      Programs: [5]
-      Handle: anchor_d2h_softmax/Softmax:0
-      IsPerReplica: False
-`;
 
 describe('popef dump: the seed acceptance', () => {
   it('prints the seed report exactly, run in fixtures/mnist', async () => {
@@ -83,7 +67,7 @@ describe('popef dump: options and errors', () => {
     const r = await runCli(['dump', 'mnist/executable.popef', 'malformed/not-popef.bin', 'no/such.popef'], { cwd: FIXTURES });
     assert.equal(r.code, 2);
     assert.match(r.stdout, /^PopEF file: mnist\/executable\.popef$/m);
-    assert.match(r.stderr, /not-popef\.bin: offset 0: blob magic: not a PopEF open-layout file: the blob signature is missing \[E_NOT_POPEF\]\n {2}hint: if the Poplar SDK wrote it, convert it on a machine with the SDK: popef import FILE/);
+    assert.match(r.stderr, /not-popef\.bin: offset 0: blob magic: not a PopEF open-layout file: the blob signature is missing \[E_NOT_POPEF\]\n {2}hint: if the Poplar SDK wrote it, popef reads it with the SDK.s own popef\.Reader where the SDK is enabled, and it is not here \(run "popef doctor" to see why\); or convert it once on a machine with the SDK: popef import FILE/);
     assert.match(r.stderr, /no\/such\.popef: cannot open the file: ENOENT \[E_IO\]\n {2}hint: check the path/);
   });
 

@@ -25,7 +25,7 @@ describe('the error funnel: commander usage errors', () => {
     [['run', 'x.popef', '--seed', 'abc'], /^option '--seed <n>' argument 'abc' is invalid\. expected an integer, got "abc"$/, 'popef run --help'],
     [
       ['validate', 'repo', '--format', 'xml'],
-      /^option '--format <format>' argument 'xml' is invalid\. Allowed choices are text, json, junit, sarif, github\.$/,
+      /^option '--format <format>' argument 'xml' is invalid\. Allowed choices are text, json, junit, sarif, github, html\.$/,
       'popef validate --help',
     ],
     [['frobnicate'], /^unknown command 'frobnicate'$/, 'popef --help'],
@@ -69,7 +69,7 @@ describe('the error funnel: option values the CLI checks itself', () => {
 
   it('popef help with an unknown command names the commands', async () => {
     const e = await usageError(['help', 'frobnicate']);
-    assert.match(e.message, /^unknown command 'frobnicate'; the commands: dump, diff, .*doctor$/);
+    assert.match(e.message, /^unknown command 'frobnicate'; the commands: dump, diff, .*doctor, view$/);
   });
 });
 

@@ -1,6 +1,7 @@
 // What a command loads is part of its start-up: the large packages only some
-// commands need (@grpc/grpc-js, protobufjs, ajv, pngjs) load from
-// node_modules when used, never with the bundle. Each case runs the built
+// commands need (@grpc/grpc-js, protobufjs, ajv, pngjs, prom-client) load
+// from node_modules when used, never with the bundle (prom-client at serve's
+// first metrics scrape: test/serve/metrics.test.ts). Each case runs the built
 // CLI with a preload that lists, at exit, the packages in require's cache.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -9,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ROOT, fixture, tempDir } from '../helpers.js';
 
-const LAZY = ['@grpc/grpc-js', 'protobufjs', 'ajv', 'pngjs'];
+const LAZY = ['@grpc/grpc-js', 'protobufjs', 'ajv', 'pngjs', 'prom-client'];
 
 describe('packages load when a command needs them', () => {
   let dir: string;

@@ -15,6 +15,7 @@ describe('popef unpack then pack', () => {
       await inTempDir(async (dir) => {
         const unpacked = await runCli(['unpack', fixture(entry.path), '-o', join(dir, 'out')]);
         assert.equal(unpacked.code, 0, unpacked.stderr);
+        assert.doesNotMatch(unpacked.stderr, /not kept/);
         const packed = await runCli(['pack', join(dir, 'out/manifest.json'), '-o', join(dir, 'copy.popef')]);
         assert.equal(packed.code, 0, packed.stderr);
         const original = await readFile(fixture(entry.path));
@@ -23,6 +24,19 @@ describe('popef unpack then pack', () => {
       });
     });
   }
+
+  it('warns, as dump does, that the fields a newer minor layout added are not kept', async () => {
+    await inTempDir(async (dir) => {
+      const r = await runCli(['unpack', fixture('malformed/newer-minor.popef'), '-o', join(dir, 'u')]);
+      assert.equal(r.code, 0, r.stderr);
+      const dump = await runCli(['dump', fixture('malformed/newer-minor.popef')]);
+      const dumpWarnings = dump.stderr.split('\n').filter((l) => l.startsWith('popef: warning:'));
+      assert.ok(dumpWarnings.length > 0, 'dump warns about the newer minor version');
+      // The same warning lines as dump, each followed by what unpack and pack do about it.
+      assert.deepEqual(r.stderr.split('\n').filter((l) => l.startsWith('popef: warning:')), dumpWarnings);
+      assert.match(r.stderr, /newer than 1\.0; fields added since are ignored\n {2}they are not kept: the manifest holds the fields this version knows, and popef pack writes the blob without the newer ones\n/);
+    });
+  });
 
   it('rewrites a newer-minor blob at this layout version, with the same content', async () => {
     await inTempDir(async (dir) => {

@@ -32,11 +32,18 @@ describe('npm pack', () => {
       'schemas/doctor.schema.json',
       'src/run/PROTOCOL.md',
       'src/run/bridge/ipu_bridge.py',
+      'src/run/bridge/popef_bridge/__init__.py',
+      'src/run/bridge/popef_bridge/frames.py',
+      'src/run/bridge/popef_bridge/sdk.py',
+      'src/run/bridge/popef_bridge/metadata.py',
+      'src/run/bridge/popef_bridge/session.py',
+      'src/run/bridge/popef_bridge/convert.py',
+      'src/run/bridge/popef_bridge/errors.py',
       'src/run/bridge/SDK-API.md',
     ]) {
       assert.ok(files.has(needed), `${needed} is missing from the tarball`);
     }
-    const unwanted = [...files].filter((f) => f.endsWith('.map') || f.startsWith('dist/cli/') || f.startsWith('test/') || f.startsWith('fixtures/') || (f.startsWith('src/') && f.endsWith('.ts')) || f.startsWith('.'));
+    const unwanted = [...files].filter((f) => f.endsWith('.map') || f.startsWith('dist/cli/') || f.startsWith('test/') || f.startsWith('fixtures/') || (f.startsWith('src/') && f.endsWith('.ts')) || f.includes('__pycache__') || f.startsWith('.'));
     assert.deepEqual(unwanted, []);
   });
 

@@ -3,14 +3,14 @@
 // hangs, memory stays bounded, and a good request still gets the right
 // answer afterwards.
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client, credentials, type ServiceError } from '@grpc/grpc-js';
 import { loadPlugin } from '../../src/run/load-plugin.js';
 import { seededRandom } from '../../src/run/tensor-io/inputs.js';
 import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { protocolCodec } from '../../src/triton/inference-protocol.js';
-import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
+import { ROOT, tempDir } from '../helpers.js';
+import { scaffoldMnist } from './serving.js';
 
 const IMAGE = 28 * 28 * 4;
 const SEED = Number(process.env.FUZZ_SEED ?? 20261201);
@@ -35,9 +35,7 @@ describe('popef serve survives random and mutated requests', () => {
   before(async () => {
     const temp = await tempDir();
     cleanup = temp.cleanup;
-    const repo = join(temp.dir, 'models');
-    const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels']);
-    assert.equal(r.code, 0, r.stderr);
+    const repo = await scaffoldMnist(temp.dir);
     server = await startServer({ repositories: [repo], createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }), host: '127.0.0.1', httpPort: 0, grpcPort: 0, maxRequestSize: 1024 * 1024 });
   });
 

@@ -17,20 +17,22 @@ export interface Serving {
   readonly child: ChildProcess;
   readonly http: number;
   readonly grpc: number;
+  /** The metrics port (--metrics-port 0 unless `extra` turns metrics off). */
+  readonly metrics?: number;
   stderr(): string;
   exited: Promise<number | null>;
 }
 
 /** Starts `popef serve` (cpu plugin) on free ports; resolves once it says it is ready. */
 export async function serveCli(repo: string, extra: readonly string[] = []): Promise<Serving> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--plugin', 'cpu', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const m = /HTTP on [^:]+:(\d+), gRPC on [^:]+:(\d+)/.exec(stderr);
-    if (m !== null) return { child, http: Number(m[1]), grpc: Number(m[2]), stderr: () => stderr, exited };
+    const m = /HTTP on [^:]+:(\d+), gRPC on [^:]+:(\d+)(?:, metrics on [^:]+:(\d+))?;/.exec(stderr);
+    if (m !== null) return { child, http: Number(m[1]), grpc: Number(m[2]), metrics: m[3] === undefined ? undefined : Number(m[3]), stderr: () => stderr, exited };
     if (child.exitCode !== null) throw new Error(`popef serve exited with ${child.exitCode}: ${stderr}`);
     if (Date.now() > deadline) throw new Error(`popef serve did not get ready: ${stderr}`);
     await new Promise((r) => setTimeout(r, 50));

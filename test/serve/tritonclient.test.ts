@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
@@ -71,7 +72,7 @@ describe("the walkthrough's tritonclient program against popef serve", { skip: p
   });
 
   it('refuses a port in use with exit 2 and a message naming it', () => {
-    const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', String(server.http), '--grpc-port', '0', '--plugin', 'cpu'], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', String(server.http), '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, new RegExp(`cannot serve HTTP on 127\\.0\\.0\\.1:${server.http}: the port is in use`));
     assert.doesNotMatch(r.stderr, /\n\s+at /);
@@ -88,6 +89,11 @@ describe("the walkthrough's tritonclient program against popef serve", { skip: p
 const triton = findTritonServer();
 const hasCc = spawnSync('cc', ['--version']).status === 0;
 const noTriton = missing ?? (triton === undefined ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)' : !hasCc ? 'no C compiler for the stand-in backend' : undefined);
+
+/** One JSON input of the MNIST image, all zeros, under a name. */
+function json784(name: string): string {
+  return JSON.stringify({ name, datatype: 'FP32', shape: [1, 1, 28, 28], data: new Array<number>(784).fill(0) });
+}
 
 /**
  * Raw HTTP requests tritonclient cannot send (malformed bodies and
@@ -115,6 +121,23 @@ function rawCases(): [string, string, RequestInit][] {
     ['unknown route', '/v2/nosuch', { method: 'GET' }],
     ['wrong method', '/v2/health/live', { method: 'POST' }],
     ['infer by GET', '/v2/models/mnist/infer', { method: 'GET' }],
+    ['statistics of an unknown model', '/v2/models/nosuch/stats', { method: 'GET' }],
+    ['statistics of an unknown version', '/v2/models/mnist/versions/9/stats', { method: 'GET' }],
+    ['an input that is not an object', '/v2/models/mnist/infer', post('{"inputs":[[null,null]]}')],
+    ['a body that is not an object', '/v2/models/mnist/infer', post('[null,null]')],
+    ['a NUL byte', '/v2/models/mnist/infer', post(Buffer.from([0]))],
+    ['blank', '/v2/models/mnist/infer', post('  ')],
+    ['a NUL after the document', '/v2/models/mnist/infer', post(Buffer.from('{"inputs":[]}\0garbage'))],
+    ['an id that is not a string', '/v2/models/mnist/infer', post('{"id":5,"inputs":[]}')],
+    ['a parameter of object type', '/v2/models/mnist/infer', post('{"parameters":{"a":{"b":1}},"inputs":[]}')],
+    ['parameters not an object', '/v2/models/mnist/infer', post('{"parameters":[1],"inputs":[]}')],
+    ['a negative priority', '/v2/models/mnist/infer', post('{"parameters":{"priority":-1},"inputs":[]}')],
+    ['a custom parameter', '/v2/models/mnist/infer', post('{"parameters":{"mine":"x"},"inputs":[]}')],
+    ['duplicate input names', '/v2/models/mnist/infer', post(`{"inputs":[${json784('digit_image')},${json784('digit_image')}]}`)],
+    ['an empty input name', '/v2/models/mnist/infer', post(`{"inputs":[${json784('')}]}`)],
+    ['a percent-encoded model name', '/v2/models/m%6Eist', { method: 'GET' }],
+    ['a percent-encoded unknown model', '/v2/models/no%20such/infer', post('{}')],
+    ['a malformed percent escape', '/v2/models/no%zzsuch', { method: 'GET' }],
   ];
 }
 
@@ -130,7 +153,7 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     repo = await scaffoldMnist(temp.dir);
     const backends = join(temp.dir, 'backends');
     await buildStandInBackends(backends, ['poplar']);
-    theirs = await startTriton(triton ?? '', repo, backends, 120_000);
+    theirs = await startTriton(triton ?? '', repo, backends, 120_000, ['--allow-metrics=true']);
     ours = await serve(repo);
   });
 
@@ -166,6 +189,13 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     assert.deepEqual((a['grpc/ok'] as { outputs: unknown }).outputs, [['output_labels', 'FP32', [1, 10]]]);
   });
 
+  it('the same answers to gRPC request parameters, perf_analyzer\'s triton_enable_empty_final_response among them', () => {
+    const run = (grpc: number): Record<string, string> => JSON.parse(python([join(CLIENTS, 'grpc_raw_cases.py'), `127.0.0.1:${grpc}`, 'mnist'])) as Record<string, string>;
+    const [mine, real] = [run(ours.grpc), run(theirs.grpcPort)];
+    assert.equal(real['empty-final-response-true'], 'OK');
+    assert.deepEqual(mine, real);
+  });
+
   it('popef run --plugin triton speaks to the real server: requests accepted, its errors passed on', async () => {
     for (const url of [`grpc://127.0.0.1:${theirs.grpcPort}`, `http://127.0.0.1:${theirs.httpPort}`]) {
       const r = await runCli(['run', join(repo, 'mnist'), '--plugin', 'triton', '--url', url, '--random']);
@@ -176,6 +206,43 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
       assert.equal(wrong.code, 2);
       assert.match(wrong.stderr, /Request for unknown model: 'mnist' version 9 is not found/);
     }
+  });
+
+  it('the same extensions, in Triton\'s order, listing only those served', async () => {
+    const extensions = async (port: number): Promise<string[]> => ((await (await fetch(`http://127.0.0.1:${port}/v2`)).json()) as { extensions: string[] }).extensions;
+    const [mine, real] = [await extensions(ours.http), await extensions(theirs.httpPort)];
+    assert.deepEqual(mine, real.filter((e) => mine.includes(e)));
+    assert.ok(mine.includes('parameters') && mine.includes('statistics'));
+  });
+
+  it('compresses what Triton compresses, as Accept-Encoding asks', async () => {
+    const body = `{"inputs":[${json784('digit_image')}]}`;
+    const cases: [string, RequestInit][] = [
+      ['/v2/models/mnist/infer', { method: 'POST', body, headers: { 'Accept-Encoding': 'gzip' } }],
+      ['/v2/models/mnist/infer', { method: 'POST', body, headers: { 'Accept-Encoding': 'gzip;q=0.4, deflate;q=0.6' } }],
+      ['/v2/models/mnist/infer', { method: 'POST', body, headers: { 'Accept-Encoding': 'br' } }],
+      ['/v2/models/mnist', { method: 'GET', headers: { 'Accept-Encoding': 'gzip' } }],
+      ['/v2/models/stats', { method: 'GET', headers: { 'Accept-Encoding': 'gzip' } }],
+      ['/v2/models/nosuch/infer', { method: 'POST', body, headers: { 'Accept-Encoding': 'gzip' } }],
+    ];
+    const encodings = async (port: number): Promise<string[]> => {
+      const out: string[] = [];
+      for (const [path, init] of cases) {
+        // node:http's client, which does not undo the encoding (fetch would).
+        out.push(await new Promise<string>((resolve, reject) => {
+          const req = httpRequest({ host: '127.0.0.1', port, path, method: init.method, headers: init.headers as Record<string, string> }, (res) => {
+            res.resume();
+            resolve(`${path} ${res.statusCode ?? 0} ${res.headers['content-encoding'] ?? 'identity'}`);
+          });
+          req.on('error', reject);
+          req.end(init.body as string | undefined);
+        }));
+      }
+      return out;
+    };
+    const [mine, real] = [await encodings(ours.http), await encodings(theirs.httpPort)];
+    assert.deepEqual(mine, real);
+    assert.match(real[0] ?? '', / 200 gzip$/);
   });
 
   it('the same status and message for malformed HTTP requests', async () => {
@@ -196,5 +263,36 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
       if (mine[0] !== real[0] || mine[1] !== real[1]) differences.push(`${name}: popef serve ${JSON.stringify(mine)}, Triton ${JSON.stringify(real)}`);
     }
     assert.deepEqual(differences, []);
+  });
+  it('the same metrics families, help texts, types and series on the metrics port; counts that move alike', async () => {
+    const scrape = async (port: number): Promise<{ meta: string[]; series: string[]; counts: Map<string, number> }> => {
+      const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
+      const lines = (await res.text()).split('\n').filter((l) => l !== '');
+      const samples = lines.filter((l) => !l.startsWith('#')).map((l) => /^(.*) (\S+)$/.exec(l) ?? [l, l, '']);
+      return {
+        meta: lines.filter((l) => l.startsWith('#')),
+        series: samples.map(([, series]) => series ?? ''),
+        counts: new Map(samples.filter(([, series]) => /^nv_inference_(request_success|request_failure|count|exec_count|pending_request_count)[{ ]/.test(series ?? '')).map(([, series, value]) => [series ?? '', Number(value)])),
+      };
+    };
+    // The counts move alike for the same requests (earlier tests sent some requests to Triton alone).
+    const moved = async (port: number, httpPort: number): Promise<[string, number][]> => {
+      const before = await scrape(port);
+      const body = `{"inputs":[${json784('digit_image')}]}`;
+      for (const path of ['/v2/models/mnist/infer', '/v2/models/mnist/infer', '/v2/models/mnist/versions/1/infer', '/v2/models/mnist/infer']) {
+        await (await fetch(`http://127.0.0.1:${httpPort}${path}`, { method: 'POST', body: path.includes('versions') ? '{"inputs":[]}' : body })).text();
+      }
+      const after = await scrape(port);
+      return [...after.counts].map(([series, value]) => [series, value - (before.counts.get(series) ?? 0)]);
+    };
+    const [mine, real] = [await scrape(ours.metrics ?? 0), await scrape(theirs.metricsPort)];
+    assert.deepEqual(mine.meta, real.meta);
+    assert.deepEqual(mine.series, real.series);
+    assert.ok(real.meta.length >= 30, real.meta.join('\n'));
+    const [mineMoved, realMoved] = [await moved(ours.metrics ?? 0, ours.http), await moved(theirs.metricsPort, theirs.httpPort)];
+    assert.deepEqual(mineMoved, realMoved);
+    assert.deepEqual(realMoved.find(([series]) => series.startsWith('nv_inference_request_success')), ['nv_inference_request_success{model="mnist",version="1"}', 3]);
   });
 });

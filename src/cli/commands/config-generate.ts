@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
-import { ModelSet } from '../../format/model-set.js';
+import { openModelSet } from './open-popef.js';
 import { configFromPopef, type ConfigOptions, type GeneratedConfig } from '../../triton/config-from-popef.js';
 import { renderNameMap } from '../../triton/name-map.js';
 import { printPbtxt } from '../../triton/pbtxt-printer.js';
@@ -30,7 +30,8 @@ export interface GeneratedFiles extends GeneratedConfig {
 /** Opens the files, picks the model, generates config.pbtxt and name_map.json text. */
 export async function generateFiles(files: readonly string[], flags: ConfigFlags, modelName: string | undefined, io: CliIo): Promise<GeneratedFiles> {
   const paths = files.map((f) => resolve(io.cwd, f));
-  const set = await ModelSet.open(paths);
+  // Metadata and anchors only: an SDK-written file's executable is not copied to read them.
+  const set = await openModelSet(paths, io, { executables: false });
   try {
     const model = set.model(flags.executable);
     const metadata = model.metadata;

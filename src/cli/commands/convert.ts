@@ -41,6 +41,7 @@ async function convert(kind: 'import' | 'export', files: string[], flags: Flags,
     if (kind === 'import') {
       const r = await importSdkFiles(bridge, paths, out, options);
       bar.finish();
+      for (const w of r.warnings) io.stderr(`popef: warning: ${w}\n`);
       io.stdout(`wrote ${flags.output}: ${r.blobs} blob(s), ${r.bytes} payload bytes, in the PopEF open layout\n`);
     } else {
       const r = await exportToSdk(bridge, paths, out, options);

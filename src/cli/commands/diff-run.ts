@@ -1,13 +1,12 @@
 import { ErrorCode, PopefError } from '../../errors.js';
-import { ModelSet } from '../../format/model-set.js';
+import { type ModelSet } from '../../format/model-set.js';
 import { diffModelSets } from '../../inspect/diff.js';
-import type { ByteSource } from '../../io/byte-source.js';
 import { chooseColour } from '../../present/colour.js';
 import { renderDiffMarkdown, renderDiffText } from '../../present/diff-report.js';
 import { withPrintableStrings } from '../../present/printable.js';
 import { ExitCode } from '../exit-codes.js';
 import { writeJson, type CliIo } from '../io.js';
-import { openSource } from './sources.js';
+import { openModelSet } from './open-popef.js';
 
 export async function diffCommand(
   files: readonly string[],
@@ -31,16 +30,8 @@ export async function diffCommand(
     b = files.slice(files.length - bCount);
     if (a.length === 0 || b.length === 0) throw new PopefError(ErrorCode.InvalidInput, 'each side of -- needs at least one file', {});
   }
-  const open = async (names: readonly string[]): Promise<ModelSet> => {
-    const sources: ByteSource[] = [];
-    try {
-      for (const n of names) sources.push(await openSource(n, io));
-    } catch (error) {
-      await Promise.all(sources.map((s) => s.close()));
-      throw error;
-    }
-    return ModelSet.open(sources);
-  };
+  // Blob sizes are compared: an SDK-written file is read whole.
+  const open = (names: readonly string[]): Promise<ModelSet> => openModelSet(names, io);
   const left = await open(a);
   try {
     const right = await open(b);

@@ -11,15 +11,21 @@ interface Flags {
 
 const HELP = `
 Reports what the IPU bridge (popef run --plugin ipu, popef import, popef
-export) would find on this machine: the Python interpreter (POPEF_PYTHON,
+export, and reading SDK-written files for dump, config, scaffold, validate
+and diff) would find on this machine: the Python interpreter (POPEF_PYTHON,
 default python3), whether numpy and the Poplar SDK's modules popef and
 model_runtime import, the SDK release, every SDK call the bridge makes
-(src/run/bridge/SDK-API.md) present or missing, and the IPUs that
-Graphcore's gc-info lists. Run it in the shell where the SDK is enabled, and
-send its --json output with any bug report about the IPU plugin.
+(src/run/bridge/SDK-API.md) present or absent, and for each operation
+(dump/read, run, import, export) whether it can proceed, for a model
+without feed blobs and for any model. A call whose Python spelling is
+inferred from the SDK's C++ API is listed as unverified, not missing, when
+absent. Also the IPUs that Graphcore's gc-info lists. Run it in the shell
+where the SDK is enabled, and send its --json output with any bug report
+about the IPU plugin.
 
-Exit codes: 0 everything the bridge needs is present, 1 something is
-missing (listed), 2 usage errors.`;
+Exit codes: 0 reading files and running models without feeds can proceed
+(other operations may still be limited: see the list), 1 they cannot (the
+problems are listed), 2 usage errors.`;
 
 export function registerDoctor(program: Command, io: CliIo, run: (handler: Handler) => void): void {
   program

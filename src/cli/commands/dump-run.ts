@@ -1,6 +1,6 @@
 import { ModelSet } from '../../format/model-set.js';
-import { PopefFile } from '../../format/reader.js';
-import { buildReport, type VerifyReport } from '../../inspect/report.js';
+import type { PopefFile } from '../../format/reader.js';
+import { buildReport, type DumpReport, type VerifyReport } from '../../inspect/report.js';
 import { verifyModelSet } from '../../inspect/verify.js';
 import { chooseColour } from '../../present/colour.js';
 import { renderDumpMarkdown } from '../../present/dump-markdown.js';
@@ -10,7 +10,7 @@ import { progressBar } from '../../present/progress.js';
 import { ExitCode } from '../exit-codes.js';
 import { writeJson, type CliIo } from '../io.js';
 import { reportError } from '../report-error.js';
-import { openSource } from './sources.js';
+import { openPopef, type ReadBy } from './open-popef.js';
 
 export interface DumpOptions {
   readonly userAnchors?: boolean;
@@ -48,9 +48,14 @@ export async function dumpFiles(
 ): Promise<number> {
   let failed = false;
   const opened: PopefFile[] = [];
+  const readBy = new Map<string, ReadBy>();
+  // The summary and the anchors show no blob sizes or payloads: they need nothing of an SDK file's executables.
+  const executables = options.json === true || options.markdown === true || options.all === true || options.blobs === true || options.metadata === true || options.verify === true;
   for (const f of files) {
     try {
-      opened.push(await PopefFile.open(await openSource(f.name, io, { readAll: options.verify === true })));
+      const o = await openPopef(f.name, io, { readAll: options.verify === true, executables });
+      opened.push(o.file);
+      readBy.set(o.file.name, o.readBy);
     } catch (error) {
       failed = true;
       reportError(error, io);
@@ -76,7 +81,7 @@ export async function dumpFiles(
       for (const error of outcome.errors) reportError(error, io);
       if (outcome.errors.length > 0) failed = true;
     }
-    const report = buildReport(set, verify);
+    const report = withReaders(buildReport(set, verify), readBy);
     if (options.json === true) {
       writeJson(io, report);
     } else if (options.markdown === true) {
@@ -93,4 +98,15 @@ export async function dumpFiles(
     await set.close();
   }
   return failed ? ExitCode.Error : ExitCode.Ok;
+}
+
+/** Marks the files read with the Poplar SDK's reader, in the report. */
+function withReaders(report: DumpReport, readBy: ReadonlyMap<string, ReadBy>): DumpReport {
+  return {
+    ...report,
+    files: report.files.map((f) => {
+      const r = readBy.get(f.path);
+      return r?.reader === 'poplar-sdk' ? { ...f, readBy: { reader: 'poplar-sdk', sdkVersion: r.sdkVersion ?? null } } : f;
+    }),
+  };
 }

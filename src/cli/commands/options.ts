@@ -11,6 +11,14 @@ export function parseIntOption(min: number, max: number): (value: string) => num
   };
 }
 
+/** A commander parser for a boolean option spelt as tritonserver spells them (true/false, 1/0, on/off, yes/no). */
+export function parseBoolOption(value: string): boolean {
+  const v = value.toLowerCase();
+  if (['true', '1', 'on', 'yes'].includes(v)) return true;
+  if (['false', '0', 'off', 'no'].includes(v)) return false;
+  throw new InvalidArgumentError(`expected true or false, got "${value}"`);
+}
+
 /** A --triton-version value: YY.MM or latest, else a usage error (exit 2) through the one funnel. */
 export function checkTritonVersion(value: string, option = '--triton-version'): string {
   if (value === 'latest' || /^\d{2}\.\d{2}$/.test(value)) return value;

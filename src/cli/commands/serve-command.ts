@@ -19,7 +19,15 @@ function usage(message: string, suggestion?: string): PopefError {
 export async function serveCommand(repositories: string[], flags: ServeFlags, io: CliIo): Promise<number> {
   const timeoutMs = positiveSecondsMs(flags.timeout, '--timeout');
   if (!flags.http && !flags.grpc) throw usage('--no-http and --no-grpc leave nothing to serve');
-  if (flags.http && flags.grpc && flags.httpPort === flags.grpcPort && flags.httpPort !== 0) throw usage(`--http-port and --grpc-port are both ${flags.httpPort}`);
+  const ports: [string, number][] = [
+    ...(flags.http ? [['--http-port', flags.httpPort] as [string, number]] : []),
+    ...(flags.grpc ? [['--grpc-port', flags.grpcPort] as [string, number]] : []),
+    ...(flags.allowMetrics ? [['--metrics-port', flags.metricsPort] as [string, number]] : []),
+  ];
+  for (const [i, [flag, port]] of ports.entries()) {
+    const other = ports.slice(i + 1).find(([, p]) => p === port && p !== 0);
+    if (other !== undefined) throw usage(`${flag} and ${other[0]} are both ${port}`);
+  }
   const pluginOptions: Record<string, string> = {};
   for (const o of flags.pluginOption ?? []) {
     const at = o.indexOf('=');
@@ -47,6 +55,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     host: flags.host,
     httpPort: flags.http ? flags.httpPort : undefined,
     grpcPort: flags.grpc ? flags.grpcPort : undefined,
+    metricsPort: flags.allowMetrics ? flags.metricsPort : undefined,
     maxRequestSize: flags.maxRequestSize,
     log,
     onInstanceEvent: (e: InstanceEvent) => io.stderr(instanceLine(e, flags.jsonLogs === true)),
@@ -55,7 +64,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
       io.stderr(flags.jsonLogs === true ? `${JSON.stringify({ time: new Date().toISOString(), model: m.name, version: m.version, state: m.state, reason: m.reason })}\n` : `popef serve: ${line}\n`);
     },
   });
-  const where = [server.httpPort === undefined ? '' : `HTTP on ${flags.host}:${server.httpPort}`, server.grpcPort === undefined ? '' : `gRPC on ${flags.host}:${server.grpcPort}`].filter((s) => s !== '').join(', ');
+  const where = [...server.ports].map(([name, port]) => `${name} on ${flags.host}:${port}`).join(', ');
   const models = server.core.index();
   const ready = models.filter((m) => m.state === 'READY').length;
   // Draining may take as long as the slowest running request; Triton waits up to 30 s (--exit-timeout-secs).

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
-import { parseIntOption } from './options.js';
+import { parseBoolOption, parseIntOption } from './options.js';
 
 export interface ServeFlags {
   readonly host: string;
@@ -9,6 +9,8 @@ export interface ServeFlags {
   readonly grpcPort: number;
   readonly http: boolean;
   readonly grpc: boolean;
+  readonly metricsPort: number;
+  readonly allowMetrics: boolean;
   readonly plugin: string;
   readonly pluginOption?: string[];
   readonly model?: string[];
@@ -32,6 +34,9 @@ the others serve. The server is ready once every model is loaded or refused.
 Client tensor names go through name_map.json; requests are checked with
 Triton's request-time rules and messages.
 
+Prometheus metrics (Triton's nv_* families) are served at /metrics on
+--metrics-port unless --allow-metrics=false.
+
 Ctrl-C or SIGTERM stops accepting requests, lets running ones finish,
 closes the plugins and exits 0.
 
@@ -48,6 +53,8 @@ export function registerServe(program: Command, io: CliIo, run: (handler: Handle
     .addOption(new Option('--grpc-port <port>', 'gRPC port (0: any free port)').argParser(parseIntOption(0, 65535)).default(8001))
     .option('--no-http', 'do not serve HTTP/REST')
     .option('--no-grpc', 'do not serve gRPC')
+    .addOption(new Option('--metrics-port <port>', 'Prometheus metrics port (0: any free port)').argParser(parseIntOption(0, 65535)).default(8002))
+    .addOption(new Option('--allow-metrics <bool>', 'serve Prometheus metrics at /metrics on --metrics-port, as tritonserver does').argParser(parseBoolOption).default(true))
     .option('--plugin <plugin>', 'execution plugin: cpu, ipu, ./plugin.js, ./plugin-program, or a package', 'cpu')
     .option('--plugin-option <key=value>', 'an option passed to the plugin (repeatable)', collect)
     .option('--model <name>', 'serve only this model (repeatable; default: every model)', collect)

@@ -67,6 +67,8 @@ function unquote(s: string): string {
 export interface RunningTriton {
   readonly httpPort: number;
   readonly grpcPort: number;
+  /** Where its metrics service listens (when started with --allow-metrics=true). */
+  readonly metricsPort: number;
   /** Everything the server printed so far. */
   log(): string;
   /** GET or POST on the server's HTTP port, retried while the port is not yet open. */
@@ -130,7 +132,7 @@ export async function startTriton(binary: string, repository: string, backendDir
       }
     }
   };
-  return { httpPort: http, grpcPort: grpc, log: () => log, ask, stop };
+  return { httpPort: http, grpcPort: grpc, metricsPort: metrics, log: () => log, ask, stop };
 }
 
 /**

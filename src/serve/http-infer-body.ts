@@ -1,0 +1,216 @@
+import type { InferRequest, RequestInput, RequestedOutput } from './infer-request.js';
+import type { InferResult } from './inference-server.js';
+import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
+import { RequestError, invalidArg } from './status.js';
+
+/**
+ * The JSON bodies of Triton's HTTP inference endpoint, both ways: an infer
+ * request's header (and its binary sections) as an InferRequest, read with
+ * the checks and messages of Triton's HTTP frontend (server r24.10,
+ * http_server.cc, HTTPAPIServer::HandleInfer and its EVBufferToInput), and an
+ * InferResult as the response body. Pure: no sockets, table-tested in
+ * test/serve/http-infer-body.test.ts.
+ */
+
+export type JsonObject = Record<string, unknown>;
+
+/**
+ * A request body's JSON, as TritonJson's Parse reads it (rapidjson on a
+ * buffer): a NUL byte ends the text, errors are INTERNAL with an offset, and
+ * a root that is not an object parses, its members then being absent. The
+ * messages of rapidjson's syntax errors are not reproduced (JSON.parse's
+ * are given), only their status and the empty-document case.
+ */
+export function parseJson(text: string): JsonObject {
+  const nul = text.indexOf('\0');
+  const json = nul < 0 ? text : text.slice(0, nul);
+  const fail = (message: string, at: number): RequestError => new RequestError('INTERNAL', `failed to parse the request JSON buffer: ${message} at ${at}`);
+  // rapidjson's whitespace is these four only.
+  const blank = /^[ \n\r\t]*/.exec(json)?.[0].length ?? 0;
+  if (blank === json.length) throw fail('The document is empty.', blank);
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (error) {
+    const message = (error as Error).message;
+    throw fail(message.replace(/ in JSON at position \d+.*$/, ''), Number(/position (\d+)/.exec(message)?.[1] ?? json.length));
+  }
+  return asObject(value) ?? {};
+}
+
+export function member(obj: JsonObject, key: string): unknown {
+  return Object.hasOwn(obj, key) ? obj[key] : undefined;
+}
+
+function asObject(value: unknown): JsonObject | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : undefined;
+}
+
+/** A member Triton reads with MemberAsX, wrapped as RETURN_MSG_IF_ERR does ("Unable to parse 'key': ..."). */
+function missingOr(key: string, what: string, value: unknown): RequestError {
+  const reason = value === undefined ? `attempt to access non-existing object member '${key}'` : `attempt to access JSON non-${what} as ${what}`;
+  return new RequestError('INTERNAL', `Unable to parse '${key}': ${reason}`);
+}
+
+function requireString(obj: JsonObject, key: string): string {
+  const v = member(obj, key);
+  if (typeof v !== 'string') throw missingOr(key, 'string', v);
+  return v;
+}
+
+/**
+ * The `inputs` and `outputs` of an infer request body, with binary sections
+ * taken from `binary` in order; and whether outputs not listed go back as
+ * binary data (the request's binary_data_output).
+ */
+/** What Triton reads each known parameter as (MemberAsX), with the words of its message. */
+const PARAMETER_KINDS: Readonly<Record<string, readonly [(v: unknown) => boolean, string]>> = {
+  sequence_id: [(v) => isUnsigned(v) || typeof v === 'string', 'string'],
+  sequence_start: [(v) => typeof v === 'boolean', 'boolean'],
+  sequence_end: [(v) => typeof v === 'boolean', 'boolean'],
+  priority: [isUnsigned, 'unsigned-integer'],
+  timeout: [isUnsigned, 'unsigned-integer'],
+  binary_data_output: [(v) => typeof v === 'boolean', 'boolean'],
+};
+
+function isUnsigned(v: unknown): boolean {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0;
+}
+
+/**
+ * The request's `parameters`, checked as ParseJsonTritonParams checks them
+ * (http_server.cc): known keys by type, `triton_` keys refused, any other
+ * key passed on if it is a string, a number or a boolean. Returns
+ * binary_data_output and the scheduling parameters, when given.
+ */
+function requestParameters(parameters: unknown): { binaryOutputs?: boolean; priority?: number; timeoutUs?: number } {
+  if (parameters === undefined) return {};
+  const object = asObject(parameters);
+  if (object === undefined) throw new RequestError('INTERNAL', 'failed to get request params.: attempt to get members for non-object');
+  const out: { binaryOutputs?: boolean; priority?: number; timeoutUs?: number } = {};
+  for (const [key, value] of Object.entries(object)) {
+    const known = PARAMETER_KINDS[key];
+    if (known !== undefined) {
+      const [accepts, what] = known;
+      if (!accepts(value)) throw new RequestError('INTERNAL', `Unable to parse '${key}': attempt to access JSON non-${what} as ${what}`);
+      if (key === 'binary_data_output') out.binaryOutputs = value as boolean;
+      else if (key === 'priority') out.priority = value as number;
+      else if (key === 'timeout') out.timeoutUs = value as number;
+    } else if (key.startsWith('triton_')) {
+      throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
+    } else if (!['string', 'number', 'boolean'].includes(typeof value)) {
+      throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
+    }
+  }
+  return out;
+}
+
+export function parseInferBody(model: string, version: string, header: JsonObject, binary: Buffer, hasHeaderLength: boolean): { request: InferRequest; binaryOutputs: boolean } {
+  const id = member(header, 'id');
+  if (id !== undefined && typeof id !== 'string') throw missingOr('id', 'string', id);
+  const { binaryOutputs, ...scheduling } = requestParameters(member(header, 'parameters'));
+  const inputsJson = member(header, 'inputs');
+  if (!Array.isArray(inputsJson)) throw missingOr('inputs', 'array', inputsJson);
+  let offset = 0;
+  const inputs: RequestInput[] = [];
+  for (const raw of inputsJson) {
+    // Triton looks members up in a non-object as in an object with none: it then has no data.
+    const input = asObject(raw) ?? {};
+    const params = asObject(member(input, 'parameters'));
+    const hasData = member(input, 'data') !== undefined;
+    const hasBinary = params !== undefined && member(params, 'binary_data_size') !== undefined;
+    const hasShm = params !== undefined && member(params, 'shared_memory_region') !== undefined;
+    const set = Number(hasData) + Number(hasBinary) + Number(hasShm);
+    if (set !== 1) {
+      const which = [hasData ? " 'data'" : '', hasBinary ? " 'binary_data_size'" : '', hasShm ? " 'shared_memory_region'" : ''].join('');
+      throw invalidArg(
+        `Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But${set === 0 ? ' no field is set' : ` set${which}`}`,
+      );
+    }
+    const name = requireString(input, 'name');
+    const datatype = requireString(input, 'datatype');
+    const shapeJson = member(input, 'shape');
+    if (!Array.isArray(shapeJson)) throw missingOr('shape', 'array', shapeJson);
+    const shape = shapeJson.map((d: unknown) => {
+      if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) throw jsonAccess("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      return d;
+    });
+    if (hasShm) throw new RequestError('UNSUPPORTED', `input '${name}': shared memory is not supported by popef serve`);
+    let data: Uint8Array;
+    if (hasBinary) {
+      const size = member(params, 'binary_data_size');
+      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) throw jsonAccess("Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      if (size > 0 && !hasHeaderLength) {
+        throw invalidArg("must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format");
+      }
+      if (offset + size > binary.byteLength) {
+        throw invalidArg(`unexpected size for input '${name}', expecting ${offset + size - binary.byteLength} additional bytes for model '${model}'`);
+      }
+      data = binary.subarray(offset, offset + size);
+      offset += size;
+    } else {
+      const count = shape.reduce((p, d) => p * d, 1);
+      data = count === 0 ? new Uint8Array(0) : readJsonData(name, datatype, shape, member(input, 'data'));
+    }
+    inputs.push({ name, datatype, shape, data });
+  }
+  if (offset !== binary.byteLength) throw invalidArg(`unexpected additional input data for model '${model}'`);
+  const outputs: RequestedOutput[] = [];
+  const outputsJson = member(header, 'outputs');
+  if (outputsJson !== undefined) {
+    if (!Array.isArray(outputsJson)) throw missingOr('outputs', 'array', outputsJson);
+    for (const raw of outputsJson) {
+      const output = asObject(raw);
+      if (output === undefined) throw jsonAccess('attempt to access JSON non-object as object');
+      const name = requireString(output, 'name');
+      const params = asObject(member(output, 'parameters')) ?? {};
+      const cls = member(params, 'classification');
+      const bin = member(params, 'binary_data');
+      if (cls !== undefined && (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0)) throw jsonAccess("Unable to parse 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      if (bin !== undefined && typeof bin !== 'boolean') throw jsonAccess("Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
+      if (member(params, 'shared_memory_region') !== undefined) throw new RequestError('UNSUPPORTED', `output '${name}': shared memory is not supported by popef serve`);
+      outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs });
+    }
+  }
+  return { request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs, ...scheduling }, binaryOutputs: binaryOutputs ?? false };
+}
+
+/** The response body: JSON, then the binary outputs in order (Triton's layout). */
+export function inferResponse(result: InferResult, defaultBinary: boolean): { json: Buffer; binary: Buffer[] } {
+  const binary: Buffer[] = [];
+  const outputs = result.outputs.map((o) => {
+    const asBinary = o.binary ?? defaultBinary;
+    const base = { name: o.name, datatype: o.datatype, shape: o.shape };
+    if (asBinary) {
+      binary.push(Buffer.from(o.data.buffer, o.data.byteOffset, o.data.byteLength));
+      return { ...base, parameters: { binary_data_size: o.data.byteLength } };
+    }
+    return { ...base, data: writeJsonData(o.datatype, o.data) };
+  });
+  const body: JsonObject = {};
+  if (result.id !== '') body.id = result.id;
+  body.model_name = result.modelName;
+  body.model_version = result.modelVersion;
+  body.outputs = outputs;
+  return { json: Buffer.from(JSON.stringify(body)), binary };
+}
+
+/**
+ * A whole infer body as an InferRequest: `headerLength` is the request's
+ * Inference-Header-Content-Length header (undefined when absent), which
+ * splits the body into the JSON header and the binary sections. A length of
+ * 0 makes the whole body the data of the model's one input (Triton's raw
+ * binary request), answered in binary.
+ */
+export function fromInferBody(model: string, version: string, body: Buffer, headerLength: string | undefined): { request: InferRequest; binaryOutputs: boolean } {
+  let jsonLength = body.byteLength;
+  if (headerLength !== undefined) {
+    // As C's atoi, which Triton uses: the leading integer, 0 when there is none.
+    const parsed = Number(/^\s*[+-]?\d+/.exec(headerLength)?.[0] ?? 0);
+    if (parsed < 0 || parsed > body.byteLength) throw invalidArg(`inference header size should be in range (0, ${body.byteLength}), got: ${headerLength}`);
+    jsonLength = parsed;
+  }
+  if (jsonLength === 0) return { request: { modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body }, binaryOutputs: true };
+  const header = parseJson(body.subarray(0, jsonLength).toString('utf8'));
+  return parseInferBody(model, version, header, body.subarray(jsonLength), headerLength !== undefined);
+}
