@@ -81,6 +81,10 @@ describe('popef validate: the rule families Triton checks and the old rules miss
 
 describe('the file rules (label files and warmup data) on what the probe reports', () => {
   const config: ModelConfig = {
+    input: [
+      { name: 'a', data_type: 'TYPE_FP32', dims: [2, 2] },
+      { name: 'b', data_type: 'TYPE_INT8', dims: [3] },
+    ],
     output: [{ name: 'y', label_filename: 'labels' }],
     model_warmup: [
       {
@@ -108,6 +112,27 @@ describe('the file rules (label files and warmup data) on what the probe reports
     );
     // A file the probe did not see is reported as missing; a batch size of 0 skips the sample.
     assert.equal(checkModelFiles(config, '/repo/m', new Map()).filter((f) => f.message.includes('No such file or directory')).length, 2);
-    assert.deepEqual(checkModelFiles({ model_warmup: [{ ...config.model_warmup?.[0], batch_size: 0 }] }, '/repo/m', new Map()), []);
+    assert.deepEqual(checkModelFiles({ ...config, output: [], model_warmup: [{ ...config.model_warmup?.[0], batch_size: 0 }] }, '/repo/m', new Map()), []);
+  });
+
+  it('prints a label path outside the model directory as Triton joins it, beside the request checks of a sample', async () => {
+    const { checkModelFiles } = await import('../../src/triton/repository/file-rules.js');
+    const withOptional: ModelConfig = {
+      name: 'm',
+      max_batch_size: 4,
+      input: [{ name: 'a', data_type: 'TYPE_FP32', dims: [2] }, { name: 'o', data_type: 'TYPE_FP32', dims: [1], optional: true }],
+      output: [{ name: 'y', label_filename: '../labels.txt' }],
+      model_warmup: [
+        { name: 'none', batch_size: 1, inputs: [] },
+        { name: 'shape', batch_size: 1, inputs: [{ key: 'a', value: { data_type: 'TYPE_FP32', dims: [3], zero_data: true } }, { key: 'z', value: { data_type: 'TYPE_FP32', dims: [1], zero_data: true } }] },
+      ],
+    };
+    const messages = checkModelFiles(withOptional, '/repo/m', new Map()).map((f) => `${f.rule}: ${f.message}`);
+    assert.deepEqual(messages, [
+      'config/label-file: failed to open text file for read /repo/m/../labels.txt: No such file or directory',
+      "config/warmup-request: [request id: <id_unknown>] expected number of inputs between 1 and 2 but got 0 inputs for model 'm'. Got input(s) [], but missing required input(s) ['a']. Please provide all required input(s).",
+      "config/warmup-unknown-input: warmup sample 'shape' of model 'm' gives input 'z', which is not an input of the model; Triton passes it on unchecked and the model never reads it",
+      "config/warmup-request: [request id: <id_unknown>] unexpected shape for input 'a' for model 'm'. Expected [-1,2], got [1,3]. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each input shape. If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. See the model configuration docs for more info on max_batch_size.",
+    ]);
   });
 });

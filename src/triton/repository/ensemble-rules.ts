@@ -6,7 +6,9 @@ import type { RawFinding } from './findings.js';
  * r24.10, src/ensemble_scheduler/ensemble_utils.cc): once every step model
  * loads, each ensemble tensor must have one data type and compatible shapes
  * across the ensemble's inputs and outputs and the step models' configs.
- * The decoupled-flow check that follows in Triton is not ported.
+ * Then, as Triton does, it walks the data flow from the ensemble inputs:
+ * a step (or the ensemble's outputs) must not receive tensors that come
+ * from different decoupled models, whose responses cannot be matched up.
  *
  * Triton returns the first failure and its later checks build on the
  * earlier state, so this returns at most one finding.
@@ -91,6 +93,88 @@ export function validateEnsembleConfig(ensemble: ModelConfig, steps: ReadonlyMap
       if (o === undefined) return fail(`in ensemble ${e}, ensemble tensor ${tensor} is mapped from non-existing output ${output} in model ${name}`, index);
       const problem = merge(tensor, node(name, batching, o.data_type, o.dims));
       if (problem !== undefined) return fail(problem, index);
+    }
+  }
+  return decoupledFlow(ensemble, steps, tensors);
+}
+
+interface FlowNode {
+  readonly model: string;
+  decoupled: boolean;
+  label: number;
+  visited: boolean;
+  readonly prev: FlowNode[];
+  readonly next: FlowNode[];
+  /** Shared by the outputs of one step, so they carry one label. */
+  sibling?: FlowNode;
+}
+
+/** The decoupled-workflow walk at the end of ValidateEnsembleConfig; runs once every step's config is known. */
+function decoupledFlow(ensemble: ModelConfig, steps: ReadonlyMap<string, ModelConfig>, tensors: ReadonlyMap<string, TensorNode>): RawFinding | undefined {
+  const e = ensemble.name ?? '';
+  const stepList = ensemble.ensemble_scheduling?.step ?? [];
+  if (stepList.some((s) => !steps.has(s.model_name ?? ''))) return undefined;
+  const flow = new Map<string, FlowNode>();
+  const at = (tensor: string): FlowNode => {
+    let n = flow.get(tensor);
+    if (n === undefined) {
+      n = { model: tensors.get(tensor)?.model ?? e, decoupled: false, label: 0, visited: false, prev: [], next: [] };
+      flow.set(tensor, n);
+    }
+    return n;
+  };
+  const sink: FlowNode = { model: e, decoupled: false, label: 0, visited: false, prev: [], next: [] };
+  for (const o of ensemble.output ?? []) {
+    const n = at(o.name ?? '');
+    sink.prev.push(n);
+    n.next.push(sink);
+  }
+  for (const step of stepList) {
+    const name = step.model_name ?? '';
+    const decoupled = steps.get(name)?.model_transaction_policy?.decoupled === true;
+    const sibling: FlowNode = { model: name, decoupled: false, label: 0, visited: false, prev: [], next: [] };
+    const inputs = [...new Map((step.input_map ?? []).map((x) => [x.key, x.value])).values()];
+    for (const tensor of new Map((step.output_map ?? []).map((x) => [x.key, x.value])).values()) {
+      const n = at(tensor);
+      n.sibling = sibling;
+      n.decoupled = decoupled;
+      for (const input of inputs) {
+        const p = at(input);
+        n.prev.push(p);
+        p.next.push(n);
+      }
+    }
+  }
+  let labels = 0;
+  const queue: FlowNode[] = [];
+  for (const i of ensemble.input ?? []) {
+    const n = at(i.name ?? '');
+    n.visited = true;
+    queue.push(n);
+  }
+  for (let head = 0; head < queue.length; head++) {
+    for (const next of (queue[head] as FlowNode).next) {
+      if (next.visited || !next.prev.every((p) => p.visited)) continue;
+      const label = next.prev[0]?.label ?? 0;
+      if (next.prev.some((p) => p.label !== label)) {
+        return {
+          rule: 'config/ensemble-decoupled',
+          message: `in ensemble ${e}, step of model '${next.model}' receives inputs originated from different decoupled models`,
+          path: 'ensemble_scheduling',
+          hint: 'feed each step (and the ensemble outputs) from one decoupled model, or from none',
+        };
+      }
+      if (next.sibling !== undefined && next.sibling.visited) {
+        next.label = next.sibling.label;
+      } else {
+        next.label = next.decoupled ? ++labels : label;
+        if (next.sibling !== undefined) {
+          next.sibling.label = next.label;
+          next.sibling.visited = true;
+        }
+      }
+      next.visited = true;
+      queue.push(next);
     }
   }
   return undefined;

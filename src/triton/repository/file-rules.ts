@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import type { ModelConfig } from '../model-config.js';
-import { elementCount } from './io-rules.js';
+import { dataTypeByteSize, elementCount } from './io-rules.js';
 import type { RawFinding } from './findings.js';
+import { checkImplicitState, initialStateFiles } from './state-rules.js';
+import { WARMUP_REQUEST, checkWarmupRequest, unknownWarmupInputs } from './warmup-rules.js';
 
 /**
  * The rules Triton applies to files a config names while the model
@@ -20,17 +22,23 @@ export function filesNamedBy(config: ModelConfig): string[] {
   for (const w of config.model_warmup ?? []) {
     for (const e of w.inputs ?? []) if (e.value.input_data_file !== undefined) files.add(join('warmup', e.value.input_data_file));
   }
+  for (const f of initialStateFiles(config)) files.add(f);
   return [...files];
 }
 
-// triton::common::GetDataTypeByteSize; STRING and INVALID are 0.
-const BYTE_SIZE: Readonly<Record<string, number>> = {
-  TYPE_BOOL: 1, TYPE_UINT8: 1, TYPE_UINT16: 2, TYPE_UINT32: 4, TYPE_UINT64: 8, TYPE_INT8: 1, TYPE_INT16: 2, TYPE_INT32: 4,
-  TYPE_INT64: 8, TYPE_FP16: 2, TYPE_FP32: 4, TYPE_FP64: 8, TYPE_BF16: 2,
-};
-
-/** Triton's request log prefix for a request without an id (warmup requests have none). */
-const WARMUP_REQUEST = '[request id: <id_unknown>] ';
+/**
+ * Triton's JoinPath (core src/filesystem/api.cc): segments joined by one
+ * '/', nothing normalised, so "m/../labels.txt" is printed as written.
+ */
+function tritonJoin(...segments: string[]): string {
+  let joined = '';
+  for (const seg of segments) {
+    if (joined === '') joined = seg;
+    else if (seg.startsWith('/')) joined += joined.endsWith('/') ? seg.slice(1) : seg;
+    else joined += joined.endsWith('/') ? seg : `/${seg}`;
+  }
+  return joined;
+}
 
 export function checkModelFiles(config: ModelConfig, modelPath: string, probe: ReadonlyMap<string, FileProbe>): RawFinding[] {
   const out: RawFinding[] = [];
@@ -41,14 +49,18 @@ export function checkModelFiles(config: ModelConfig, modelPath: string, probe: R
     if (label === '') return;
     const p = probeOf(label);
     if ('error' in p) {
-      out.push({ rule: 'config/label-file', message: `failed to open text file for read ${join(modelPath, label)}: ${p.error}`, path: `output[${i}].label_filename`, hint: `put the label file, one label per line, at ${label} in the model directory` });
+      out.push({ rule: 'config/label-file', message: `failed to open text file for read ${tritonJoin(modelPath, label)}: ${p.error}`, path: `output[${i}].label_filename`, hint: `put the label file, one label per line, at ${label} in the model directory` });
     }
   });
   // GenerateWarmupData, for every instance (the first failure is the same for all).
   if (config.ensemble_scheduling !== undefined) return out;
+  // SequenceBatchScheduler::Create, once the instances are ready.
+  const stateFindings = checkImplicitState(config, modelPath, tritonJoin, probeOf);
   (config.model_warmup ?? []).forEach((w, wi) => {
-    if ((w.batch_size ?? 0) === 0) return;
     const at = `model_warmup[${wi}]`;
+    for (const f of unknownWarmupInputs(config, w, at)) out.push(f);
+    if ((w.batch_size ?? 0) === 0) return;
+    const before = out.length;
     const inputs = w.inputs ?? [];
     const variable = inputs.filter((e) => elementCount(e.value.dims ?? []) === -1);
     for (const e of variable) {
@@ -58,13 +70,13 @@ export function checkModelFiles(config: ModelConfig, modelPath: string, probe: R
     for (const e of inputs) {
       const input = e.value;
       const count = elementCount(input.dims ?? []);
-      let bytes = count * (BYTE_SIZE[String(input.data_type ?? '')] ?? 0);
+      let bytes = count * dataTypeByteSize(input.data_type);
       if (bytes === 0) bytes = count * 4;
       if (input.input_data_file !== undefined) {
         const relative = join('warmup', input.input_data_file);
         const p = probeOf(relative);
         if ('error' in p) {
-          out.push({ rule: 'config/warmup', message: `failed to open text file for read ${join(modelPath, relative)}: ${p.error}`, path: at, hint: `put the data at ${relative} in the model directory` });
+          out.push({ rule: 'config/warmup', message: `failed to open text file for read ${tritonJoin(modelPath, 'warmup', input.input_data_file)}: ${p.error}`, path: at, hint: `put the data at ${relative} in the model directory` });
         } else if (input.data_type !== 'TYPE_STRING' && bytes > p.size) {
           out.push({
             rule: 'config/warmup',
@@ -77,6 +89,9 @@ export function checkModelFiles(config: ModelConfig, modelPath: string, probe: R
         out.push({ rule: 'config/warmup', message: `${WARMUP_REQUEST}warmup setting expects input '${e.key}' to have input_data_type set`, path: at, hint: 'set zero_data: true, random_data: true or input_data_file' });
       }
     }
+    // The request is prepared only once every input has its data.
+    if (out.length === before) for (const f of checkWarmupRequest(config, w, at)) out.push(f);
   });
+  for (const f of stateFindings) out.push(f);
   return out;
 }

@@ -11,6 +11,17 @@ import type { RawFinding, RuleId } from './findings.js';
 const WILDCARD = -1;
 
 /** triton::common::GetElementCount: -1 when any dim is variable, 0 for no dims. */
+// triton::common::GetDataTypeByteSize; STRING and INVALID are 0.
+const BYTE_SIZE: Readonly<Record<string, number>> = {
+  TYPE_BOOL: 1, TYPE_UINT8: 1, TYPE_UINT16: 2, TYPE_UINT32: 4, TYPE_UINT64: 8, TYPE_INT8: 1, TYPE_INT16: 2, TYPE_INT32: 4,
+  TYPE_INT64: 8, TYPE_FP16: 2, TYPE_FP32: 4, TYPE_FP64: 8, TYPE_BF16: 2,
+};
+
+/** Bytes per element of a config data type (0 for TYPE_STRING and TYPE_INVALID, as in Triton). */
+export function dataTypeByteSize(type: unknown): number {
+  return typeof type === 'string' ? (BYTE_SIZE[type] ?? 0) : 0;
+}
+
 export function elementCount(dims: readonly Int64[]): number {
   let count = 0;
   let first = true;

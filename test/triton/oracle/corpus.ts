@@ -43,6 +43,15 @@ const withOut0 = (c: ModelConfig, patch: Partial<ModelOutput>): ModelConfig => (
 const dims0 = (c: ModelConfig): number[] => (in0(c).dims ?? []).map(Number);
 const bytesOf = (c: ModelConfig): number => dims0(c).reduce((a, b) => a * b, 1) * 4;
 const fixedFp32 = (b: Base): boolean => in0(b.config).data_type === 'TYPE_FP32' && dims0(b.config).every((d) => d > 0);
+/** A warmup entry of zeros for every config input, with the config's type and dims. */
+const warmAll = (c: ModelConfig): { key: string; value: { data_type?: ModelInput['data_type']; dims?: ModelInput['dims']; zero_data: boolean } }[] =>
+  (c.input ?? []).map((t) => ({ key: t.name ?? '', value: { data_type: t.data_type, dims: t.dims, zero_data: true } }));
+const isMnist = (b: Base): boolean => b.slug === 'mnist';
+type State = NonNullable<NonNullable<ModelConfig['sequence_batching']>['state']>[number];
+type InitialState = NonNullable<State['initial_state']>[number];
+const initial = (patch: Partial<InitialState> = {}): InitialState => ({ name: 'init', data_type: 'TYPE_FP32', dims: [2], zero_data: true, ...patch });
+const state = (patch: Partial<State> = {}): State => ({ input_name: 'INPUT_STATE', output_name: 'OUTPUT_STATE', data_type: 'TYPE_FP32', dims: [2], initial_state: [initial()], ...patch });
+const withState = (c: ModelConfig, states: State[]): ModelConfig => ({ ...c, dynamic_batching: undefined, sequence_batching: { state: states } });
 const control = (kind: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ kind, ...extra });
 const seq = (c: ModelConfig, inputs: { name?: string; control: Record<string, unknown>[] }[], extra: Record<string, unknown> = {}): ModelConfig =>
   ({ ...c, dynamic_batching: undefined, sequence_batching: { control_input: inputs, ...extra } });
@@ -101,6 +110,17 @@ const MUTATIONS: readonly Mutation[] = [
   { slug: 'sb-response-cache', config: (c) => ({ ...seq(c, []), response_cache: { enable: true } }) },
   { slug: 'sb-batch-strategy', config: (c) => ({ ...seq(c, []), parameters: [{ key: 'TRITON_BATCH_STRATEGY_PATH', value: { string_value: '/nonexistent/batchstrategy.so' } }] }) },
   { slug: 'decoupled-response-cache', config: (c) => ({ ...c, model_transaction_policy: { decoupled: true }, response_cache: { enable: true } }) },
+  // Implicit state (SequenceBatchScheduler::Create). Only states Triton refuses: with the stand-in
+  // backend, tritonserver 2.51 crashes (SIGSEGV) while loading one of the models that pass these checks.
+  { slug: 'st-two-initial', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial(), initial({ name: 'again' })] })]) },
+  { slug: 'st-type', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ data_type: 'TYPE_INT32' })] })]) },
+  { slug: 'st-no-name', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ name: undefined })] })]) },
+  { slug: 'st-twice', only: isMnist, config: (c) => withState(c, [state(), state({ output_name: 'OUTPUT_STATE2' })]) },
+  { slug: 'st-dims-count', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ dims: [2, 1] })] })]) },
+  { slug: 'st-dims-differ', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ dims: [3] })] })]) },
+  { slug: 'st-no-data', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ zero_data: undefined })] })]) },
+  { slug: 'st-file-missing', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ zero_data: undefined, data_file: 'init0' })] })]) },
+  { slug: 'st-file-short', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ zero_data: undefined, data_file: 'init0' })] })]), files: () => ({ 'initial_state/init0': Buffer.alloc(5) }) },
   { slug: 'decoupled', config: (c) => ({ ...c, model_transaction_policy: { decoupled: true } }) },
   // Instance groups.
   { slug: 'ig-gpu', config: (c) => ({ ...c, instance_group: [{ kind: 'KIND_GPU' }] }) },
@@ -144,6 +164,8 @@ const MUTATIONS: readonly Mutation[] = [
   { slug: 'out-no-dims', config: (c) => withOut0(c, { dims: [] }) },
   { slug: 'out-shape-tensor', config: (c) => withOut0(c, { is_shape_tensor: true }) },
   { slug: 'out-label-missing', config: (c) => withOut0(c, { label_filename: 'labels.txt' }) },
+  { slug: 'decoupled', only: isMnist, config: (c) => ({ ...c, model_transaction_policy: { decoupled: true } }) },
+  { slug: 'out-label-outside', config: (c) => withOut0(c, { label_filename: '../labels.txt' }) },
   { slug: 'out-label-ok', config: (c) => withOut0(c, { label_filename: 'labels.txt' }), files: () => ({ 'labels.txt': Array.from({ length: 10 }, (_, i) => String(i)).join('\n') }) },
   // Batch inputs and outputs.
   { slug: 'bi-no-source', config: (c) => ({ ...c, batch_input: [{ kind: 'BATCH_ELEMENT_COUNT', target_name: ['N'], data_type: 'TYPE_INT32' }] }) },
@@ -168,6 +190,13 @@ const MUTATIONS: readonly Mutation[] = [
   { slug: 'wu-no-data', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: in0(c).dims } }] }] }) },
   { slug: 'wu-file-missing', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: in0(c).dims, input_data_file: 'input0' } }] }] }) },
   { slug: 'wu-file-short', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: in0(c).dims, input_data_file: 'input0' } }] }] }), files: (c) => ({ 'warmup/input0': Buffer.alloc(bytesOf(c) - 4) }) },
+  // The request Triton builds from a sample (InferenceRequest::PrepareForInference).
+  { slug: 'wu-missing-input', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [] }] }) },
+  { slug: 'wu-missing-optional', only: fixedFp32, config: (c) => ({ ...c, input: [...(c.input ?? []), { name: 'OPTIONAL_EXTRA', data_type: 'TYPE_FP32', dims: [1], optional: true }], model_warmup: [{ name: 'w', batch_size: 1, inputs: [] }] }) },
+  { slug: 'wu-extra-input', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [...warmAll(c), { key: 'NOT_AN_INPUT', value: { data_type: 'TYPE_FP32', dims: [1], zero_data: true } }] }] }) },
+  { slug: 'wu-wrong-shape', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: warmAll(c).map((e, i) => (i === 0 ? { ...e, value: { ...e.value, dims: [...dims0(c), 1] } } : e)) }] }) },
+  { slug: 'wu-wrong-type', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: warmAll(c).map((e, i) => (i === 0 ? { ...e, value: { ...e.value, data_type: 'TYPE_INT32' } } : e)) }] }) },
+  { slug: 'wu-batch-over', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: (c.max_batch_size ?? 0) + 3, inputs: warmAll(c) }] }) },
   { slug: 'wu-file-ok', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: (c.input ?? []).map((t) => ({ key: t.name ?? '', value: { data_type: t.data_type, dims: t.dims, input_data_file: 'input0' } })) }] }), files: (c) => ({ 'warmup/input0': Buffer.alloc(bytesOf(c)) }) },
   // Parameters and files.
   { slug: 'param-duplicate', config: (c) => ({ ...c, parameters: [{ key: 'timeout_ns', value: { string_value: '1' } }, { key: 'timeout_ns', value: { string_value: '2' } }] }) },
@@ -216,6 +245,16 @@ function ensembles(step: string): { slug: string; config: ModelConfig }[] {
     { slug: 'ens-variable-shape', config: { ...valid, input: [{ ...io.input[0], dims: [-1, 28, 28] }] } },
     { slug: 'ens-mbs-over', config: { ...valid, max_batch_size: 4 } },
     { slug: 'ens-no-batch', config: { ...valid, max_batch_size: 0, input: [{ ...io.input[0], dims: [-1, 1, 28, 28] }], output: [{ ...io.output[0], dims: [-1, 10] }] } },
+    // The decoupled-flow walk of ValidateEnsembleConfig: the outputs come from a decoupled and a plain model.
+    { slug: 'ens-decoupled-only', config: withStep({ model_name: 'mnist__decoupled' }) },
+    {
+      slug: 'ens-decoupled-mixed',
+      config: {
+        ...valid,
+        output: [...io.output, { name: 'LABELS2', data_type: 'TYPE_FP32', dims: [10] }],
+        ensemble_scheduling: { step: [step0, { ...step0, model_name: 'mnist__decoupled', output_map: [{ key: 'output_labels', value: 'LABELS2' }] }] },
+      },
+    },
     { slug: 'ens-nonexistent-input', config: withStep({ input_map: [{ key: 'digit_image', value: 'IMAGE' }, { key: 'nosuch', value: 'IMAGE' }] }) },
     { slug: 'ens-nonexistent-output', config: withStep({ output_map: [{ key: 'output_labels', value: 'LABELS' }, { key: 'nosuch', value: 'MORE' }] }) },
   ];
