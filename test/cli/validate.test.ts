@@ -49,7 +49,9 @@ describe('popef validate: the broken repositories cover the rules', () => {
     const covered = new Set((await repositoryFixtures()).flatMap((r) => r.expect.map((e) => e.rule)));
     // Fixtures are plain files; the two symbolic-link rules are broken on links made in a temporary
     // directory instead (test/hostile/lost-files.test.ts).
-    const madeByTheirTests = new Set(['layout/link-outside', 'layout/link-loop']);
+    // config/ensemble-decoupled: an ensemble's steps name its models, which the fixture corpus renames;
+    // the tritonserver differential corpus breaks it (test/triton/triton-oracle.test.ts).
+    const madeByTheirTests = new Set(['layout/link-outside', 'layout/link-loop', 'config/ensemble-decoupled']);
     assert.deepEqual(Object.keys(RULES).filter((rule) => !covered.has(rule) && !madeByTheirTests.has(rule)), []);
   });
 });
