@@ -92,7 +92,7 @@ function readBody(req: IncomingMessage, limit: number, reservation?: BodyReserva
       } catch (error) {
         chunks.length = 0;
         stop();
-        reject(error as Error);
+        reject(error instanceof Error ? error : new Error(String(error)));
         return;
       }
       chunks.push(chunk);

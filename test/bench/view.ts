@@ -12,10 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildView } from '../../scripts/build-view.mjs';
-import { PopefWriter } from '../../src/format/writer.js';
-import { emptyMetadata, type Anchor } from '../../src/schema/model.js';
 import { ROOT, fixture } from '../helpers.js';
-import { launch } from '../view/browser.js';
+import { launch, writeBigModel } from '../view/browser.js';
 
 const RUNS = 7;
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -27,16 +25,7 @@ try {
   console.log(`[issue 29] viewer page: ${(built.bytes / 1024).toFixed(1)} KiB (script ${(built.scriptBytes / 1024).toFixed(1)} KiB), one file`);
 
   const big = join(dir, 'big.popef');
-  const chunk = new Uint8Array(64 * 1024 * 1024);
-  async function* body(): AsyncGenerator<Uint8Array> {
-    for (let i = 0; i < 64; i++) yield chunk;
-    await Promise.resolve();
-  }
-  const anchors: Anchor[] = Array.from({ length: 200 }, (_, i) => ({ name: `input/${i}`, handle: `h2d_input/${i}`, tensorInfo: { dtype: 'F16', shape: [8, 384, 1024] }, isPerReplica: false, type: 'INPUT', programs: [5] }));
-  const w = await PopefWriter.create(big, { force: true });
-  await w.writeExecutable('big', body());
-  await w.writeMetadata({ ...emptyMetadata('big'), anchors, programFlow: { load: [0], main: [5], save: [] } });
-  await w.close();
+  await writeBigModel(big);
   spawnSync('sync');
 
   const browser = await launch();

@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { PopefWriter } from '../../src/format/writer.js';
+import { emptyMetadata, type Anchor } from '../../src/schema/model.js';
 import { ROOT } from '../helpers.js';
 
 /**
@@ -38,4 +40,18 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = join(ARTIFACTS, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
   return path;
+}
+
+/** A 4 GiB model (a 4 GiB executable, 200 anchors), as test/bench/run.ts makes for the CLI's figures. */
+export async function writeBigModel(path: string): Promise<void> {
+  const chunk = new Uint8Array(64 * 1024 * 1024);
+  async function* body(): AsyncGenerator<Uint8Array> {
+    for (let i = 0; i < 64; i++) yield chunk;
+    await Promise.resolve();
+  }
+  const anchors: Anchor[] = Array.from({ length: 200 }, (_, i) => ({ name: `input/${i}`, handle: `h2d_input/${i}`, tensorInfo: { dtype: 'F16', shape: [8, 384, 1024] }, isPerReplica: false, type: 'INPUT', programs: [5] }));
+  const w = await PopefWriter.create(path, { force: true });
+  await w.writeExecutable('big', body());
+  await w.writeMetadata({ ...emptyMetadata('big'), anchors, programFlow: { load: [0], main: [5], save: [] } });
+  await w.close();
 }

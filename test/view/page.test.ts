@@ -7,10 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { PNG } from 'pngjs';
 import type { Browser, Page } from 'playwright-core';
-import { PopefWriter } from '../../src/format/writer.js';
-import { emptyMetadata, type Anchor } from '../../src/schema/model.js';
 import { fixture, runCli, tempDir } from '../helpers.js';
-import { browserMissing, launch, pageErrors, screenshot } from './browser.js';
+import { browserMissing, launch, pageErrors, screenshot, writeBigModel } from './browser.js';
 
 /**
  * The viewer page in a real browser (Debian's Chromium): the exported page
@@ -188,16 +186,7 @@ describe('popef view: the page in Chromium', { skip: browserMissing }, () => {
 
   it('opens a 4 GiB file reading only its headers and metadata', async () => {
     const big = join(dir, 'big.popef');
-    const chunk = new Uint8Array(64 * 1024 * 1024);
-    async function* body(): AsyncGenerator<Uint8Array> {
-      for (let i = 0; i < 64; i++) yield chunk;
-      await Promise.resolve();
-    }
-    const anchors: Anchor[] = Array.from({ length: 200 }, (_, i) => ({ name: `input/${i}`, handle: `h2d_input/${i}`, tensorInfo: { dtype: 'F16', shape: [8, 384, 1024] }, isPerReplica: false, type: 'INPUT', programs: [5] }));
-    const w = await PopefWriter.create(big, { force: true });
-    await w.writeExecutable('big', body());
-    await w.writeMetadata({ ...emptyMetadata('big'), anchors, programFlow: { load: [0], main: [5], save: [] } });
-    await w.close();
+    await writeBigModel(big);
 
     const { page, errors } = await openExported(browser, pagePath);
     // Counts what the page reads of the File: slices are the only way it reads one.
