@@ -26,6 +26,7 @@ export interface DescribedFile {
   readonly sha256: string;
 }
 
+/** A PopEF description (`FILE.json`, schemas/popef-description.schema.json): what validate cross-checks where the PopEF itself cannot be read. */
 export interface PopefDescription {
   readonly tool: 'popef-toolkit';
   readonly kind: 'popef-description';

@@ -49,6 +49,7 @@ export function sortPopefFiles(names: readonly string[]): string[] {
   return names.filter((f) => f.endsWith('.popef')).sort((a, b) => (a === 'executable.popef' ? -1 : b === 'executable.popef' ? 1 : a < b ? -1 : a > b ? 1 : 0));
 }
 
+/** One version directory the policy selects, as read: its files, PopEF files in order and name map. */
 export interface VersionDirectory {
   readonly dir: string;
   readonly version: number;
@@ -74,6 +75,7 @@ export type ConfigRead =
   | { readonly kind: 'parsed'; readonly bytes: Uint8Array; readonly config: ModelConfig; readonly positions: ReadonlyMap<string, SourcePos> }
   | { readonly kind: 'unparsable'; readonly bytes: Uint8Array; readonly error: PopefError };
 
+/** A model directory read once with Triton's rules, shared by validate, run and serve. */
 export interface ModelDirectoryRead {
   /** The directory's name: the model's name in the repository. */
   readonly name: string;
