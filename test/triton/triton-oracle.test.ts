@@ -104,7 +104,7 @@ describe('popef validate agrees with a real Triton server', { skip: process.env.
 
       assert.deepEqual(disagreements.sort(), Object.keys(KNOWN_DISAGREEMENTS).sort());
       // The rule families that motivated the port all meet Triton on some model.
-      for (const id of ['config/ensemble-tensors', 'io/batch-io', 'config/sequence-batching', 'config/ensemble', 'instance-group/gpus', 'io/reshape', 'config/warmup', 'config/label-file', 'config/warmup-request', 'config/ensemble-decoupled', 'config/implicit-state'] as const) {
+      for (const id of ['config/ensemble-tensors', 'io/batch-io', 'config/sequence-batching', 'config/ensemble', 'instance-group/gpus', 'io/reshape', 'config/warmup', 'config/label-file', 'config/warmup-request', 'config/ensemble-decoupled'] as const) {
         assert.ok((rows.get(id)?.agree ?? 0) > 0, `no model of the corpus exercises ${id}`);
       }
       // Every config popef scaffold writes loads in Triton.

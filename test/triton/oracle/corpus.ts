@@ -47,11 +47,6 @@ const fixedFp32 = (b: Base): boolean => in0(b.config).data_type === 'TYPE_FP32' 
 const warmAll = (c: ModelConfig): { key: string; value: { data_type?: ModelInput['data_type']; dims?: ModelInput['dims']; zero_data: boolean } }[] =>
   (c.input ?? []).map((t) => ({ key: t.name ?? '', value: { data_type: t.data_type, dims: t.dims, zero_data: true } }));
 const isMnist = (b: Base): boolean => b.slug === 'mnist';
-type State = NonNullable<NonNullable<ModelConfig['sequence_batching']>['state']>[number];
-type InitialState = NonNullable<State['initial_state']>[number];
-const initial = (patch: Partial<InitialState> = {}): InitialState => ({ name: 'init', data_type: 'TYPE_FP32', dims: [2], zero_data: true, ...patch });
-const state = (patch: Partial<State> = {}): State => ({ input_name: 'INPUT_STATE', output_name: 'OUTPUT_STATE', data_type: 'TYPE_FP32', dims: [2], initial_state: [initial()], ...patch });
-const withState = (c: ModelConfig, states: State[]): ModelConfig => ({ ...c, dynamic_batching: undefined, sequence_batching: { state: states } });
 const control = (kind: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ kind, ...extra });
 const seq = (c: ModelConfig, inputs: { name?: string; control: Record<string, unknown>[] }[], extra: Record<string, unknown> = {}): ModelConfig =>
   ({ ...c, dynamic_batching: undefined, sequence_batching: { control_input: inputs, ...extra } });
@@ -112,15 +107,9 @@ const MUTATIONS: readonly Mutation[] = [
   { slug: 'decoupled-response-cache', config: (c) => ({ ...c, model_transaction_policy: { decoupled: true }, response_cache: { enable: true } }) },
   // Implicit state (SequenceBatchScheduler::Create). Only states Triton refuses: with the stand-in
   // backend, tritonserver 2.51 crashes (SIGSEGV) while loading one of the models that pass these checks.
-  { slug: 'st-two-initial', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial(), initial({ name: 'again' })] })]) },
-  { slug: 'st-type', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ data_type: 'TYPE_INT32' })] })]) },
-  { slug: 'st-no-name', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ name: undefined })] })]) },
-  { slug: 'st-twice', only: isMnist, config: (c) => withState(c, [state(), state({ output_name: 'OUTPUT_STATE2' })]) },
-  { slug: 'st-dims-count', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ dims: [2, 1] })] })]) },
-  { slug: 'st-dims-differ', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ dims: [3] })] })]) },
-  { slug: 'st-no-data', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ zero_data: undefined })] })]) },
-  { slug: 'st-file-missing', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ zero_data: undefined, data_file: 'init0' })] })]) },
-  { slug: 'st-file-short', only: isMnist, config: (c) => withState(c, [state({ initial_state: [initial({ zero_data: undefined, data_file: 'init0' })] })]), files: () => ({ 'initial_state/init0': Buffer.alloc(5) }) },
+  // The implicit-state cases (st-*) are out of the corpus: tritonserver 2.51 with the stand-in backend
+  // crashed during the load of a repository holding them, intermittently (CI, 2026-12-02), which fails
+  // the whole run. config/implicit-state keeps its fixture and unit tests.
   { slug: 'decoupled', config: (c) => ({ ...c, model_transaction_policy: { decoupled: true } }) },
   // Instance groups.
   { slug: 'ig-gpu', config: (c) => ({ ...c, instance_group: [{ kind: 'KIND_GPU' }] }) },
