@@ -59,8 +59,12 @@ export async function sha256Of(source: ByteSource): Promise<string> {
  * recorded: base names), sizes and hashes, in the set's file order.
  */
 export function describeModelSet(set: ModelSet, files: readonly DescribedFile[], reader: string): PopefDescription {
-  const models = buildReport(set).models.map((m) => ({ ...m, file: basename(m.file) }));
-  return { tool: 'popef-toolkit', kind: 'popef-description', descriptionVersion: 1, reader, files, models };
+  return { tool: 'popef-toolkit', kind: 'popef-description', descriptionVersion: 1, reader, files, models: describedModels(set) };
+}
+
+/** The models of a description: dump's model reports, files named by base name. */
+export function describedModels(set: ModelSet): PopefDescription['models'] {
+  return buildReport(set).models.map((m) => ({ ...m, file: basename(m.file) }));
 }
 
 /** Parses and checks a description's text; a PopefError (E_INVALID_INPUT) names what is wrong. */
@@ -82,7 +86,7 @@ export function parseDescription(text: string, file: string): PopefDescription {
  * The one model of a description, as the metadata and stored tensor names
  * the PopEF readers give (what `popef config` and the validate rules take).
  */
-export function describedModel(description: PopefDescription, file: string, executable?: string): { name: string; metadata: Metadata; storedTensorNames: ReadonlySet<string> } {
+export function describedModel(description: Pick<PopefDescription, 'models'>, file: string, executable?: string): { name: string; metadata: Metadata; storedTensorNames: ReadonlySet<string> } {
   const candidates = executable === undefined ? description.models : description.models.filter((m) => m.executable === executable);
   const model = candidates[0];
   if (model === undefined || (executable === undefined && candidates.length > 1)) {

@@ -7,7 +7,8 @@
 // open-layout file never goes to the SDK.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFile, mkdir, readFile, readdir } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { copyFile, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { schemaErrors } from '../../src/json-schemas.js';
@@ -99,6 +100,33 @@ describe('SDK-written files read through the SDK', { skip }, () => {
       assert.equal(diff.code, 0, diff.stdout + diff.stderr);
       const changed = await runCli(['diff', file, fixture('bert/executable.popef')], { env: env(dir) });
       assert.equal(changed.code, 1, changed.stderr);
+      assert.deepEqual(await readdir(join(dir, 'tmp')), []);
+    });
+  });
+
+  it('validate cross-checks an SDK-written file through the SDK, and popef describe records the SDK file itself', async () => {
+    await inTempDir(async (dir) => {
+      const file = await sdkMnist(dir);
+      const repo = join(dir, 'repo');
+      const made = await runCli(['scaffold', file, '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels'], { env: env(dir) });
+      assert.equal(made.code, 0, made.stderr);
+      const rules = async (e: Record<string, string>): Promise<string[]> => {
+        const r = await runCli(['validate', repo, '--format', 'json'], { env: e });
+        return (JSON.parse(r.stdout) as { repositories: { models: { findings: { rule: string }[] }[] }[] }).repositories.flatMap((x) => x.models.flatMap((m) => m.findings.map((f) => f.rule)));
+      };
+      // With the SDK: read and cross-checked, so no notice; without it, the notice.
+      assert.deepEqual(await rules(env(dir)), []);
+      assert.deepEqual(await rules(env(dir, { PYTHONPATH: join(dir, 'tmp') })), ['popef/not-cross-checked']);
+      const config = join(repo, 'mnist', 'config.pbtxt');
+      await writeFile(config, (await readFile(config, 'utf8')).replace('dims: [ 1, 28, 28 ]', 'dims: [ 1, 28, 29 ]'));
+      assert.ok((await rules(env(dir))).includes('popef/dims'));
+
+      const described = await runCli(['describe', file], { env: env(dir) });
+      assert.equal(described.code, 0, described.stderr);
+      const description = JSON.parse(await readFile(`${file}.json`, 'utf8')) as { reader: string; files: { size: number; sha256: string }[] };
+      const bytes = await readFile(file);
+      assert.deepEqual(description.files.map((f) => [f.size, f.sha256]), [[bytes.byteLength, createHash('sha256').update(bytes).digest('hex')]]);
+      assert.match(description.reader, /Poplar SDK/);
       assert.deepEqual(await readdir(join(dir, 'tmp')), []);
     });
   });

@@ -1,10 +1,8 @@
-import { link, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
-import { ioError } from '../../errors.js';
 import { ModelSet } from '../../format/model-set.js';
 import type { PopefFile } from '../../format/reader.js';
 import { descriptionPathOf, describeModelSet, sha256Of, type DescribedFile } from '../../inspect/description.js';
-import { tempSibling } from '../../io/temp-names.js';
+import { writeFilesAtomically } from '../../triton/write-files.js';
 import { VERSION } from '../../version.js';
 import type { CliIo } from '../io.js';
 import { openPopef } from './open-popef.js';
@@ -12,9 +10,8 @@ import { openSource } from './sources.js';
 
 /**
  * `popef describe`: reads the files with the same opener as `popef dump`
- * (sources.ts), so it describes whatever dump can read, and writes the
- * description atomically: a temporary sibling, then link (which refuses to
- * replace a file that exists) or, with --force, rename.
+ * (open-popef.ts: the open layout, or the SDK's reader where it is installed), so it describes whatever dump can read, and writes the
+ * description atomically (triton/write-files.ts).
  */
 
 export interface Described {
@@ -55,17 +52,8 @@ export async function describeFiles(names: readonly string[], flags: { readonly 
     set = await ModelSet.fromFiles(opened);
     const description = describeModelSet(set, files, readerName(readers, sdkVersion));
     const shown = flags.output ?? descriptionPathOf(names[0] ?? '');
-    const out = resolve(io.cwd, shown);
-    const temp = tempSibling(out, 'tmp');
-    try {
-      await writeFile(temp, `${JSON.stringify(description, null, 2)}\n`, { flag: 'wx' });
-      if (flags.force === true) await rename(temp, out);
-      else await link(temp, out);
-    } catch (error) {
-      throw ioError(error, out, 'write the description');
-    } finally {
-      await rm(temp, { force: true });
-    }
+    // The one atomic write every command uses: refuses an existing file without --force, leaves nothing half-written.
+    await writeFilesAtomically([{ path: resolve(io.cwd, shown), content: `${JSON.stringify(description, null, 2)}\n` }], { force: flags.force === true });
     return { shown, models: description.models.length, files: files.length, reader: description.reader };
   } finally {
     if (set !== undefined) await set.close();

@@ -1,8 +1,6 @@
-import { stat } from 'node:fs/promises';
-import { basename } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import type { ModelSet } from '../../format/model-set.js';
-import { describeModelSet } from '../../inspect/description.js';
+import { describedModels } from '../../inspect/description.js';
 import type { ReadForeignPopef } from '../../triton/repository/popef-cross-check.js';
 import type { CliIo } from '../io.js';
 import { openModelSet } from './open-popef.js';
@@ -31,9 +29,7 @@ export function sdkPopefReader(io: CliIo): ReadForeignPopef {
       return undefined;
     }
     try {
-      // Held in memory for the cross-check only, never written: the file's size is recorded, its SHA-256 is not computed.
-      const files = await Promise.all(paths.map(async (p) => ({ name: basename(p), size: (await stat(p)).size, sha256: '' })));
-      return describeModelSet(set, files, "Poplar SDK popef.Reader (through popef-toolkit's bridge)");
+      return { models: describedModels(set) };
     } finally {
       await set.close();
     }

@@ -5,7 +5,6 @@ import { HttpSource } from '../../io/http-source.js';
 import type { CliIo } from '../io.js';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { MemorySource } from '../../io/memory-source.js';
-import { PopefFile } from '../../format/reader.js';
 
 /** The most of standard input a command holds in memory: a bigger model is better given as a file. */
 const STDIN_LIMIT = 1024 * 1024 * 1024;
@@ -30,14 +29,4 @@ export async function openSource(name: string, io: CliIo, options: { readAll?: b
     });
   }
   return FileSource.open(resolve(io.cwd, name), name);
-}
-
-/**
- * Opens one PopEF file argument for reading its model: the one model-opening
- * function of the commands that show a file's contents (dump, describe). Today
- * it reads the open layout only; reading SDK-written files through the SDK's
- * own reader belongs here, so that every such command gains it at once.
- */
-export async function openPopefFile(name: string, io: CliIo, options: { readAll?: boolean } = {}): Promise<PopefFile> {
-  return PopefFile.open(await openSource(name, io, options));
 }

@@ -23,8 +23,12 @@ import { checkAgainstPopef } from './popef-rules.js';
  * these is there the cross-check is not done, and the caller says so.
  */
 
-/** Reads one version's PopEF files that are not in the open layout; undefined when it cannot here. */
-export type ReadForeignPopef = (paths: readonly string[]) => Promise<PopefDescription | undefined>;
+/**
+ * Reads one version's PopEF files that are not in the open layout (the
+ * CLI passes the SDK's reader): their models, as a description holds them;
+ * undefined when it cannot here.
+ */
+export type ReadForeignPopef = (paths: readonly string[]) => Promise<Pick<PopefDescription, 'models'> | undefined>;
 
 export interface VersionCheck {
   readonly model: string;
@@ -91,7 +95,7 @@ async function againstOpenLayout(paths: readonly string[], shown: readonly strin
 }
 
 /** The config against a description's one model. */
-function againstDescription(description: PopefDescription, file: string, check: VersionCheck & { config: ModelConfig }): RawFinding[] {
+function againstDescription(description: Pick<PopefDescription, 'models'>, file: string, check: VersionCheck & { config: ModelConfig }): RawFinding[] {
   try {
     const { metadata, storedTensorNames } = describedModel(description, file);
     return checkAgainstPopef(check.config, check.anchorOf, metadata, storedTensorNames, check.model, check.wanted);
