@@ -1,10 +1,10 @@
 import { PopefError } from '../../errors.js';
 import type { Metadata } from '../../schema/model.js';
-import type { SourcePos } from '../pbtxt-lexer.js';
 import { parsePbtxt } from '../pbtxt-parser.js';
 import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
 import { checkConfig } from './config-rules.js';
-import { RULES, type Finding, type RawFinding } from './findings.js';
+import { FindingSink } from './finding-sink.js';
+import type { Finding, RawFinding } from './findings.js';
 import { checkAgainstPopef } from './popef-rules.js';
 
 /**
@@ -25,7 +25,7 @@ export interface ConfigTextCheck {
   /** Config tensor name -> anchor name (name_map.json); identity for names not in it. */
   readonly anchorOf?: ReadonlyMap<string, string>;
   readonly tritonVersion?: string;
-  /** Every finding as an error, as `popef validate --strict`. */
+  /** Warnings as errors, as `popef validate --strict`. */
   readonly strict?: boolean;
 }
 
@@ -36,53 +36,29 @@ export interface ConfigTextCheck {
  */
 export function checkConfigText(text: string, options: ConfigTextCheck): Finding[] {
   const { model, file } = options;
+  // The sink of every validate rule: --strict, the per-rule limit and positions, as popef validate applies them.
+  const sink = new FindingSink({ model, strict: options.strict, configFile: file });
   let parsed: ReturnType<typeof parsePbtxt>;
   try {
     parsed = parsePbtxt(text, { file });
   } catch (error) {
     if (!(error instanceof PopefError)) throw error;
-    const failure = parseFailure(error, file);
-    return [finding(options, failure, failure.at)];
+    sink.add(parseFailure(error, file));
+    return sink.close();
   }
+  sink.setPositions(parsed.positions);
   const checked = checkConfig(parsed.message, { name: model, tritonVersion: options.tritonVersion ?? DEFAULT_TRITON_VERSION, configPath: file });
-  const raw = [
-    ...checked.findings,
-    ...checkAgainstPopef(checked.normalized, options.anchorOf ?? new Map(), options.metadata, options.storedTensorNames, model),
-  ];
-  return raw.map((f) => finding(options, f, nearestPosition(parsed.positions, f.path)));
+  sink.addAll(checked.findings);
+  sink.addAll(checkAgainstPopef(checked.normalized, options.anchorOf ?? new Map(), options.metadata, options.storedTensorNames, model, sink.wanted()));
+  return sink.close();
 }
 
 /** Triton's message for a config.pbtxt that does not parse, and where the parser stopped. */
-export function parseFailure(error: PopefError, configPath: string): RawFinding & { readonly at?: SourcePos } {
+export function parseFailure(error: PopefError, configPath: string): RawFinding {
   return {
     rule: 'config/parse',
     message: `failed to read text proto from ${configPath}: Error parsing text-format inference.ModelConfig: ${error.line ?? 0}:${error.column ?? 0}: ${error.message}`,
     hint: 'fix the syntax at that position (Triton fails to load the model with this message)',
     ...(error.line === undefined ? {} : { at: { line: error.line, column: error.column ?? 0 } }),
-  };
-}
-
-/** The position of a config path, else of its nearest parent that has one ("input[0].dims" -> "input[0]" -> "input"). */
-export function nearestPosition(positions: ReadonlyMap<string, SourcePos>, path: string | undefined): SourcePos | undefined {
-  for (let p = path; p !== undefined && p !== ''; p = parentPath(p)) {
-    const at = positions.get(p);
-    if (at !== undefined) return at;
-  }
-  return undefined;
-}
-
-function parentPath(path: string): string | undefined {
-  return path.includes('.') || path.includes('[') ? path.replace(/(\.[^.[\]]*|\[\d+\])$/, '') : undefined;
-}
-
-function finding(options: ConfigTextCheck, f: RawFinding, at: SourcePos | undefined): Finding {
-  return {
-    rule: f.rule,
-    severity: options.strict === true ? 'error' : (f.severity ?? RULES[f.rule].severity),
-    message: f.message,
-    model: options.model,
-    file: options.file,
-    ...(at === undefined ? {} : { line: at.line, column: at.column }),
-    ...(f.hint === undefined ? {} : { hint: f.hint }),
   };
 }

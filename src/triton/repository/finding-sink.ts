@@ -1,5 +1,4 @@
 import type { SourcePos } from '../pbtxt-lexer.js';
-import { nearestPosition } from './check-text.js';
 import { MAX_FINDINGS_PER_RULE } from './finding-limit.js';
 import { RULES, type Finding, type RawFinding, type RuleId, type Severity } from './findings.js';
 
@@ -110,4 +109,17 @@ export class FindingSink {
     }
     return out;
   }
+}
+
+/** The position of a config path, else of its nearest parent that has one ("input[0].dims" -> "input[0]" -> "input"). */
+export function nearestPosition(positions: ReadonlyMap<string, SourcePos>, path: string | undefined): SourcePos | undefined {
+  for (let p = path; p !== undefined && p !== ''; p = parentPath(p)) {
+    const at = positions.get(p);
+    if (at !== undefined) return at;
+  }
+  return undefined;
+}
+
+function parentPath(path: string): string | undefined {
+  return path.includes('.') || path.includes('[') ? path.replace(/(\.[^.[\]]*|\[\d+\])$/, '') : undefined;
 }
