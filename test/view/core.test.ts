@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { isUtf8 } from 'node:buffer';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { deflateSync, crc32 as zlibCrc32 } from 'node:zlib';
 import { ModelSet } from '../../src/format/model-set.js';
@@ -9,7 +10,7 @@ import { BlobSource } from '../../src/io/blob-source.js';
 import { FileSource } from '../../src/io/file-source.browser.js';
 import * as browser from '../../src/io/platform.browser.js';
 import { humanBytes } from '../../src/present/human-bytes.js';
-import { fixture } from '../helpers.js';
+import { fixture, inTempDir, runCli } from '../helpers.js';
 
 /**
  * What the viewer page's bundle is made of, checked in Node: the browser
@@ -88,5 +89,27 @@ describe('the viewer core', () => {
       assert.ok(!built.inputs.includes(`${twin}.ts`), twin);
     }
     assert.ok(built.bytes < 400_000, `the page is ${built.bytes} bytes`);
+  });
+
+  it('popef view refuses what it cannot serve or would overwrite, with the documented exit code', async () => {
+    const notPopef = await runCli(['view', fixture('malformed/not-popef.bin')]);
+    assert.equal(notPopef.code, 2);
+    assert.match(notPopef.stderr, /E_NOT_POPEF/);
+    await inTempDir(async (dir) => {
+      const files = await runCli(['view', fixture('mnist/executable.popef'), '--export', dir]);
+      assert.equal(files.code, 2);
+      assert.match(files.stderr, /--export writes the page alone; it does not take files/);
+      assert.equal((await runCli(['view', '--export', dir])).code, 0);
+      const again = await runCli(['view', '--export', dir]);
+      assert.equal(again.code, 2);
+      assert.match(again.stderr, /E_EXISTS/);
+      assert.equal((await runCli(['view', '--export', dir, '--force'])).code, 0);
+      // --force replaces only a page popef view wrote.
+      await writeFile(join(dir, 'index.html'), '<p>the user\'s own page</p>');
+      const theirs = await runCli(['view', '--export', dir, '--force']);
+      assert.equal(theirs.code, 2);
+      assert.match(theirs.stderr, /was not written by popef view/);
+      assert.equal(await readFile(join(dir, 'index.html'), 'utf8'), "<p>the user's own page</p>");
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { basename, join, resolve } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../../errors.js';
@@ -51,7 +51,7 @@ async function checkFiles(files: readonly string[], io: CliIo): Promise<Served[]
     const path = resolve(io.cwd, f);
     const file = await PopefFile.open(await FileSource.open(path, f));
     await file.close();
-    served.push({ path, name: basename(f), size: (await stat(path)).size });
+    served.push({ path, name: basename(f), size: file.size });
   }
   return served;
 }
