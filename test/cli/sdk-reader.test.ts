@@ -131,6 +131,25 @@ describe('SDK-written files read through the SDK', { skip }, () => {
     });
   });
 
+  it('validate of several SDK-written models starts one bridge for all of them', async () => {
+    await inTempDir(async (dir) => {
+      const file = await sdkMnist(dir);
+      const repo = join(dir, 'repo');
+      for (const model of ['a', 'b', 'c']) {
+        const made = await runCli(['scaffold', file, '-r', repo, '-m', model], { env: env(dir) });
+        assert.equal(made.code, 0, made.stderr);
+      }
+      // Each Python interpreter the bridge starts runs sitecustomize.py, which leaves a line.
+      const hook = join(dir, 'hook');
+      await mkdir(hook);
+      const starts = join(dir, 'starts.txt');
+      await writeFile(join(hook, 'sitecustomize.py'), `with open(${JSON.stringify(starts)}, "a") as f:\n    f.write("start\\n")\n`);
+      const r = await runCli(['validate', repo, '--format', 'json'], { env: env(dir, { PYTHONPATH: `${fixture('sim-sdk')}:${hook}` }) });
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.equal((await readFile(starts, 'utf8')).split('\n').filter(Boolean).length, 1);
+    });
+  });
+
   it('without the SDK: the open layout\'s error, with a hint that names popef doctor', async () => {
     await inTempDir(async (dir) => {
       const file = await sdkMnist(dir);

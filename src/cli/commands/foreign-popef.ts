@@ -3,7 +3,7 @@ import type { ModelSet } from '../../format/model-set.js';
 import { describedModels } from '../../inspect/description.js';
 import type { ReadForeignPopef } from '../../triton/repository/popef-cross-check.js';
 import type { CliIo } from '../io.js';
-import { openModelSet } from './open-popef.js';
+import { SdkBridge, openModelSet } from './open-popef.js';
 
 /**
  * validate's reader of PopEF files not in the open layout: the SDK's own
@@ -13,14 +13,16 @@ import { openModelSet } from './open-popef.js';
  * answers undefined once and for all, and validate notes the model as not
  * cross-checked.
  */
-export function sdkPopefReader(io: CliIo): ReadForeignPopef {
+export function sdkPopefReader(io: CliIo): { read: ReadForeignPopef; dispose: () => Promise<void> } {
   let noSdk = false;
-  return async (paths) => {
+  // One bridge for the whole run, started by the first SDK file (validate may open hundreds).
+  const sdk = new SdkBridge(io);
+  const read: ReadForeignPopef = async (paths) => {
     if (noSdk) return undefined;
     let set: ModelSet;
     try {
       // Metadata and anchors only: the executables are not copied out of the SDK file.
-      set = await openModelSet(paths, io, { executables: false });
+      set = await openModelSet(paths, io, { executables: false, sdk });
     } catch (error) {
       if (!(error instanceof PopefError)) throw error;
       // No SDK here (the open layout's own E_NOT_POPEF comes back): asked once per run.
@@ -34,4 +36,5 @@ export function sdkPopefReader(io: CliIo): ReadForeignPopef {
       await set.close();
     }
   };
+  return { read, dispose: () => sdk.dispose() };
 }

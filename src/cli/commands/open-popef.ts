@@ -6,6 +6,7 @@ import { ModelSet } from '../../format/model-set.js';
 import { PopefFile } from '../../format/reader.js';
 import { FileSource } from '../../io/file-source.js';
 import { printable } from '../../present/printable.js';
+import type { ChildProcessPlugin } from '../../run/child-plugin.js';
 import type { CliIo } from '../io.js';
 import { openSource } from './sources.js';
 
@@ -30,6 +31,12 @@ export interface ReadBy {
 export interface OpenPopefOptions {
   /** The command reads every payload (--verify). */
   readonly readAll?: boolean;
+  /**
+   * The bridge to read SDK files with, shared by the calls of one command
+   * (validate opens many models): one Python process for all of them. When
+   * absent, each call starts one and stops it.
+   */
+  readonly sdk?: SdkBridge;
   /** false: the command needs only metadata, anchors and the blob list, so an SDK file's executables are not copied. */
   readonly executables?: boolean;
 }
@@ -60,44 +67,71 @@ export async function openPopef(name: string, io: CliIo, options: OpenPopefOptio
   } catch (error) {
     // Standard input and URLs are not regular files the SDK could parse.
     if (!notOpenLayout(error) || name === '-' || /^https?:\/\//i.test(name)) throw error;
-    return readThroughSdk(resolve(io.cwd, name), name, io, options.executables !== false, error);
+    const sdk = options.sdk ?? new SdkBridge(io);
+    try {
+      return await readThroughSdk(resolve(io.cwd, name), name, io, options.executables !== false, error, sdk);
+    } finally {
+      if (options.sdk === undefined) await sdk.dispose();
+    }
   }
 }
 
-async function readThroughSdk(path: string, name: string, io: CliIo, executables: boolean, original: PopefError): Promise<OpenedPopef> {
-  const { ipuPlugin } = await import('../../run/load-plugin.js');
+/** The IPU bridge, started on first use and probed once; undefined from `get` where the SDK is not there. */
+export class SdkBridge {
+  private started: Promise<ChildProcessPlugin | undefined> | undefined;
+
+  constructor(private readonly io: CliIo) {}
+
+  get(): Promise<ChildProcessPlugin | undefined> {
+    this.started ??= (async () => {
+      const { ipuPlugin } = await import('../../run/load-plugin.js');
+      const { VERSION } = await import('../../version.js');
+      const io = this.io;
+      const bridge = ipuPlugin({ cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: 300_000, host: `popef-toolkit ${VERSION}` });
+      const available = await bridge.probe().then(
+        (a) => a.available,
+        () => false,
+      );
+      if (available) return bridge;
+      await bridge.dispose();
+      return undefined;
+    })();
+    return this.started;
+  }
+
+  async dispose(): Promise<void> {
+    const bridge = await this.started;
+    this.started = undefined;
+    await bridge?.dispose();
+  }
+}
+
+async function readThroughSdk(path: string, name: string, io: CliIo, executables: boolean, original: PopefError, sdk: SdkBridge): Promise<OpenedPopef> {
   const { importSdkFiles } = await import('../../run/sdk-convert.js');
-  const { VERSION } = await import('../../version.js');
-  const bridge = ipuPlugin({ cwd: io.cwd, env: io.env, signal: io.signal, requestTimeoutMs: 300_000, host: `popef-toolkit ${VERSION}` });
+  const bridge = await sdk.get();
+  if (bridge === undefined) throw withDoctorHint(original);
+  const dir = await mkdtemp(join(io.env.TMPDIR ?? tmpdir(), 'popef-sdk-read-'));
   try {
-    const available = await bridge.probe().then(
-      (a) => a.available,
-      () => false,
-    );
-    if (!available) throw withDoctorHint(original);
-    const dir = await mkdtemp(join(io.env.TMPDIR ?? tmpdir(), 'popef-sdk-read-'));
+    const out = join(dir, 'open-layout.popef');
+    let imported;
     try {
-      const out = join(dir, 'open-layout.popef');
-      let imported;
-      try {
-        imported = await importSdkFiles(bridge, [path], out, { executables, signal: io.signal });
-      } catch (error) {
-        if (!(error instanceof PopefError) || error.code !== ErrorCode.Plugin) throw error;
-        throw new PopefError(ErrorCode.NotPopef, `not a PopEF open-layout file, and the Poplar SDK's popef.Reader cannot read it either: ${error.message}`, {
-          file: name,
-          suggestion: 'check that the file is a complete PopEF file (popef doctor shows the SDK release the bridge found)',
-          cause: error,
-        });
-      }
-      for (const w of imported.warnings) io.stderr(`popef: warning: ${printable(`${name}: ${w}`, true)}\n`);
-      const file = await PopefFile.open(await FileSource.open(out, name));
-      return { file, readBy: { reader: 'poplar-sdk', sdkVersion: imported.sdkVersion } };
-    } finally {
-      // The file is open: its bytes stay readable until it is closed.
-      await rm(dir, { recursive: true, force: true });
+      imported = await importSdkFiles(bridge, [path], out, { executables, signal: io.signal });
+    } catch (error) {
+      // A bridge stopped mid-stream takes no further request: the next file gets a new one.
+      await sdk.dispose();
+      if (!(error instanceof PopefError) || error.code !== ErrorCode.Plugin) throw error;
+      throw new PopefError(ErrorCode.NotPopef, `not a PopEF open-layout file, and the Poplar SDK's popef.Reader cannot read it either: ${error.message}`, {
+        file: name,
+        suggestion: 'check that the file is a complete PopEF file (popef doctor shows the SDK release the bridge found)',
+        cause: error,
+      });
     }
+    for (const w of imported.warnings) io.stderr(`popef: warning: ${printable(`${name}: ${w}`, true)}\n`);
+    const file = await PopefFile.open(await FileSource.open(out, name));
+    return { file, readBy: { reader: 'poplar-sdk', sdkVersion: imported.sdkVersion } };
   } finally {
-    await bridge.dispose();
+    // The file is open: its bytes stay readable until it is closed.
+    await rm(dir, { recursive: true, force: true });
   }
 }
 

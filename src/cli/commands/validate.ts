@@ -67,22 +67,26 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
           throw new PopefError(ErrorCode.Usage, `--max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all`, { suggestion: 'give a number of findings, or all' });
         }
         const { sdkPopefReader } = await import('./foreign-popef.js');
-        // One reader for the run: it finds out once whether the SDK is there.
+        // One reader for the run, with one bridge: it finds out once whether the SDK is there.
         const foreign = sdkPopefReader(io);
         const reports = [];
-        for (const repository of repositories) {
-          reports.push(
-            await validateRepository(resolve(io.cwd, repository), {
-              tritonVersion: flags.tritonVersion,
-              strict: flags.strict,
-              requirePopef: flags.requirePopef,
-              verify: flags.verify,
-              maxFindingsPerRule: perRule,
-              models: flags.model,
-              backendDirectory: flags.backendDirectory === undefined ? undefined : resolve(io.cwd, flags.backendDirectory),
-              readForeignPopef: foreign,
-            }),
-          );
+        try {
+          for (const repository of repositories) {
+            reports.push(
+              await validateRepository(resolve(io.cwd, repository), {
+                tritonVersion: flags.tritonVersion,
+                strict: flags.strict,
+                requirePopef: flags.requirePopef,
+                verify: flags.verify,
+                maxFindingsPerRule: perRule,
+                models: flags.model,
+                backendDirectory: flags.backendDirectory === undefined ? undefined : resolve(io.cwd, flags.backendDirectory),
+                readForeignPopef: foreign.read,
+              }),
+            );
+          }
+        } finally {
+          await foreign.dispose();
         }
         const result = { reports, shownRoots: repositories, tritonVersion: flags.tritonVersion, strict: flags.strict === true, toolVersion: VERSION };
         switch (chosenFormat(flags, 'text')) {
