@@ -195,7 +195,10 @@ export class RequestChannel {
     if (closed !== undefined) {
       await this.process.exitWithin();
       const death = this.process.deathError(type, closed);
-      void this.breakWith(death);
+      // A child that exited is gone already; what it started is stopped by dispose(), as before the split.
+      // One that only closed a pipe is still there and is stopped now (its message says so).
+      if (this.process.gone) this.broken ??= death;
+      else void this.breakWith(death);
       return death;
     }
     if (!(error instanceof ProtocolError)) {
