@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { isUtf8 } from 'node:buffer';
+import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -10,7 +11,7 @@ import { BlobSource } from '../../src/io/blob-source.js';
 import { FileSource } from '../../src/io/file-source.browser.js';
 import * as browser from '../../src/io/platform.browser.js';
 import { humanBytes } from '../../src/present/human-bytes.js';
-import { fixture, inTempDir, runCli } from '../helpers.js';
+import { ROOT, fixture, inTempDir, runCli } from '../helpers.js';
 
 /**
  * What the viewer page's bundle is made of, checked in Node: the browser
@@ -111,5 +112,35 @@ describe('the viewer core', () => {
       assert.match(theirs.stderr, /was not written by popef view/);
       assert.equal(await readFile(join(dir, 'index.html'), 'utf8'), "<p>the user's own page</p>");
     });
+  });
+
+  it('popef view serves the page and the given file with Range requests, and nothing else', async () => {
+    const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'view', fixture('mnist/executable.popef')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    try {
+      const url = await new Promise<string>((done, fail) => {
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          const line = /^(http:\/\/127\.0\.0\.1:\d+\/)\n/m.exec(out);
+          if (line?.[1] !== undefined) done(line[1]);
+        });
+        child.on('exit', (code) => fail(new Error(`popef view exited with ${code}`)));
+      });
+      const page = await fetch(url);
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /<script id="popef-preload" type="application\/json">\[\{"url":"files\/0\/executable\.popef","name":"executable\.popef"\}\]<\/script>/);
+      const bytes = await readFile(fixture('mnist/executable.popef'));
+      const ranged = await fetch(new URL('files/0/executable.popef', url), { headers: { Range: 'bytes=4-11' } });
+      assert.equal(ranged.status, 206);
+      assert.equal(ranged.headers.get('content-range'), `bytes 4-11/${bytes.byteLength}`);
+      assert.deepEqual(Buffer.from(await ranged.arrayBuffer()), bytes.subarray(4, 12));
+      const past = await fetch(new URL('files/0/executable.popef', url), { headers: { Range: `bytes=${bytes.byteLength}-` } });
+      assert.equal(past.status, 416);
+      assert.equal((await fetch(url, { method: 'POST' })).status, 405);
+      assert.equal((await fetch(new URL('etc/passwd', url))).status, 404);
+    } finally {
+      child.kill('SIGINT');
+      assert.equal(await new Promise<number | null>((done) => child.on('exit', done)), 0);
+    }
   });
 });
