@@ -18,7 +18,14 @@ const presentationModules = ['chalk', 'cli-table3', 'commander'];
 /** The floors of src/, top first; a folder imports only from its own floor and those after it. */
 export const FLOORS = [['cli', 'view'], ['present'], ['serve'], ['run'], ['triton'], ['inspect', 'manifest'], ['format'], ['schema'], ['io']];
 /** Root modules every floor may use; they import no folder of src/. */
-const ROOT_LEAVES = ['src/errors.ts', 'src/version.ts', 'src/package-root.ts', 'src/json-schemas.ts', 'src/json-schemas.browser.ts', 'src/json-schema-lines.ts'];
+const ROOT_LEAVES = [
+  'src/errors.ts',
+  'src/version.ts',
+  'src/package-root.ts',
+  'src/json-schemas.ts',
+  'src/json-schemas.browser.ts',
+  'src/json-schema-lines.ts',
+];
 
 const ARCHITECTURE = 'src/ARCHITECTURE.md';
 
@@ -31,7 +38,8 @@ function floorImports(index) {
     group: [`**/${folder}/**`, `**/${folder}`],
     message: `src/${folder}/ is a floor above src/${own.join('/')}/: imports go only downward (${ARCHITECTURE}, "The floors")`,
   }));
-  if (!own.includes('schema')) patterns.push({ group: ['**/schema/generated/**'], message: 'generated FlatBuffers code is used only inside src/schema' });
+  if (!own.includes('schema'))
+    patterns.push({ group: ['**/schema/generated/**'], message: 'generated FlatBuffers code is used only inside src/schema' });
   const paths = library
     ? presentationModules.map((name) => ({ name, message: 'presentation belongs in src/present or src/cli, above the library boundary' }))
     : [];
@@ -48,7 +56,9 @@ function entryImports() {
 
 /** The root leaves import no folder of src/ at all. */
 function leafImports() {
-  const patterns = [{ group: FLOORS.flat().map((folder) => `./${folder}/**`), message: `the root modules are leaves every floor imports (${ARCHITECTURE})` }];
+  const patterns = [
+    { group: FLOORS.flat().map((folder) => `./${folder}/**`), message: `the root modules are leaves every floor imports (${ARCHITECTURE})` },
+  ];
   const paths = presentationModules.map((name) => ({ name, message: 'presentation belongs in src/present or src/cli, above the library boundary' }));
   return { files: ROOT_LEAVES, rules: { 'no-restricted-imports': ['error', { paths, patterns }] } };
 }

@@ -24,7 +24,11 @@ const browserTwins = {
     const filter = new RegExp(`(^|/)(${BROWSER_TWINS.map((m) => m.split('/').pop()).join('|')})\\.js$`);
     b.onResolve({ filter }, async (args) => {
       if (args.kind !== 'import-statement' || args.pluginData === 'twin') return undefined;
-      const resolved = await b.resolve(args.path.replace(/\.js$/, '.browser.js'), { resolveDir: args.resolveDir, kind: args.kind, pluginData: 'twin' });
+      const resolved = await b.resolve(args.path.replace(/\.js$/, '.browser.js'), {
+        resolveDir: args.resolveDir,
+        kind: args.kind,
+        pluginData: 'twin',
+      });
       return resolved.errors.length === 0 ? { path: resolved.path } : undefined;
     });
     // Node's path module is only used for POSIX path arithmetic in the config rules.

@@ -29,32 +29,25 @@ export { checkModelContents, type ModelContents, type Where } from './format/mod
 export { PopefWriter, type ExecutableOptions, type PayloadSource, type RawBlob, type WriterOptions } from './format/writer.js';
 
 export { DATA_TYPE_INFO, dataTypeOfCode, isFloat, type DataTypeFacts, type DataTypeInfo, type NumberKind } from './schema/data-types.js';
-export {
-  DATA_TYPES,
-  TENSOR_TYPES,
-  elementBytes,
-  emptyMetadata,
-  isDataType,
-  isTensorType,
-  sameTensorInfo,
-  sizeInBytes,
-} from './schema/model.js';
-export type {
-  Anchor,
-  DataType,
-  Metadata,
-  Option,
-  ProgramFlow,
-  ProgramName,
-  TensorInfo,
-  TensorType,
-} from './schema/model.js';
+export { DATA_TYPES, TENSOR_TYPES, elementBytes, emptyMetadata, isDataType, isTensorType, sameTensorInfo, sizeInBytes } from './schema/model.js';
+export type { Anchor, DataType, Metadata, Option, ProgramFlow, ProgramName, TensorInfo, TensorType } from './schema/model.js';
 
 export { MANIFEST_FORMAT, MANIFEST_VERSION, type Manifest, type ManifestBlob } from './manifest/manifest.js';
 export { checkManifestModel, packManifest, readManifest, type PackOptions } from './manifest/pack.js';
 export { unpackFile, type UnpackOptions, type UnpackResult } from './manifest/unpack.js';
 
-export type { Message, ModelConfig, ModelInput, ModelOutput, ModelInstanceGroup, ModelDynamicBatching, ModelParameter, MapEntry, Int64, TritonDataType } from './triton/model-config.js';
+export type {
+  Message,
+  ModelConfig,
+  ModelInput,
+  ModelOutput,
+  ModelInstanceGroup,
+  ModelDynamicBatching,
+  ModelParameter,
+  MapEntry,
+  Int64,
+  TritonDataType,
+} from './triton/model-config.js';
 export { ENUMS as TRITON_ENUMS, MESSAGES as TRITON_MESSAGES, type FieldSpec, type MessageName } from './triton/schema.js';
 export { parsePbtxt, type ParseOptions, type ParseResult } from './triton/pbtxt-parser.js';
 export type { SourcePos } from './triton/pbtxt-lexer.js';
@@ -88,7 +81,13 @@ export { latency, summarize, topK, type Latency, type TensorSummary } from './ru
 export { fromNumbers, toNumbers } from './run/tensor.js';
 export { loadInput, randomTensor, type ImageOptions, type RandomOptions } from './run/tensor-io/inputs.js';
 export { readNpy, writeNpy } from './run/tensor-io/npy.js';
-export { validateRepository, summarizeFindings, type ModelReport, type RepositoryReport, type ValidateOptions } from './triton/repository/validate.js';
+export {
+  validateRepository,
+  summarizeFindings,
+  type ModelReport,
+  type RepositoryReport,
+  type ValidateOptions,
+} from './triton/repository/validate.js';
 export type { ReadForeignPopef } from './triton/repository/popef-cross-check.js';
 export { readModelDirectory, type ModelDirectoryRead, type VersionDirectory } from './triton/repository/model-directory.js';
 export { checkConfigText, type ConfigTextCheck } from './triton/repository/check-text.js';

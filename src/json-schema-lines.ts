@@ -12,6 +12,7 @@ function describe(e: ErrorObject): string {
   const params = e.params as Record<string, unknown>;
   let message = e.message ?? 'is invalid';
   if (e.keyword === 'enum' && Array.isArray(params.allowedValues)) message += ` (${params.allowedValues.map(String).join(', ')})`;
-  if (e.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') message = `has unknown property "${params.additionalProperty}"`;
+  if (e.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string')
+    message = `has unknown property "${params.additionalProperty}"`;
   return `${where}: ${message}`;
 }

@@ -34,7 +34,10 @@ describe('fixtures/manifest.json', () => {
         try {
           assert.equal(set.models.length, expect.models);
           assert.equal(set.blobs.length, expect.blobs);
-          assert.deepEqual(set.warnings.map((w) => w.code), expect.warnings ?? []);
+          assert.deepEqual(
+            set.warnings.map((w) => w.code),
+            expect.warnings ?? [],
+          );
           for (const blob of set.blobs) await set.fileOf(blob).verifyBlob(blob);
         } finally {
           await set.close();

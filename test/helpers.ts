@@ -14,7 +14,6 @@ export function fixture(path: string): string {
   return join(FIXTURES, path);
 }
 
-
 export async function repositoryFixtures(): Promise<RepositoryEntry[]> {
   const parsed = JSON.parse(await readFile(fixture('manifest.json'), 'utf8')) as { repositories: RepositoryEntry[] };
   return parsed.repositories;

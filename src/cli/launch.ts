@@ -1,4 +1,17 @@
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, constants } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  constants,
+} from 'node:fs';
 import { isAscii } from 'node:buffer';
 import module from 'node:module';
 import { homedir } from 'node:os';
@@ -93,7 +106,14 @@ export function launch(file: string, options: LaunchOptions = {}): LaunchResult 
 
 /** Runs the compiled wrapper as Node runs a CommonJS module. */
 function runWrapped(script: vm.Script, file: string): Record<string, unknown> {
-  type Wrapped = (exports: object, require: NodeJS.Require, module: { exports: object }, filename: string, dirname: string, importer: (specifier: string) => Promise<unknown>) => void;
+  type Wrapped = (
+    exports: object,
+    require: NodeJS.Require,
+    module: { exports: object },
+    filename: string,
+    dirname: string,
+    importer: (specifier: string) => Promise<unknown>,
+  ) => void;
   const wrapped = script.runInThisContext() as Wrapped;
   const mod = { exports: {} as Record<string, unknown> };
   wrapped.call(mod.exports, mod.exports, module.createRequire(file), mod, file, dirname(file), (specifier) => import(specifier));

@@ -16,7 +16,13 @@ export type Handler = () => Promise<number>;
  */
 export async function main(argv: readonly string[], given: CliIo): Promise<number> {
   // The global --no-color (before the command name) holds for every command: it becomes NO_COLOR, which all of them honour.
-  const globals = argv.slice(0, Math.max(0, argv.findIndex((a) => !a.startsWith('-'))));
+  const globals = argv.slice(
+    0,
+    Math.max(
+      0,
+      argv.findIndex((a) => !a.startsWith('-')),
+    ),
+  );
   const io: CliIo = globals.includes('--no-color') ? { ...given, env: { ...given.env, NO_COLOR: '1' } } : given;
   let pending: Handler | undefined;
   const run = (handler: Handler): void => {
@@ -74,7 +80,8 @@ function findCommand(program: Command, name: string): Command | undefined {
  * arguments and required options, values its parsers reject).
  */
 function fromCommander(error: CommanderError, program: Command, argv: readonly string[]): CommanderError | PopefError {
-  if (error.exitCode === 0 || error.code === 'commander.help' || error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return error;
+  if (error.exitCode === 0 || error.code === 'commander.help' || error.code === 'commander.helpDisplayed' || error.code === 'commander.version')
+    return error;
   const named = argv.find((a) => !a.startsWith('-'));
   const command = named === undefined ? undefined : findCommand(program, named);
   const help = command === undefined ? 'popef --help' : `popef ${command.name()} --help`;

@@ -1,17 +1,7 @@
 import { crc32 } from '../io/platform.js';
 import { ErrorCode, PopefError } from '../errors.js';
 import { Cursor } from '../io/cursor.js';
-import {
-  ALIGNMENT,
-  BLOB_MAGIC,
-  BlobType,
-  Codec,
-  HEADER_SIZE,
-  HeaderField,
-  LAYOUT_MAJOR,
-  LAYOUT_MINOR,
-  Limits,
-} from './constants.js';
+import { ALIGNMENT, BLOB_MAGIC, BlobType, Codec, HEADER_SIZE, HeaderField, LAYOUT_MAJOR, LAYOUT_MINOR, Limits } from './constants.js';
 
 /** Blob type code of the end-of-segment marker (see FORMAT.md). */
 export const END_OF_SEGMENT = 0xff;
@@ -47,7 +37,7 @@ export function hasMagic(bytes: Uint8Array): boolean {
 
 const NOT_OPEN_LAYOUT_HINT =
   'if the Poplar SDK wrote it, convert it on a machine with the SDK: popef import FILE -o FILE.open.popef ' +
-  '(the SDK\'s encoding is unpublished, so it is not read directly)';
+  "(the SDK's encoding is unpublished, so it is not read directly)";
 
 /**
  * Decodes and checks the header at absolute `offset` of `file`. `first` says
@@ -68,7 +58,7 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
       file,
       offset,
       field: 'blob magic',
-      suggestion: 'the previous blob\'s size is wrong or the file is damaged: pack or export it again',
+      suggestion: "the previous blob's size is wrong or the file is damaged: pack or export it again",
     });
   }
   const c = new Cursor(bytes, offset, file);
@@ -91,11 +81,12 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
   const headerCrc = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(HeaderField.headerCrc, true);
   const actualCrc = crc32(bytes.subarray(0, HeaderField.headerCrc));
   if (headerCrc !== actualCrc) {
-    throw new PopefError(
-      ErrorCode.Checksum,
-      `blob header checksum mismatch: stored ${hex(headerCrc)}, computed ${hex(actualCrc)}`,
-      { file, offset, field: 'header crc32', suggestion: 'the file is damaged: pack or export it again' },
-    );
+    throw new PopefError(ErrorCode.Checksum, `blob header checksum mismatch: stored ${hex(headerCrc)}, computed ${hex(actualCrc)}`, {
+      file,
+      offset,
+      field: 'header crc32',
+      suggestion: 'the file is damaged: pack or export it again',
+    });
   }
   const blobType = c.u8('blob type');
   const codec = c.u8('codec');
@@ -113,13 +104,14 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
       field,
       suggestion: 'the file is damaged: pack or export it again',
     });
-  if (reserved0 !== 0 || reserved1 !== 0) throw structural('reserved', reserved0 !== 0 ? HeaderField.reserved0 : HeaderField.reserved1, 'reserved header bytes are not zero');
+  if (reserved0 !== 0 || reserved1 !== 0)
+    throw structural('reserved', reserved0 !== 0 ? HeaderField.reserved0 : HeaderField.reserved1, 'reserved header bytes are not zero');
   if (descriptorLength > Limits.maxDescriptorBytes) {
-    throw new PopefError(
-      ErrorCode.LimitExceeded,
-      `descriptor length ${descriptorLength} exceeds the limit of ${Limits.maxDescriptorBytes} bytes`,
-      { file, offset: offset + HeaderField.descriptorLength, field: 'descriptor length' },
-    );
+    throw new PopefError(ErrorCode.LimitExceeded, `descriptor length ${descriptorLength} exceeds the limit of ${Limits.maxDescriptorBytes} bytes`, {
+      file,
+      offset: offset + HeaderField.descriptorLength,
+      field: 'descriptor length',
+    });
   }
   const expected = blobSizeFor(descriptorLength, payloadLength);
   if (totalSize !== expected) {
@@ -131,8 +123,10 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
   }
   // FORMAT.md section 7: codec 1 only for executables; a type this version does not assign may use either codec it defines, no other.
   const assigned = blobType <= BlobType.OPAQUE || blobType === END_OF_SEGMENT;
-  if (codec !== Codec.NONE && codec !== Codec.ZLIB) throw structural('codec', HeaderField.codec, `codec ${codec} is not one this layout defines (0 none, 1 zlib)`);
-  if (assigned && codec === Codec.ZLIB && blobType !== BlobType.POPLAR_EXECUTABLE) throw structural('codec', HeaderField.codec, `codec ${codec} is not allowed for blob type ${blobType}`);
+  if (codec !== Codec.NONE && codec !== Codec.ZLIB)
+    throw structural('codec', HeaderField.codec, `codec ${codec} is not one this layout defines (0 none, 1 zlib)`);
+  if (assigned && codec === Codec.ZLIB && blobType !== BlobType.POPLAR_EXECUTABLE)
+    throw structural('codec', HeaderField.codec, `codec ${codec} is not allowed for blob type ${blobType}`);
   return {
     version: version.text,
     major: version.major,

@@ -60,7 +60,12 @@ export function checkModelContents(c: ModelContents): void {
       );
     }
     if (described.has(metadata.executable)) {
-      throw modelError(where, 'metadata.executable', `executable "${metadata.executable}" has more than one metadata blob`, 'keep one metadata blob per executable');
+      throw modelError(
+        where,
+        'metadata.executable',
+        `executable "${metadata.executable}" has more than one metadata blob`,
+        'keep one metadata blob per executable',
+      );
     }
     described.add(metadata.executable);
     const seen = new Set<string>();
@@ -68,7 +73,12 @@ export function checkModelContents(c: ModelContents): void {
       if (a.name === '') throw modelError(where, `anchors[${i}].name`, 'anchor has an empty name', 'every anchor needs a name');
       const key = `${a.type}\u0000${a.name}`;
       if (seen.has(key)) {
-        throw modelError(where, `anchors[${i}]`, `anchor "${a.name}" of type ${a.type} appears twice in the metadata of "${metadata.executable}"`, 'anchor names must be unique per type');
+        throw modelError(
+          where,
+          `anchors[${i}]`,
+          `anchor "${a.name}" of type ${a.type} appears twice in the metadata of "${metadata.executable}"`,
+          'anchor names must be unique per type',
+        );
       }
       seen.add(key);
     });
@@ -104,7 +114,12 @@ export function checkModelContents(c: ModelContents): void {
     if (c.metadata.length === 0) continue;
     const candidates = anchorsByName.get(t.name);
     if (candidates === undefined) {
-      throw modelError(t.where, 'tensor name', `tensor data "${t.name}" matches no anchor of any metadata`, 'name tensor data after the anchor it holds');
+      throw modelError(
+        t.where,
+        'tensor name',
+        `tensor data "${t.name}" matches no anchor of any metadata`,
+        'name tensor data after the anchor it holds',
+      );
     }
     const first = candidates[0];
     if (first !== undefined && !candidates.some((info) => sameTensorInfo(info, t.tensorInfo))) {

@@ -61,11 +61,11 @@ export class PopefFile {
   async readMetadata(blob: Blob): Promise<Metadata> {
     if (blob.kind !== 'metadata') throw new TypeError('readMetadata needs a metadata blob');
     if (blob.payloadLength > Limits.maxMetadataBytes) {
-      throw new PopefError(
-        ErrorCode.LimitExceeded,
-        `metadata of ${blob.payloadLength} bytes exceeds the limit of ${Limits.maxMetadataBytes}`,
-        { file: this.name, offset: blob.offset, field: 'payload length' },
-      );
+      throw new PopefError(ErrorCode.LimitExceeded, `metadata of ${blob.payloadLength} bytes exceeds the limit of ${Limits.maxMetadataBytes}`, {
+        file: this.name,
+        offset: blob.offset,
+        field: 'payload length',
+      });
     }
     const bytes = await this.source.read(blob.payloadOffset, blob.payloadLength, 'metadata');
     checkCrc(bytes, blob.payloadCrc, this.name, blob.payloadOffset, 'metadata crc32');
@@ -147,11 +147,12 @@ export class PopefFile {
       onProgress?.(done, blob.payloadLength);
     }
     if (crc !== blob.payloadCrc) {
-      throw new PopefError(
-        ErrorCode.Checksum,
-        `payload checksum mismatch: stored ${hex(blob.payloadCrc)}, computed ${hex(crc)}`,
-        { file: this.name, offset: blob.payloadOffset, field: `${blob.type} payload crc32`, suggestion: 'the payload is damaged: pack or export the file again' },
-      );
+      throw new PopefError(ErrorCode.Checksum, `payload checksum mismatch: stored ${hex(blob.payloadCrc)}, computed ${hex(crc)}`, {
+        file: this.name,
+        offset: blob.payloadOffset,
+        field: `${blob.type} payload crc32`,
+        suggestion: 'the payload is damaged: pack or export the file again',
+      });
     }
     const padStart = blob.payloadOffset + blob.payloadLength;
     const padLength = blob.offset + blob.totalSize - padStart;
@@ -213,11 +214,12 @@ async function walk(source: ByteSource, name: string): Promise<Walked> {
     const headerBytes = await source.read(offset, HEADER_SIZE, 'blob header');
     const header = decodeHeader(headerBytes, name, offset, offset === 0);
     if (header.totalSize > source.size - offset) {
-      throw new PopefError(
-        ErrorCode.Truncated,
-        `blob of ${header.totalSize} bytes starting here runs past the end of the ${source.size}-byte file`,
-        { file: name, offset, field: 'total blob size', suggestion: 'the file is truncated: copy or export it again' },
-      );
+      throw new PopefError(ErrorCode.Truncated, `blob of ${header.totalSize} bytes starting here runs past the end of the ${source.size}-byte file`, {
+        file: name,
+        offset,
+        field: 'total blob size',
+        suggestion: 'the file is truncated: copy or export it again',
+      });
     }
     if (header.minor > LAYOUT_MINOR) {
       warnings.push({
@@ -290,7 +292,12 @@ async function checkEndMarker(
   segmentBlobs: number,
 ): Promise<void> {
   const bad = (message: string): PopefError =>
-    new PopefError(ErrorCode.BadStructure, message, { file: name, offset, field: 'end-of-segment marker', suggestion: 'the file is damaged: pack or export it again' });
+    new PopefError(ErrorCode.BadStructure, message, {
+      file: name,
+      offset,
+      field: 'end-of-segment marker',
+      suggestion: 'the file is damaged: pack or export it again',
+    });
   if (header.descriptorLength !== 0 || header.payloadLength !== END_PAYLOAD_SIZE) {
     throw bad(`end-of-segment marker must have no descriptor and a ${END_PAYLOAD_SIZE}-byte payload`);
   }
@@ -309,7 +316,13 @@ async function checkEndMarker(
 }
 
 /** The descriptor's CRC, its zero padding and its FlatBuffer structure: what every blob but the end marker must pass. */
-async function checkDescriptor(source: ByteSource, name: string, frame: BlobFrame, header: BlobHeader, structureOnly: boolean): Promise<ReturnType<typeof decodeDescriptor> | undefined> {
+async function checkDescriptor(
+  source: ByteSource,
+  name: string,
+  frame: BlobFrame,
+  header: BlobHeader,
+  structureOnly: boolean,
+): Promise<ReturnType<typeof decodeDescriptor> | undefined> {
   const padded = align(header.descriptorLength);
   const bytes = await source.read(frame.descriptorOffset, padded, 'blob descriptor');
   const descriptorBytes = bytes.subarray(0, header.descriptorLength);
@@ -341,7 +354,8 @@ async function describe(source: ByteSource, name: string, frame: BlobFrame, head
   switch (header.blobType) {
     case BlobType.POPLAR_EXECUTABLE: {
       const compressed = header.codec === Codec.ZLIB;
-      if (d.uncompressedSize > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('uncompressed_size', `uncompressed size ${d.uncompressedSize} is too large`);
+      if (d.uncompressedSize > BigInt(Number.MAX_SAFE_INTEGER))
+        throw bad('uncompressed_size', `uncompressed size ${d.uncompressedSize} is too large`);
       const uncompressedSize = Number(d.uncompressedSize);
       if (!compressed && uncompressedSize !== header.payloadLength) {
         throw bad('uncompressed_size', `uncompressed executable records ${uncompressedSize} bytes but stores ${header.payloadLength}`);
@@ -352,7 +366,10 @@ async function describe(source: ByteSource, name: string, frame: BlobFrame, head
       const tensorInfo = needInfo();
       const expected = sizeInBytes(tensorInfo);
       if (expected !== BigInt(header.payloadLength)) {
-        throw bad('payload length', `tensor "${d.name}" stores ${header.payloadLength} bytes but its tensor info (${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}]) needs ${expected}`);
+        throw bad(
+          'payload length',
+          `tensor "${d.name}" stores ${header.payloadLength} bytes but its tensor info (${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}]) needs ${expected}`,
+        );
       }
       return { ...frame, kind: 'tensor', type: 'DATA_TENSOR', name: d.name, tensorInfo };
     }
@@ -362,7 +379,10 @@ async function describe(source: ByteSource, name: string, frame: BlobFrame, head
       if (d.sampleCount > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('sample_count', `sample count ${d.sampleCount} is too large`);
       const expected = sizeInBytes(tensorInfo) * d.sampleCount;
       if (expected !== BigInt(header.payloadLength)) {
-        throw bad('payload length', `feed "${d.name}" stores ${header.payloadLength} bytes but ${d.sampleCount} sample(s) of ${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}] need ${expected}`);
+        throw bad(
+          'payload length',
+          `feed "${d.name}" stores ${header.payloadLength} bytes but ${d.sampleCount} sample(s) of ${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}] need ${expected}`,
+        );
       }
       return { ...frame, kind: 'feed', type: 'DATA_FEED', name: d.name, tensorInfo, sampleCount: Number(d.sampleCount) };
     }

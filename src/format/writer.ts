@@ -125,7 +125,14 @@ export class PopefWriter {
     checkName('executable name', name, false);
     if (this.executableNames.has(name)) invalid(`executable name "${name}" is already used in this file`, 'executable name');
     const compress = options.compress === true;
-    await this.writeBlob({ type: BlobType.POPLAR_EXECUTABLE, codec: compress ? Codec.ZLIB : Codec.NONE, descriptor: (size) => encodeDescriptorOf({ name, uncompressedSize: BigInt(size) }) }, payload);
+    await this.writeBlob(
+      {
+        type: BlobType.POPLAR_EXECUTABLE,
+        codec: compress ? Codec.ZLIB : Codec.NONE,
+        descriptor: (size) => encodeDescriptorOf({ name, uncompressedSize: BigInt(size) }),
+      },
+      payload,
+    );
     this.executableNames.add(name);
   }
 
@@ -133,8 +140,12 @@ export class PopefWriter {
   async writeMetadata(metadata: Metadata): Promise<void> {
     checkMetadata(metadata);
     const bytes = encodeMetadata(metadata);
-    if (bytes.byteLength > Limits.maxMetadataBytes) invalid(`metadata encodes to ${bytes.byteLength} bytes, over the limit of ${Limits.maxMetadataBytes}`, 'metadata');
-    await this.writeBlob({ type: BlobType.METADATA, codec: Codec.NONE, descriptor: () => encodeDescriptorOf({}), expectedLength: bytes.byteLength }, bytes);
+    if (bytes.byteLength > Limits.maxMetadataBytes)
+      invalid(`metadata encodes to ${bytes.byteLength} bytes, over the limit of ${Limits.maxMetadataBytes}`, 'metadata');
+    await this.writeBlob(
+      { type: BlobType.METADATA, codec: Codec.NONE, descriptor: () => encodeDescriptorOf({}), expectedLength: bytes.byteLength },
+      bytes,
+    );
   }
 
   /** Writes a tensor data blob; the payload must be exactly the tensor's size. */
@@ -142,7 +153,15 @@ export class PopefWriter {
     checkName('tensor name', desc.name, false);
     checkTensorInfo('tensor info', desc.tensorInfo);
     const size = toLength(sizeInBytes(desc.tensorInfo), 'tensor size');
-    await this.writeBlob({ type: BlobType.DATA_TENSOR, codec: Codec.NONE, descriptor: () => encodeDescriptorOf({ name: desc.name, tensorInfo: desc.tensorInfo }), expectedLength: size }, payload);
+    await this.writeBlob(
+      {
+        type: BlobType.DATA_TENSOR,
+        codec: Codec.NONE,
+        descriptor: () => encodeDescriptorOf({ name: desc.name, tensorInfo: desc.tensorInfo }),
+        expectedLength: size,
+      },
+      payload,
+    );
   }
 
   /** Writes a feed data blob of `sampleCount` samples of the tensor. */
@@ -162,7 +181,10 @@ export class PopefWriter {
   async writeOpaque(desc: { readonly name: string; readonly executable: string }, payload: PayloadSource): Promise<void> {
     checkName('opaque name', desc.name, true);
     checkName('executable name', desc.executable, true);
-    await this.writeBlob({ type: BlobType.OPAQUE, codec: Codec.NONE, descriptor: () => encodeDescriptorOf({ name: desc.name, executable: desc.executable }) }, payload);
+    await this.writeBlob(
+      { type: BlobType.OPAQUE, codec: Codec.NONE, descriptor: () => encodeDescriptorOf({ name: desc.name, executable: desc.executable }) },
+      payload,
+    );
   }
 
   /** Copies a blob of a type this code does not model, byte for byte. */
@@ -182,7 +204,10 @@ export class PopefWriter {
     const view = new DataView(payload.buffer);
     view.setBigUint64(0, BigInt(this.position - this.segmentStart), true);
     view.setUint32(8, this.segmentBlobs, true);
-    await this.writeBlob({ type: END_OF_SEGMENT, codec: Codec.NONE, descriptor: () => new Uint8Array(0), expectedLength: END_PAYLOAD_SIZE, raw: true }, payload);
+    await this.writeBlob(
+      { type: END_OF_SEGMENT, codec: Codec.NONE, descriptor: () => new Uint8Array(0), expectedLength: END_PAYLOAD_SIZE, raw: true },
+      payload,
+    );
     this.segmentStart = this.position;
     this.segmentBlobs = 0;
   }
@@ -258,7 +283,11 @@ export class PopefWriter {
   }
 
   /** Streams the payload to `offset`, compressing if asked; returns stored length, CRC and input length. */
-  private async writePayload(payload: PayloadSource, offset: number, compress: boolean): Promise<{ length: number; crc: number; uncompressed: number }> {
+  private async writePayload(
+    payload: PayloadSource,
+    offset: number,
+    compress: boolean,
+  ): Promise<{ length: number; crc: number; uncompressed: number }> {
     let length = 0;
     let crc = 0;
     let uncompressed = 0;

@@ -73,11 +73,17 @@ export function parseDescription(text: string, file: string): PopefDescription {
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new PopefError(ErrorCode.InvalidInput, `the PopEF description is not valid JSON: ${(error as Error).message}`, { file, suggestion: 'write it again with popef describe' });
+    throw new PopefError(ErrorCode.InvalidInput, `the PopEF description is not valid JSON: ${(error as Error).message}`, {
+      file,
+      suggestion: 'write it again with popef describe',
+    });
   }
   const problems = schemaErrors('popef-description', value);
   if (problems.length > 0) {
-    throw new PopefError(ErrorCode.InvalidInput, `the PopEF description does not match its schema: ${problems.slice(0, 3).join('; ')}`, { file, suggestion: 'write it again with popef describe (schemas/popef-description.schema.json)' });
+    throw new PopefError(ErrorCode.InvalidInput, `the PopEF description does not match its schema: ${problems.slice(0, 3).join('; ')}`, {
+      file,
+      suggestion: 'write it again with popef describe (schemas/popef-description.schema.json)',
+    });
   }
   return value as PopefDescription;
 }
@@ -86,19 +92,41 @@ export function parseDescription(text: string, file: string): PopefDescription {
  * The one model of a description, as the metadata and stored tensor names
  * the PopEF readers give (what `popef config` and the validate rules take).
  */
-export function describedModel(description: Pick<PopefDescription, 'models'>, file: string, executable?: string): { name: string; metadata: Metadata; storedTensorNames: ReadonlySet<string> } {
+export function describedModel(
+  description: Pick<PopefDescription, 'models'>,
+  file: string,
+  executable?: string,
+): { name: string; metadata: Metadata; storedTensorNames: ReadonlySet<string> } {
   const candidates = executable === undefined ? description.models : description.models.filter((m) => m.executable === executable);
   const model = candidates[0];
   if (model === undefined || (executable === undefined && candidates.length > 1)) {
     const names = description.models.map((m) => `"${m.executable}"`).join(', ') || 'none';
-    throw new PopefError(ErrorCode.InvalidInput, executable === undefined ? `the description holds ${description.models.length} models (${names}); choose one` : `the description holds no executable "${executable}" (it holds ${names})`, {
-      file,
-      suggestion: '--executable NAME picks one',
-    });
+    throw new PopefError(
+      ErrorCode.InvalidInput,
+      executable === undefined
+        ? `the description holds ${description.models.length} models (${names}); choose one`
+        : `the description holds no executable "${executable}" (it holds ${names})`,
+      {
+        file,
+        suggestion: '--executable NAME picks one',
+      },
+    );
   }
-  if (model.metadata === null) throw new PopefError(ErrorCode.InvalidInput, `executable "${model.executable}" of the description has no metadata, so its inputs and outputs are unknown`, { file });
+  if (model.metadata === null)
+    throw new PopefError(
+      ErrorCode.InvalidInput,
+      `executable "${model.executable}" of the description has no metadata, so its inputs and outputs are unknown`,
+      { file },
+    );
   const m = model.metadata;
-  const anchors: Anchor[] = m.anchors.map((a) => ({ name: a.name, handle: a.handle, tensorInfo: { dtype: a.dtype, shape: a.shape }, isPerReplica: a.isPerReplica, type: a.type, programs: a.programs }));
+  const anchors: Anchor[] = m.anchors.map((a) => ({
+    name: a.name,
+    handle: a.handle,
+    tensorInfo: { dtype: a.dtype, shape: a.shape },
+    isPerReplica: a.isPerReplica,
+    type: a.type,
+    programs: a.programs,
+  }));
   const metadata: Metadata = { ...metadataFields(m), anchors };
   return { name: model.executable, metadata, storedTensorNames: new Set(model.tensors) };
 }

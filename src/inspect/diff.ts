@@ -77,7 +77,8 @@ const METADATA_FIELDS = [
 
 function diffMetadata(a: Metadata, b: Metadata, model: string, out: Change[]): void {
   for (const field of METADATA_FIELDS) {
-    if (json(a[field]) !== json(b[field])) out.push({ change: 'changed', subject: `${model} metadata`, scope: 'metadata', field, before: a[field], after: b[field] });
+    if (json(a[field]) !== json(b[field]))
+      out.push({ change: 'changed', subject: `${model} metadata`, scope: 'metadata', field, before: a[field], after: b[field] });
   }
   const before = new Map(a.anchors.map((x) => [anchorKey(x), x]));
   const after = new Map(b.anchors.map((x) => [anchorKey(x), x]));
@@ -95,7 +96,8 @@ function diffMetadata(a: Metadata, b: Metadata, model: string, out: Change[]): v
     }
   }
   for (const [key, y] of after) {
-    if (!before.has(key)) out.push({ change: 'added', subject: label(y), scope: 'anchor', after: { dtype: y.tensorInfo.dtype, shape: y.tensorInfo.shape } });
+    if (!before.has(key))
+      out.push({ change: 'added', subject: label(y), scope: 'anchor', after: { dtype: y.tensorInfo.dtype, shape: y.tensorInfo.shape } });
   }
 }
 
@@ -107,7 +109,7 @@ interface BlobSummary {
 }
 
 function blobSummary(b: Blob, metadataOwner: ReadonlyMap<Blob, string>): BlobSummary {
-  const name = b.kind === 'metadata' ? metadataOwner.get(b) ?? '' : b.kind === 'unknown' ? `#${b.index}` : b.name;
+  const name = b.kind === 'metadata' ? (metadataOwner.get(b) ?? '') : b.kind === 'unknown' ? `#${b.index}` : b.name;
   const owner = b.kind === 'opaque' ? ` -> "${b.executable}"` : b.kind === 'metadata' ? ' (metadata)' : '';
   return {
     key: `${b.type}\u0000${b.typeCode}\u0000${name}\u0000${b.kind === 'opaque' ? b.executable : ''}`,
@@ -128,7 +130,11 @@ function pairModels(a: ModelSet, b: ModelSet): { pairs: [string, string][]; remo
   const an = a.models.map((m) => m.name);
   const bn = b.models.map((m) => m.name);
   if (an.length === 1 && bn.length === 1) return { pairs: [[an[0] ?? '', bn[0] ?? '']], removed: [], added: [] };
-  return { pairs: an.filter((n) => bn.includes(n)).map((n) => [n, n]), removed: an.filter((n) => !bn.includes(n)), added: bn.filter((n) => !an.includes(n)) };
+  return {
+    pairs: an.filter((n) => bn.includes(n)).map((n) => [n, n]),
+    removed: an.filter((n) => !bn.includes(n)),
+    added: bn.filter((n) => !an.includes(n)),
+  };
 }
 
 const BLOB_FIELDS = ['size', 'crc32', 'compression', 'uncompressedSize', 'tensorInfo'] as const;
@@ -195,7 +201,8 @@ export function diffModelSets(a: ModelSet, b: ModelSet, options: { ignore?: read
   const blobsA = a.blobs.map((bl) => {
     const s = blobSummary(bl, ownerA);
     if (bl.kind === 'executable' && renamed.has(bl.name)) return { ...s, key: s.key.replace(bl.name, renamed.get(bl.name) ?? bl.name) };
-    if (bl.kind === 'opaque' && renamed.has(bl.executable)) return { ...s, key: s.key.replace(bl.executable, renamed.get(bl.executable) ?? bl.executable) };
+    if (bl.kind === 'opaque' && renamed.has(bl.executable))
+      return { ...s, key: s.key.replace(bl.executable, renamed.get(bl.executable) ?? bl.executable) };
     return s;
   });
   const blobsB = b.blobs.map((bl) => blobSummary(bl, ownerB));

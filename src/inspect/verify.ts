@@ -13,7 +13,11 @@ export interface VerifyOutcome {
  * compressed lengths. Damage in one blob does not stop the others from
  * being checked, so the user sees every damaged blob at once.
  */
-export async function verifyModelSet(set: ModelSet, onProgress?: (done: number, total: number) => void, signal?: AbortSignal): Promise<VerifyOutcome> {
+export async function verifyModelSet(
+  set: ModelSet,
+  onProgress?: (done: number, total: number) => void,
+  signal?: AbortSignal,
+): Promise<VerifyOutcome> {
   const total = set.blobs.reduce((sum, b) => sum + b.payloadLength, 0);
   let before = 0;
   let bytes = 0;

@@ -8,7 +8,11 @@ import { ioError } from '../errors.js';
  * link() refuses an existing file, so that a file that appeared while we
  * were writing is never clobbered; the temporary name is removed after.
  */
-export async function commitAtomically(temp: string, path: string, options: { readonly force?: boolean; readonly what?: string } = {}): Promise<void> {
+export async function commitAtomically(
+  temp: string,
+  path: string,
+  options: { readonly force?: boolean; readonly what?: string } = {},
+): Promise<void> {
   try {
     if (options.force === true) await rename(temp, path);
     else {

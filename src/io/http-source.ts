@@ -77,7 +77,10 @@ export class HttpSource implements ByteSource {
     };
     const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
     if (scheme !== 'http' && scheme !== 'https') {
-      throw new PopefError(ErrorCode.InvalidInput, `only http:// and https:// URLs are read, not ${scheme ?? 'this'}:`, { file: url, suggestion: 'give a local path or an http(s) URL' });
+      throw new PopefError(ErrorCode.InvalidInput, `only http:// and https:// URLs are read, not ${scheme ?? 'this'}:`, {
+        file: url,
+        suggestion: 'give a local path or an http(s) URL',
+      });
     }
     const deadline = Number.isFinite(o.deadlineMs) ? AbortSignal.timeout(o.deadlineMs) : undefined;
     // The first block tells the size (Content-Range) and whether ranges work at all.
@@ -98,7 +101,11 @@ export class HttpSource implements ByteSource {
   /** One Range request (following redirects); checks status, Content-Range and length. */
   private async request(offset: number, length: number, field: string, probing = false): Promise<{ body: Uint8Array; total: number }> {
     if (this.fetched + length > this.options.maxBytes) {
-      throw this.fail(ErrorCode.LimitExceeded, `reading ${field} would fetch more than ${this.options.maxBytes} bytes from the server`, 'the metadata is unusually large or the file is damaged; download the file to inspect it');
+      throw this.fail(
+        ErrorCode.LimitExceeded,
+        `reading ${field} would fetch more than ${this.options.maxBytes} bytes from the server`,
+        'the metadata is unusually large or the file is damaged; download the file to inspect it',
+      );
     }
     const seen = new Set<string>();
     let url = this.url;
@@ -118,7 +125,11 @@ export class HttpSource implements ByteSource {
         const e = error as Error;
         if (e.name === 'TimeoutError' || e.name === 'AbortError') {
           this.checkDeadline(field);
-          throw this.fail(ErrorCode.Timeout, `no answer from the server within ${this.options.timeoutMs / 1000} s (reading ${field})`, 'check the URL and the network, then try again');
+          throw this.fail(
+            ErrorCode.Timeout,
+            `no answer from the server within ${this.options.timeoutMs / 1000} s (reading ${field})`,
+            'check the URL and the network, then try again',
+          );
         }
         throw this.fail(ErrorCode.Io, `cannot reach the server: ${(e.cause as Error | undefined)?.message ?? e.message}`, 'check the URL');
       }
@@ -128,7 +139,11 @@ export class HttpSource implements ByteSource {
         if (location === null) throw this.fail(ErrorCode.Io, `redirect ${response.status} without a Location header`);
         const next = this.redirectTarget(url, location, response.status);
         if (seen.has(next) || hop >= this.options.maxRedirects) {
-          throw this.fail(ErrorCode.Io, seen.has(next) ? `redirect loop through ${next}` : `more than ${this.options.maxRedirects} redirects`, 'check the URL');
+          throw this.fail(
+            ErrorCode.Io,
+            seen.has(next) ? `redirect loop through ${next}` : `more than ${this.options.maxRedirects} redirects`,
+            'check the URL',
+          );
         }
         seen.add(next);
         url = next;
@@ -145,27 +160,45 @@ export class HttpSource implements ByteSource {
       }
       if (response.status === 200) {
         await response.body?.cancel();
-        throw this.fail(ErrorCode.Io, 'the server does not support HTTP Range requests (it answered 200 with the whole file)', 'serve the file from a server that supports ranges (most static servers and object stores do), or download it first');
+        throw this.fail(
+          ErrorCode.Io,
+          'the server does not support HTTP Range requests (it answered 200 with the whole file)',
+          'serve the file from a server that supports ranges (most static servers and object stores do), or download it first',
+        );
       }
       if (response.status !== 206) {
         await response.body?.cancel();
-        throw this.fail(ErrorCode.Io, `the server answered ${response.status} ${response.statusText}`, response.status === 404 ? 'check the URL' : undefined);
+        throw this.fail(
+          ErrorCode.Io,
+          `the server answered ${response.status} ${response.statusText}`,
+          response.status === 404 ? 'check the URL' : undefined,
+        );
       }
       const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(contentRange ?? '');
       if (m === null || Number(m[1]) !== offset) {
         await response.body?.cancel();
-        throw this.fail(ErrorCode.Io, `the server answered with Content-Range ${JSON.stringify(contentRange)} for bytes ${offset}-${offset + length - 1}`);
+        throw this.fail(
+          ErrorCode.Io,
+          `the server answered with Content-Range ${JSON.stringify(contentRange)} for bytes ${offset}-${offset + length - 1}`,
+        );
       }
       const total = m[3] === '*' ? Number.NaN : Number(m[3]);
       const expected = Math.min(length, (Number.isNaN(total) ? offset + length : total) - offset);
       if (Number(m[2]) - offset + 1 !== expected) {
         await response.body?.cancel();
-        throw this.fail(ErrorCode.Io, `the server answered with Content-Range ${JSON.stringify(contentRange)} for bytes ${offset}-${offset + length - 1}`);
+        throw this.fail(
+          ErrorCode.Io,
+          `the server answered with Content-Range ${JSON.stringify(contentRange)} for bytes ${offset}-${offset + length - 1}`,
+        );
       }
       const body = await this.readBody(response, expected, offset, field);
       this.fetched += body.byteLength;
       if (body.byteLength < expected) {
-        throw this.fail(ErrorCode.Truncated, `the server sent ${body.byteLength} bytes for a range of ${expected} at offset ${offset} (reading ${field})`, 'the transfer was cut short: try again');
+        throw this.fail(
+          ErrorCode.Truncated,
+          `the server sent ${body.byteLength} bytes for a range of ${expected} at offset ${offset} (reading ${field})`,
+          'the transfer was cut short: try again',
+        );
       }
       return { body, total };
     }
@@ -193,7 +226,11 @@ export class HttpSource implements ByteSource {
           const e = error as Error;
           if (e.name === 'TimeoutError' || e.name === 'AbortError') {
             this.checkDeadline(field);
-            throw this.fail(ErrorCode.Timeout, `the server did not finish sending within ${this.options.timeoutMs / 1000} s (reading ${field})`, 'check the server and the network, then try again');
+            throw this.fail(
+              ErrorCode.Timeout,
+              `the server did not finish sending within ${this.options.timeoutMs / 1000} s (reading ${field})`,
+              'check the server and the network, then try again',
+            );
           }
           // The connection closed under us (undici says "terminated"): what arrived is short.
           break;
@@ -201,7 +238,11 @@ export class HttpSource implements ByteSource {
         const chunk = step.value;
         if (step.done || chunk === undefined) break;
         if (done + chunk.byteLength > expected) {
-          throw this.fail(ErrorCode.BadStructure, `the server sent more than the ${expected} bytes of the range at offset ${offset} (reading ${field})`, 'the server does not honour Range requests correctly: download the file instead');
+          throw this.fail(
+            ErrorCode.BadStructure,
+            `the server sent more than the ${expected} bytes of the range at offset ${offset} (reading ${field})`,
+            'the server does not honour Range requests correctly: download the file instead',
+          );
         }
         out.set(chunk, done);
         done += chunk.byteLength;
@@ -212,11 +253,14 @@ export class HttpSource implements ByteSource {
     return done === expected ? out : out.subarray(0, done);
   }
 
-
   /** The overall deadline: one clear error naming its setting, whichever request it cut. */
   private checkDeadline(field: string): void {
     if (this.deadline?.aborted === true) {
-      throw this.fail(ErrorCode.Timeout, `reading from the server took longer than ${this.options.deadlineMs / 1000} s in all (stopped at ${field})`, 'the server is slow: raise POPEF_HTTP_DEADLINE_MS, or download the file first');
+      throw this.fail(
+        ErrorCode.Timeout,
+        `reading from the server took longer than ${this.options.deadlineMs / 1000} s in all (stopped at ${field})`,
+        'the server is slow: raise POPEF_HTTP_DEADLINE_MS, or download the file first',
+      );
     }
   }
 
@@ -238,7 +282,11 @@ export class HttpSource implements ByteSource {
             ? `to another host (${next.host})`
             : undefined;
     if (why !== undefined) {
-      throw this.fail(ErrorCode.Io, `redirect ${status} ${why} is not followed: ${next.protocol === 'data:' ? 'data:...' : next.toString().slice(0, 300)}`, 'if you trust that URL, give it directly');
+      throw this.fail(
+        ErrorCode.Io,
+        `redirect ${status} ${why} is not followed: ${next.protocol === 'data:' ? 'data:...' : next.toString().slice(0, 300)}`,
+        'if you trust that URL, give it directly',
+      );
     }
     return next.toString();
   }
@@ -249,7 +297,7 @@ export class HttpSource implements ByteSource {
     const block = this.options.blockSize;
     if (length > block) return (await this.request(offset, length, field)).body;
     const out = new Uint8Array(length);
-    for (let at = offset; at < offset + length; ) {
+    for (let at = offset; at < offset + length;) {
       const index = Math.floor(at / block);
       let data = this.blocks.get(index);
       if (data === undefined) {

@@ -28,7 +28,13 @@ export const FILE_LIMITS = {
   graph: 2 * 1024 ** 3,
 } as const;
 
-function kindOf(stat: { isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean }): string {
+function kindOf(stat: {
+  isDirectory(): boolean;
+  isFIFO(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+  isSocket(): boolean;
+}): string {
   if (stat.isDirectory()) return 'a directory';
   if (stat.isFIFO()) return 'a FIFO (named pipe)';
   if (stat.isCharacterDevice()) return 'a character device';
@@ -58,7 +64,9 @@ export async function openRegularFile(path: string, name: string, what: string):
     if (!stat.isFile()) {
       throw new PopefError(ErrorCode.Io, `cannot read ${what}: it is ${kindOf(stat)}, not a regular file`, {
         file: name,
-        suggestion: stat.isDirectory() ? 'give the path of a file, not a directory' : `copy the data into a regular file first${what === 'the file' ? ', or pipe it to standard input as -' : ''}`,
+        suggestion: stat.isDirectory()
+          ? 'give the path of a file, not a directory'
+          : `copy the data into a regular file first${what === 'the file' ? ', or pipe it to standard input as -' : ''}`,
       });
     }
     return { handle, size: stat.size };
@@ -123,7 +131,7 @@ export async function resolveInside(base: string, file: string, name: string, wh
   const refuse = (why: string): PopefError =>
     new PopefError(ErrorCode.Manifest, `${what} ${JSON.stringify(file)} ${why}`, {
       file: name,
-      suggestion: 'keep payload files in the manifest\'s directory or below it, and name them by relative paths',
+      suggestion: "keep payload files in the manifest's directory or below it, and name them by relative paths",
     });
   if (isAbsolute(file)) throw refuse('is an absolute path');
   const lexical = resolve(base, file);
@@ -131,7 +139,7 @@ export async function resolveInside(base: string, file: string, name: string, wh
     const rel = relative(root, target);
     return rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel);
   };
-  if (escapes(resolve(base), lexical)) throw refuse('points outside the manifest\'s directory');
+  if (escapes(resolve(base), lexical)) throw refuse("points outside the manifest's directory");
   let real: string;
   let realBase: string;
   try {
@@ -139,6 +147,6 @@ export async function resolveInside(base: string, file: string, name: string, wh
   } catch (error) {
     throw ioError(error, name, `read ${what} ${JSON.stringify(file)}`);
   }
-  if (escapes(realBase, real)) throw refuse('is a symbolic link to a file outside the manifest\'s directory');
+  if (escapes(realBase, real)) throw refuse("is a symbolic link to a file outside the manifest's directory");
   return real;
 }

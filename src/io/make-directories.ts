@@ -27,7 +27,9 @@ export async function makeDirectories(path: string): Promise<MadeDirectories> {
   if (first !== undefined) {
     let at = first;
     made.push(at);
-    for (const part of relative(first, path).split(sep).filter((p) => p !== '')) {
+    for (const part of relative(first, path)
+      .split(sep)
+      .filter((p) => p !== '')) {
       at = join(at, part);
       made.push(at);
     }

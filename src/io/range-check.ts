@@ -13,10 +13,11 @@ export function checkRange(name: string, size: number, offset: number, length: n
     });
   }
   if (offset + length > size) {
-    throw new PopefError(
-      ErrorCode.Truncated,
-      `file ends at byte ${size}, but ${field} needs ${length} bytes from offset ${offset}`,
-      { file: name, offset, field, suggestion: 'the file is truncated: copy or export it again' },
-    );
+    throw new PopefError(ErrorCode.Truncated, `file ends at byte ${size}, but ${field} needs ${length} bytes from offset ${offset}`, {
+      file: name,
+      offset,
+      field,
+      suggestion: 'the file is truncated: copy or export it again',
+    });
   }
 }

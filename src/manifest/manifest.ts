@@ -17,7 +17,14 @@ export type ManifestBlob =
   | { readonly type: 'DATA_TENSOR'; readonly name: string; readonly tensorInfo: TensorInfo; readonly file: string }
   | { readonly type: 'DATA_FEED'; readonly name: string; readonly tensorInfo: TensorInfo; readonly sampleCount: number; readonly file: string }
   | { readonly type: 'OPAQUE'; readonly name: string; readonly executable: string; readonly file: string }
-  | { readonly type: 'RAW'; readonly typeCode: number; readonly version: string; readonly codec: number; readonly descriptorFile: string; readonly file: string }
+  | {
+      readonly type: 'RAW';
+      readonly typeCode: number;
+      readonly version: string;
+      readonly codec: number;
+      readonly descriptorFile: string;
+      readonly file: string;
+    }
   | { readonly type: 'END_OF_SEGMENT' };
 
 /** A PopEF file described as JSON: every blob in order, payloads in files beside it (what pack reads and unpack writes). */

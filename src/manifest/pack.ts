@@ -106,7 +106,10 @@ export async function packManifest(manifestPath: string, outPath: string, option
 async function refuseOwnInput(outPath: string, manifestPath: string, payloads: ReadonlyMap<string, string>): Promise<void> {
   const out = await stat(outPath).catch(() => undefined);
   if (out === undefined) return;
-  const inputs: [string, string][] = [['the manifest', manifestPath], ...[...payloads].map(([name, path]): [string, string] => [`payload file ${JSON.stringify(name)}`, path])];
+  const inputs: [string, string][] = [
+    ['the manifest', manifestPath],
+    ...[...payloads].map(([name, path]): [string, string] => [`payload file ${JSON.stringify(name)}`, path]),
+  ];
   for (const [what, path] of inputs) {
     const info = await stat(path).catch(() => undefined);
     if (info !== undefined && info.dev === out.dev && info.ino === out.ino) {
@@ -136,7 +139,9 @@ async function writeOne(
     case 'OPAQUE':
       return writer.writeOpaque(blob, stream(blob.file));
     case 'RAW': {
-      const descriptor = new Uint8Array(await readRegularFile(payloadPath(blob.descriptorFile), { name: blob.descriptorFile, what: 'the descriptor file', limit: FILE_LIMITS.json }));
+      const descriptor = new Uint8Array(
+        await readRegularFile(payloadPath(blob.descriptorFile), { name: blob.descriptorFile, what: 'the descriptor file', limit: FILE_LIMITS.json }),
+      );
       return writer.writeRaw({ typeCode: blob.typeCode, version: blob.version, codec: blob.codec, descriptor }, stream(blob.file));
     }
     case 'END_OF_SEGMENT':

@@ -122,7 +122,14 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
           await writeFile(join(staging, descriptorName), descriptor, { flag: 'wx' });
           files.push(descriptorName);
           await write(payloadName, file.storedChunks(blob));
-          blobs.push({ type: 'RAW', typeCode: blob.typeCode, version: blob.version, codec: blob.codec, descriptorFile: descriptorName, file: payloadName });
+          blobs.push({
+            type: 'RAW',
+            typeCode: blob.typeCode,
+            version: blob.version,
+            codec: blob.codec,
+            descriptorFile: descriptorName,
+            file: payloadName,
+          });
           break;
         }
       }
@@ -172,10 +179,14 @@ async function checkReplaceable(input: string, outDir: string, workingDirectory:
     });
   }
   if (workingDirectory !== undefined && isWithin(outDir, workingDirectory)) {
-    throw new PopefError(ErrorCode.Exists, 'the output directory is the working directory (or holds it); replacing it would leave the shell in a deleted directory', {
-      file: outDir,
-      suggestion: 'cd out of it first, or choose a new directory for -o',
-    });
+    throw new PopefError(
+      ErrorCode.Exists,
+      'the output directory is the working directory (or holds it); replacing it would leave the shell in a deleted directory',
+      {
+        file: outDir,
+        suggestion: 'cd out of it first, or choose a new directory for -o',
+      },
+    );
   }
   const info = await stat(outDir);
   if (!info.isDirectory()) throw refuse('the output path is not a directory');
@@ -189,11 +200,19 @@ async function checkReplaceable(input: string, outDir: string, workingDirectory:
     if (!(error instanceof PopefError)) throw error;
     throw refuse('its manifest.json is not a popef manifest');
   }
-  const listed = new Set(['manifest.json', ...manifest.blobs.flatMap((blob) => ('file' in blob ? [blob.file, ...('descriptorFile' in blob ? [blob.descriptorFile] : [])] : []))]);
+  const listed = new Set([
+    'manifest.json',
+    ...manifest.blobs.flatMap((blob) => ('file' in blob ? [blob.file, ...('descriptorFile' in blob ? [blob.descriptorFile] : [])] : [])),
+  ]);
   const others = entries.filter((name) => !listed.has(name)).sort();
   if (others.length > 0) {
-    const shown = others.slice(0, 5).map((name) => JSON.stringify(name)).join(', ');
-    throw refuse(`the output directory holds ${others.length === 1 ? 'a file' : `${others.length} files`} its manifest does not list (${shown}${others.length > 5 ? ', ...' : ''})`);
+    const shown = others
+      .slice(0, 5)
+      .map((name) => JSON.stringify(name))
+      .join(', ');
+    throw refuse(
+      `the output directory holds ${others.length === 1 ? 'a file' : `${others.length} files`} its manifest does not list (${shown}${others.length > 5 ? ', ...' : ''})`,
+    );
   }
 }
 

@@ -12,8 +12,19 @@ export function blobTable(report: DumpReport, c: Colour, width?: number): string
   const rows = report.blobs.map((b) => {
     const name = b.name === null ? '' : b.executable === null ? b.name : `${b.name} -> ${b.executable}`;
     // Sizes for people (the exact bytes are in --json); offsets stay exact, they are addresses.
-    const compression = b.compression === 'none' ? 'none' : `${b.compression} (${b.uncompressedSize === null ? '?' : humanBytes(b.uncompressedSize)} inflated)`;
-    return [...(several ? [b.file] : []), String(b.index), typeLabel(b), name, String(b.offset), humanBytes(b.totalSize), humanBytes(b.payloadLength), compression, b.crc32];
+    const compression =
+      b.compression === 'none' ? 'none' : `${b.compression} (${b.uncompressedSize === null ? '?' : humanBytes(b.uncompressedSize)} inflated)`;
+    return [
+      ...(several ? [b.file] : []),
+      String(b.index),
+      typeLabel(b),
+      name,
+      String(b.offset),
+      humanBytes(b.totalSize),
+      humanBytes(b.payloadLength),
+      compression,
+      b.crc32,
+    ];
   });
   const table = new Table({
     ...widthOptions([head, ...rows], width),

@@ -22,7 +22,11 @@ export const NO_COLOUR: Colour = { bold: same, dim: same, red: same, green: same
  * Colour is decided once per run: --no-color, then NO_COLOR, then
  * FORCE_COLOR, then whether the stream is a terminal.
  */
-export function colourLevel(options: { flag: boolean | undefined; env: Readonly<Record<string, string | undefined>>; isTTY: boolean }): 0 | 1 | 2 | 3 {
+export function colourLevel(options: {
+  flag: boolean | undefined;
+  env: Readonly<Record<string, string | undefined>>;
+  isTTY: boolean;
+}): 0 | 1 | 2 | 3 {
   if (options.flag === false) return 0;
   const noColor = options.env.NO_COLOR;
   if (noColor !== undefined && noColor !== '') return 0;
@@ -36,7 +40,11 @@ export function colourLevel(options: { flag: boolean | undefined; env: Readonly<
 }
 
 /** The styles for this run: chalk at the chosen level, loaded only when there is colour to show. */
-export async function chooseColour(options: { flag: boolean | undefined; env: Readonly<Record<string, string | undefined>>; isTTY: boolean }): Promise<Colour> {
+export async function chooseColour(options: {
+  flag: boolean | undefined;
+  env: Readonly<Record<string, string | undefined>>;
+  isTTY: boolean;
+}): Promise<Colour> {
   const level = colourLevel(options);
   if (level === 0) return NO_COLOUR;
   const { Chalk } = await import('chalk');

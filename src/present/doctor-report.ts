@@ -7,8 +7,13 @@ export function renderDoctorText(report: DoctorReport, c: Colour): string {
   const yes = (ok: boolean, text = ok ? 'yes' : 'no'): string => (ok ? c.green(text) : c.red(text));
   const out: string[] = [];
   const p = report.python;
-  out.push(`Python: ${p.found ? `${p.executable ?? p.command} (${p.version ?? 'version unknown'})` : c.red(`not usable (${p.command}): ${p.error ?? ''}`)}`);
-  for (const [name, s] of Object.entries(report.imports)) out.push(`import ${name}: ${s.ok ? `${yes(true)}${s.file !== undefined && s.file !== '' ? ` (${s.file})` : ''}` : `${yes(false)}: ${s.error ?? ''}`}`);
+  out.push(
+    `Python: ${p.found ? `${p.executable ?? p.command} (${p.version ?? 'version unknown'})` : c.red(`not usable (${p.command}): ${p.error ?? ''}`)}`,
+  );
+  for (const [name, s] of Object.entries(report.imports))
+    out.push(
+      `import ${name}: ${s.ok ? `${yes(true)}${s.file !== undefined && s.file !== '' ? ` (${s.file})` : ''}` : `${yes(false)}: ${s.error ?? ''}`}`,
+    );
   out.push(`Poplar SDK release: ${report.sdkVersion ?? 'unknown (the modules carry no __version__)'}`);
   const sdkImports = report.imports.popef.ok && report.imports.model_runtime.ok;
   if (!sdkImports) out.push('SDK calls: not checked (the SDK modules do not import)');
@@ -25,7 +30,11 @@ export function renderDoctorText(report: DoctorReport, c: Colour): string {
     const present = report.calls.filter((x) => x.present).length;
     out.push(`${present} of ${report.calls.length} calls present (see src/run/bridge/SDK-API.md for what each is and the evidence for it)`);
     if (report.unverified.length > 0) {
-      out.push(c.yellow(`Unverified: ${report.unverified.length} call(s) whose Python spelling is inferred from the C++ API are absent; this SDK may spell them otherwise: ${report.unverified.join(', ')}`));
+      out.push(
+        c.yellow(
+          `Unverified: ${report.unverified.length} call(s) whose Python spelling is inferred from the C++ API are absent; this SDK may spell them otherwise: ${report.unverified.join(', ')}`,
+        ),
+      );
     }
   }
   for (const o of report.operations) {
@@ -38,12 +47,25 @@ export function renderDoctorText(report: DoctorReport, c: Colour): string {
     out.push(`${what}: ${state}`);
   }
   const d = report.devices;
-  out.push(d.found ? `IPUs (gc-info -l):${d.lines.length === 0 ? ' none listed' : `\n  ${d.lines.join('\n  ')}`}${d.error !== undefined ? `\n  ${c.yellow(d.error)}` : ''}` : `IPUs: not listed: ${d.error ?? ''}`);
-  if (report.problems.length === 0) out.push(c.green(report.operations.every((o) => o.anyModel.ok) ? 'The IPU bridge has everything it needs here.' : 'The IPU bridge can read files and run models without feeds here.'));
+  out.push(
+    d.found
+      ? `IPUs (gc-info -l):${d.lines.length === 0 ? ' none listed' : `\n  ${d.lines.join('\n  ')}`}${d.error !== undefined ? `\n  ${c.yellow(d.error)}` : ''}`
+      : `IPUs: not listed: ${d.error ?? ''}`,
+  );
+  if (report.problems.length === 0)
+    out.push(
+      c.green(
+        report.operations.every((o) => o.anyModel.ok)
+          ? 'The IPU bridge has everything it needs here.'
+          : 'The IPU bridge can read files and run models without feeds here.',
+      ),
+    );
   else {
     out.push(c.red(`The IPU bridge cannot work here (${report.problems.length} problem(s)):`));
     for (const problem of report.problems) out.push(`  - ${problem}`);
-    out.push('Enable the Poplar SDK in this shell (source <sdk>/enable), or set POPEF_PYTHON to its interpreter; send this output (popef doctor --json) with a bug report.');
+    out.push(
+      'Enable the Poplar SDK in this shell (source <sdk>/enable), or set POPEF_PYTHON to its interpreter; send this output (popef doctor --json) with a bug report.',
+    );
   }
   return `${out.join('\n')}\n`;
 }

@@ -16,7 +16,9 @@ function anchorTable(anchors: readonly AnchorReport[]): string[] {
   return [
     '| Name | Handle | dtype | Shape | Bytes | Per replica |',
     '|---|---|---|---|---:|---|',
-    ...anchors.map((a) => `| ${code(a.name)} | ${code(a.handle)} | ${a.dtype} | [${a.shape.join(', ')}] | ${a.sizeInBytes} | ${a.isPerReplica ? 'yes' : 'no'} |`),
+    ...anchors.map(
+      (a) => `| ${code(a.name)} | ${code(a.handle)} | ${a.dtype} | [${a.shape.join(', ')}] | ${a.sizeInBytes} | ${a.isPerReplica ? 'yes' : 'no'} |`,
+    ),
     '',
   ];
 }
@@ -31,11 +33,17 @@ export function renderDumpMarkdown(report: DumpReport): string {
     out.push(`### Model ${code(model.executable)}`, '');
     const m = model.metadata;
     out.push('| | |', '|---|---|');
-    out.push(`| Executable | ${code(model.executable)}, ${model.executableSize} bytes${model.compressed ? ', compressed' : ''} (${code(model.file)}) |`);
+    out.push(
+      `| Executable | ${code(model.executable)}, ${model.executableSize} bytes${model.compressed ? ', compressed' : ''} (${code(model.file)}) |`,
+    );
     if (m !== null) {
-      out.push(`| Target runtime | IPU version ${m.ipuVersion}, ${m.numIpus} IPU(s), replication factor ${m.replicationFactor}${m.isPOD ? ', POD' : ''}, ${m.numProcesses} process(es) |`);
+      out.push(
+        `| Target runtime | IPU version ${m.ipuVersion}, ${m.numIpus} IPU(s), replication factor ${m.replicationFactor}${m.isPOD ? ', POD' : ''}, ${m.numProcesses} process(es) |`,
+      );
       out.push(`| Mode | ${m.isInference ? 'inference' : 'training'}, ${m.deviceIterations} device iteration(s) |`);
-      out.push(`| Program flow | load [${m.programFlow.load.join(', ')}], main [${m.programFlow.main.join(', ')}], save [${m.programFlow.save.join(', ')}] |`);
+      out.push(
+        `| Program flow | load [${m.programFlow.load.join(', ')}], main [${m.programFlow.main.join(', ')}], save [${m.programFlow.save.join(', ')}] |`,
+      );
     }
     if (model.opaques.length > 0) out.push(`| Opaque blobs | ${model.opaques.map(code).join(', ')} |`);
     if (model.tensors.length > 0) out.push(`| Stored tensors | ${model.tensors.length} |`);
@@ -51,7 +59,9 @@ export function renderDumpMarkdown(report: DumpReport): string {
   out.push('| # | Type | Name | Size | Compression | CRC-32 |', '|---:|---|---|---:|---|---|');
   for (const b of report.blobs) {
     const file = report.files.length > 1 ? `${code(b.file)} ` : '';
-    out.push(`| ${file}${b.index} | ${typeLabel(b)} | ${b.name === null ? '' : code(b.name)} | ${b.totalSize} | ${b.compression} | ${code(b.crc32)} |`);
+    out.push(
+      `| ${file}${b.index} | ${typeLabel(b)} | ${b.name === null ? '' : code(b.name)} | ${b.totalSize} | ${b.compression} | ${code(b.crc32)} |`,
+    );
   }
   if (report.warnings.length > 0) {
     out.push('', '### Warnings', '');

@@ -69,7 +69,10 @@ function metadataLines(m: MetadataReport, model: ModelReport, full: boolean, c: 
   );
   out.push(`  ProgramsMap:${m.programsMap.length === 0 ? ' (none)' : ''}`);
   for (const p of m.programsMap) out.push(`    ${p.index}: ${p.name}`);
-  for (const [label, options] of [['EngineOptions', m.engineOptions], ['DeviceOptions', m.deviceOptions]] as const) {
+  for (const [label, options] of [
+    ['EngineOptions', m.engineOptions],
+    ['DeviceOptions', m.deviceOptions],
+  ] as const) {
     out.push(`  ${label}:${options.length === 0 ? ' (none)' : ''}`);
     for (const o of options) out.push(`    ${o.name}: ${o.value}`);
   }
@@ -128,7 +131,8 @@ export function renderDumpText(report: DumpReport, sections: TextSections, c: Co
     }
     if (report.opaques.length > 0) {
       out.push(c.bold('Opaque blobs:'));
-      for (const o of report.opaques) out.push(`  Name: ${c.cyan(JSON.stringify(o.name))}: executable ${JSON.stringify(o.executable)}, ${humanBytes(o.size)}`);
+      for (const o of report.opaques)
+        out.push(`  Name: ${c.cyan(JSON.stringify(o.name))}: executable ${JSON.stringify(o.executable)}, ${humanBytes(o.size)}`);
     }
   }
   if (sections.blobs) {
@@ -144,7 +148,9 @@ export function renderDumpText(report: DumpReport, sections: TextSections, c: Co
     out.push(
       v.ok
         ? `Verified: ${v.blobs} blob(s), ${humanBytes(v.bytes)} of payload: ${c.green('all checksums match')}`
-        : c.red(`Damage found in ${v.damaged} of ${v.blobs} blob(s) (the errors above name each); ${humanBytes(v.bytes)} of payload in the others checked intact`),
+        : c.red(
+            `Damage found in ${v.damaged} of ${v.blobs} blob(s) (the errors above name each); ${humanBytes(v.bytes)} of payload in the others checked intact`,
+          ),
     );
   }
   return `${out.join('\n')}\n`;

@@ -24,12 +24,16 @@ const NONE: Progress = { update: () => undefined, finish: () => undefined, stop:
  */
 export function progressBar(io: ProgressTarget, label: string, total: number, threshold = PROGRESS_THRESHOLD): Progress {
   if (total < threshold) return NONE;
-  return progressLine(io, (done) => {
-    const width = 30;
-    const fraction = total === 0 ? 1 : Math.min(1, done / total);
-    const filled = Math.round(fraction * width);
-    return `${label} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(fraction * 100).toFixed(0).padStart(3)}%`;
-  }, total);
+  return progressLine(
+    io,
+    (done) => {
+      const width = 30;
+      const fraction = total === 0 ? 1 : Math.min(1, done / total);
+      const filled = Math.round(fraction * width);
+      return `${label} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(fraction * 100).toFixed(0).padStart(3)}%`;
+    },
+    total,
+  );
 }
 
 /**

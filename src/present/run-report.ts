@@ -35,8 +35,22 @@ export function renderRunText(r: RunReport, c: Colour, width?: number): string {
   if (r.comparison !== null) {
     out.push(c.bold(r.comparedWith === undefined ? 'Comparison with the expected outputs:' : `Comparison with plugin ${r.comparedWith}:`));
     const compareHead = ['Output', 'result', 'mismatches', 'max abs err', 'max rel err', 'atol', 'rtol', 'passing atol', 'passing rtol'];
-    const compareRows = r.comparison.map((x) => [x.name, x.passed ? c.green('pass') : c.red('FAIL'), `${x.mismatches}/${x.elements}`, num(x.maxAbsError), num(x.maxRelError), num(x.atol), num(x.rtol), num(x.minAtol), num(x.minRtol)]);
-    const ct = new Table({ ...widthOptions([compareHead, ...compareRows], width), head: compareHead.map((h) => c.bold(h)), style: { head: [], border: [] } });
+    const compareRows = r.comparison.map((x) => [
+      x.name,
+      x.passed ? c.green('pass') : c.red('FAIL'),
+      `${x.mismatches}/${x.elements}`,
+      num(x.maxAbsError),
+      num(x.maxRelError),
+      num(x.atol),
+      num(x.rtol),
+      num(x.minAtol),
+      num(x.minRtol),
+    ]);
+    const ct = new Table({
+      ...widthOptions([compareHead, ...compareRows], width),
+      head: compareHead.map((h) => c.bold(h)),
+      style: { head: [], border: [] },
+    });
     for (const row of compareRows) ct.push(row);
     out.push(ct.toString());
     for (const x of r.comparison) if (x.note !== undefined) out.push(c.red(`${x.name}: ${x.note}`));

@@ -32,7 +32,10 @@ function visibleWidth(text: string): number {
 }
 
 /** cli-table3 options for a table of `rows` (head included) that fits `width`. */
-export function widthOptions(rows: readonly (readonly string[])[], width: number | undefined): { colWidths?: number[]; wordWrap?: boolean; wrapOnWordBoundary?: boolean } {
+export function widthOptions(
+  rows: readonly (readonly string[])[],
+  width: number | undefined,
+): { colWidths?: number[]; wordWrap?: boolean; wrapOnWordBoundary?: boolean } {
   const colWidths = fitColumns(rows, width);
   return colWidths === undefined ? {} : { colWidths, wordWrap: true, wrapOnWordBoundary: false };
 }

@@ -18,7 +18,8 @@ li{margin:.3rem 0}table{border-collapse:collapse}th,td{border:1px solid #d0d7de;
 const ORDER = ['error', 'warning', 'info'];
 
 function findingItem(f: Finding, where: string | undefined): string {
-  const position = where === undefined ? '' : `<span class="where">${esc(f.line === undefined ? where : `${where}:${f.line}:${f.column ?? 0}`)}</span> `;
+  const position =
+    where === undefined ? '' : `<span class="where">${esc(f.line === undefined ? where : `${where}:${f.line}:${f.column ?? 0}`)}</span> `;
   const hint = f.hint === undefined ? '' : `<br><span class="hint">hint: ${esc(f.hint)}</span>`;
   return `<li>${position}${esc(f.message)} <a href="#rule-${esc(f.rule)}"><code>[${esc(f.rule)}]</code></a>${hint}</li>`;
 }
@@ -46,15 +47,19 @@ export function renderValidateHtml(run: ValidateRun): string {
     body.push(`<h2>${esc(run.shownRoots[index] ?? r.repository)} (${esc(plural(r.models.length, 'model'))})</h2>`);
     if (r.findings.length > 0) body.push(`<h3>(repository)</h3>${findingsBySeverity(r.findings, whereOf)}`);
     for (const m of r.models) {
-
-      body.push(m.findings.length === 0 ? `<h3>${esc(m.name)}: <span class="ok">ok</span></h3>` : `<h3>${esc(m.name)}</h3>${findingsBySeverity(m.findings, whereOf)}`);
+      body.push(
+        m.findings.length === 0
+          ? `<h3>${esc(m.name)}: <span class="ok">ok</span></h3>`
+          : `<h3>${esc(m.name)}</h3>${findingsBySeverity(m.findings, whereOf)}`,
+      );
     }
-
   });
   const rules = (Object.keys(RULES) as RuleId[]).map((id) => {
     const rule = RULES[id];
     return `<tr id="rule-${esc(id)}"><td><code>${esc(id)}</code></td><td class="${esc(rule.severity)}">${esc(rule.severity)}</td><td>${rule.mirrors === null ? 'popef-toolkit' : `Triton <code>${esc(rule.mirrors)}</code>`}</td><td>${esc(rule.description)}</td></tr>`;
   });
-  body.push(`<h2 id="rules">Rules</h2><table><caption>Every rule popef validate applies</caption><thead><tr><th scope="col">rule</th><th scope="col">severity</th><th scope="col">mirrors</th><th scope="col">what it checks</th></tr></thead><tbody>${rules.join('')}</tbody></table>`);
+  body.push(
+    `<h2 id="rules">Rules</h2><table><caption>Every rule popef validate applies</caption><thead><tr><th scope="col">rule</th><th scope="col">severity</th><th scope="col">mirrors</th><th scope="col">what it checks</th></tr></thead><tbody>${rules.join('')}</tbody></table>`,
+  );
   return `<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="generator" content="popef-toolkit validate">\n<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">\n<title>popef validate: ${esc(`${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')}`)}</title>\n<style>${STYLE}</style>\n</head>\n<body>\n<main>\n${body.join('\n')}\n</main>\n</body>\n</html>\n`;
 }

@@ -38,7 +38,9 @@ function summaryLine(run: ValidateRun): string {
 export function renderValidateText(run: ValidateRun, c: Colour): string {
   const out: string[] = [];
   run.reports.forEach((r, index) => {
-    out.push(c.bold(`${run.shownRoots[index] ?? r.repository} (${r.models.length} model${r.models.length === 1 ? '' : 's'}, Triton ${run.tritonVersion})`));
+    out.push(
+      c.bold(`${run.shownRoots[index] ?? r.repository} (${r.models.length} model${r.models.length === 1 ? '' : 's'}, Triton ${run.tritonVersion})`),
+    );
     const line = (f: Finding): void => {
       const severity = f.severity === 'error' ? c.red('error') : f.severity === 'warning' ? c.yellow('warning') : c.cyan('note');
       out.push(`    ${location(f, shownPath(run, index, f.file))}${severity}: ${f.message} ${c.dim(`[${f.rule}]`)}`);
@@ -83,11 +85,21 @@ const NOT_XML = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-
 function xml(text: string): string {
   return printable(text)
     .replace(NOT_XML, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`)
-    .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;');
 }
 
 /** The rules that need the PopEF's anchors: skipped in JUnit when the model's PopEF could not be read. */
-const POPEF_READING_RULES: ReadonlySet<RuleId> = new Set<RuleId>(['popef/unreadable', 'popef/missing-anchor', 'popef/data-type', 'popef/dims', 'popef/max-batch-size', 'popef/unserved-anchor']);
+const POPEF_READING_RULES: ReadonlySet<RuleId> = new Set<RuleId>([
+  'popef/unreadable',
+  'popef/missing-anchor',
+  'popef/data-type',
+  'popef/dims',
+  'popef/max-batch-size',
+  'popef/unserved-anchor',
+]);
 
 /** JUnit XML: one test case per model and rule, failing on that rule's errors, skipped (with the reason) where it could not run. */
 export function renderJunit(run: ValidateRun): string {
@@ -113,18 +125,25 @@ export function renderJunit(run: ValidateRun): string {
         const notices = hits.filter((f) => f.severity === 'info');
         const body: string[] = [];
         // A rule that could not run is skipped, with the reason, not passed: the notice itself, and the rules that read the PopEF.
-        const skipped = errors.length > 0 ? undefined : (notices[0]?.message ?? (g.popefSkipped !== undefined && POPEF_READING_RULES.has(rule) ? `not run: ${g.popefSkipped}` : undefined));
+        const skipped =
+          errors.length > 0
+            ? undefined
+            : (notices[0]?.message ?? (g.popefSkipped !== undefined && POPEF_READING_RULES.has(rule) ? `not run: ${g.popefSkipped}` : undefined));
         if (skipped !== undefined) {
           suiteSkipped += 1;
           body.push(`      <skipped message="${xml(skipped)}"/>`);
         }
         if (errors.length > 0) {
           suiteFailures += 1;
-          const text = errors.map((f) => `${location(f, shownPath(run, index, f.file))}${f.message}${f.hint === undefined ? '' : `\nhint: ${f.hint}`}`).join('\n');
+          const text = errors
+            .map((f) => `${location(f, shownPath(run, index, f.file))}${f.message}${f.hint === undefined ? '' : `\nhint: ${f.hint}`}`)
+            .join('\n');
           body.push(`      <failure type="error" message="${xml(errors[0]?.message ?? '')}">${xml(text)}</failure>`);
         }
         if (warnings.length > 0) {
-          body.push(`      <system-out>${xml(warnings.map((f) => `warning: ${location(f, shownPath(run, index, f.file))}${f.message}`).join('\n'))}</system-out>`);
+          body.push(
+            `      <system-out>${xml(warnings.map((f) => `warning: ${location(f, shownPath(run, index, f.file))}${f.message}`).join('\n'))}</system-out>`,
+          );
         }
         const open = `    <testcase classname="${xml(`${root}/${g.name}`)}" name="${rule}"`;
         cases.push(body.length === 0 ? `${open}/>` : `${open}>\n${body.join('\n')}\n    </testcase>`);
@@ -132,7 +151,9 @@ export function renderJunit(run: ValidateRun): string {
       tests += ruleIds.length;
       failures += suiteFailures;
       skippedCount += suiteSkipped;
-      suites.push(`  <testsuite name="${xml(`${root}/${g.name}`)}" tests="${ruleIds.length}" failures="${suiteFailures}" errors="0" skipped="${suiteSkipped}">\n${cases.join('\n')}\n  </testsuite>`);
+      suites.push(
+        `  <testsuite name="${xml(`${root}/${g.name}`)}" tests="${ruleIds.length}" failures="${suiteFailures}" errors="0" skipped="${suiteSkipped}">\n${cases.join('\n')}\n  </testsuite>`,
+      );
     }
   });
   return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="popef validate" tests="${tests}" failures="${failures}" errors="0" skipped="${skippedCount}">\n${suites.join('\n')}\n</testsuites>\n`;

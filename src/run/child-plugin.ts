@@ -75,7 +75,11 @@ export class ChildProcessPlugin implements ExecutionPlugin {
   /** The handshake (once): whether the plugin can run here. */
   async probe(): Promise<Availability> {
     if (this.hello !== undefined) return this.hello;
-    const reply = await this.connect().request({ type: 'hello', protocol: PROTOCOL, host: this.options.host ?? 'popef-toolkit' }, [], this.controlTimeoutMs);
+    const reply = await this.connect().request(
+      { type: 'hello', protocol: PROTOCOL, host: this.options.host ?? 'popef-toolkit' },
+      [],
+      this.controlTimeoutMs,
+    );
     const m = reply.message as typeof reply.message & { protocol?: unknown; available?: unknown; reason?: unknown; hint?: unknown };
     if (m.type !== 'hello' || m.protocol !== PROTOCOL) {
       void this.kill();
@@ -105,7 +109,14 @@ export class ChildProcessPlugin implements ExecutionPlugin {
     const tensors = payload.payloads.map((p) => ({ name: p.name, dtype: 'U8' as const, shape: [p.data.byteLength], data: p.data }));
     const channel = this.connect();
     const reply = await channel.request(
-      { type: 'open', executable: request.executable, files: request.files, options: request.options, model: payload.model, tensors: announce(tensors) },
+      {
+        type: 'open',
+        executable: request.executable,
+        files: request.files,
+        options: request.options,
+        model: payload.model,
+        tensors: announce(tensors),
+      },
       tensors.map((t) => t.data),
       this.requestTimeoutMs,
     );
@@ -132,7 +143,12 @@ export class ChildProcessPlugin implements ExecutionPlugin {
       run: async (values, runOptions) => {
         if (closed) throw new Error(`plugin "${this.name}": run() after close()`);
         const list = [...values.values()];
-        const r = await channel.request({ type: 'run', tensors: announce(list) }, list.map((t) => t.data), timeoutMs, { into: runOptions?.into, bounds });
+        const r = await channel.request(
+          { type: 'run', tensors: announce(list) },
+          list.map((t) => t.data),
+          timeoutMs,
+          { into: runOptions?.into, bounds },
+        );
         return new Map(r.tensors.map((t) => [t.name, t]));
       },
       // The protocol holds one model per child, which the next open replaces

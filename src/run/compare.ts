@@ -131,7 +131,11 @@ export async function compareOutputs(
     }
     const c = compareValues(toNumbers(t), toNumbers(expected), tol);
     const sameShape = expected.shape.length === t.shape.length && expected.shape.every((d, i) => d === t.shape[i]);
-    comparisons.push(sameShape ? { ...c, name, ...tol } : { ...c, passed: false, name, ...tol, note: `shape [${t.shape.join(', ')}] differs from the expected [${expected.shape.join(', ')}]` });
+    comparisons.push(
+      sameShape
+        ? { ...c, name, ...tol }
+        : { ...c, passed: false, name, ...tol, note: `shape [${t.shape.join(', ')}] differs from the expected [${expected.shape.join(', ')}]` },
+    );
   }
   return comparisons;
 }

@@ -2,7 +2,15 @@ import { FILE_LIMITS, readRegularFile } from '../io/local-file.js';
 import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { DATA_TYPE_INFO, type DataTypeInfo } from '../schema/data-types.js';
-import { cannotRunHere, type Availability, type ExecutionPlugin, type ModelRequest, type OpenedModel, type Tensor, type TensorSpec } from './plugin-api.js';
+import {
+  cannotRunHere,
+  type Availability,
+  type ExecutionPlugin,
+  type ModelRequest,
+  type OpenedModel,
+  type Tensor,
+  type TensorSpec,
+} from './plugin-api.js';
 import { userTensorSpecs } from './tensor.js';
 import { importModule } from './import-module.js';
 
@@ -55,7 +63,8 @@ const ORT_ARRAYS: Readonly<Record<OrtType, new (buffer: ArrayBuffer) => ArrayBuf
   float16: Uint16Array,
 };
 
-const INSTALL_HINT = 'install it beside popef-toolkit: ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node@1.22.0 (its CPU binaries come inside the package; the setting stops its install step from downloading CUDA files)';
+const INSTALL_HINT =
+  'install it beside popef-toolkit: ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node@1.22.0 (its CPU binaries come inside the package; the setting stops its install step from downloading CUDA files)';
 
 export interface CpuPluginOptions {
   /** Module to import (tests point it elsewhere to simulate its absence). */
@@ -94,7 +103,8 @@ function fromOrt(o: OrtTensor, spec: TensorSpec): Tensor {
 function sessionOptions(threads: string | undefined): { intraOpNumThreads?: number; interOpNumThreads?: number } {
   if (threads === undefined) return {};
   const n = Number(threads);
-  if (!Number.isInteger(n) || n < 1 || n > 1024) throw new PopefError(ErrorCode.InvalidInput, `plugin option threads="${threads}" is not a whole number from 1 to 1024`, {});
+  if (!Number.isInteger(n) || n < 1 || n > 1024)
+    throw new PopefError(ErrorCode.InvalidInput, `plugin option threads="${threads}" is not a whole number from 1 to 1024`, {});
   return { intraOpNumThreads: n, interOpNumThreads: 1 };
 }
 
@@ -142,13 +152,18 @@ export class CpuPlugin implements ExecutionPlugin {
       } else {
         const blob = model.opaques.find((o) => o.name === 'onnx' || o.name.startsWith('onnx:'));
         if (blob === undefined) {
-          throw new PopefError(ErrorCode.InvalidInput, `the model has no ONNX graph: no --reference was given and executable "${model.name}" has no opaque blob named "onnx"`, {
-            suggestion: 'give the source graph with --reference model.onnx, or pack it into the model as an opaque blob named "onnx"',
-          });
+          throw new PopefError(
+            ErrorCode.InvalidInput,
+            `the model has no ONNX graph: no --reference was given and executable "${model.name}" has no opaque blob named "onnx"`,
+            {
+              suggestion: 'give the source graph with --reference model.onnx, or pack it into the model as an opaque blob named "onnx"',
+            },
+          );
         }
         graph = await set.fileOf(blob).readPayload(blob);
       }
-      for (const t of set.tensors) stored.set(t.name, { name: t.name, dtype: t.tensorInfo.dtype, shape: t.tensorInfo.shape, data: await set.fileOf(t).readPayload(t) });
+      for (const t of set.tensors)
+        stored.set(t.name, { name: t.name, dtype: t.tensorInfo.dtype, shape: t.tensorInfo.shape, data: await set.fileOf(t).readPayload(t) });
       ({ inputs, outputs } = userTensorSpecs(model.metadata, set.storedTensorNames));
     } finally {
       await set.close();
@@ -157,13 +172,18 @@ export class CpuPlugin implements ExecutionPlugin {
     try {
       session = await ort.InferenceSession.create(graph, sessionOptions(request.options.threads));
     } catch (error) {
-      throw new PopefError(ErrorCode.Plugin, `onnxruntime cannot load the ONNX graph: ${(error as Error).message}`, { suggestion: 'check the --reference file, or the "onnx" opaque blob' });
+      throw new PopefError(ErrorCode.Plugin, `onnxruntime cannot load the ONNX graph: ${(error as Error).message}`, {
+        suggestion: 'check the --reference file, or the "onnx" opaque blob',
+      });
     }
     this.sessions.push(session);
     const graphName = (anchor: string): string => request.options[`map.${anchor}`] ?? anchor;
     const graphInputs = new Set(session.inputNames);
     const graphOutputs = new Set(session.outputNames);
-    const missing = [...inputs.map((s) => graphName(s.name)).filter((n) => !graphInputs.has(n)), ...outputs.map((s) => graphName(s.name)).filter((n) => !graphOutputs.has(n))];
+    const missing = [
+      ...inputs.map((s) => graphName(s.name)).filter((n) => !graphInputs.has(n)),
+      ...outputs.map((s) => graphName(s.name)).filter((n) => !graphOutputs.has(n)),
+    ];
     if (missing.length > 0) {
       throw new PopefError(
         ErrorCode.InvalidInput,
@@ -175,9 +195,13 @@ export class CpuPlugin implements ExecutionPlugin {
     const fromData = session.inputNames.filter((n) => !fed.has(n));
     const unfed = fromData.filter((n) => !stored.has(n));
     if (unfed.length > 0) {
-      throw new PopefError(ErrorCode.InvalidInput, `the ONNX graph needs inputs that are neither user inputs nor tensor data of the model: ${unfed.join(', ')}`, {
-        suggestion: 'the graph does not match the PopEF model',
-      });
+      throw new PopefError(
+        ErrorCode.InvalidInput,
+        `the ONNX graph needs inputs that are neither user inputs nor tensor data of the model: ${unfed.join(', ')}`,
+        {
+          suggestion: 'the graph does not match the PopEF model',
+        },
+      );
     }
     return {
       inputs,

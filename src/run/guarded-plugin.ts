@@ -47,14 +47,20 @@ class GuardedPlugin implements ExecutionPlugin {
     try {
       return await raceDeadline(work, {
         timeoutMs,
-        onTimeout: () => new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${(timeoutMs ?? 0) / 1000} s`, { suggestion: 'raise --timeout if the model really needs longer' }),
+        onTimeout: () =>
+          new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${(timeoutMs ?? 0) / 1000} s`, {
+            suggestion: 'raise --timeout if the model really needs longer',
+          }),
         signal,
         onAbort: () => new PopefError(ErrorCode.Io, 'interrupted', {}),
       });
     } catch (error) {
       if (error instanceof PopefError) throw error;
       const message = error instanceof Error ? error.message : String(error);
-      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" failed to ${what}: ${message}`, { suggestion: 'this is the plugin\'s error: see its documentation', cause: error });
+      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" failed to ${what}: ${message}`, {
+        suggestion: "this is the plugin's error: see its documentation",
+        cause: error,
+      });
     }
   }
 
@@ -92,7 +98,9 @@ class GuardedPlugin implements ExecutionPlugin {
   dispose(): Promise<void> {
     // Disposal must happen even after an interrupt: no signal race here, only the plugin's exceptions.
     return this.inner.dispose().catch((error: unknown) => {
-      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" failed to stop: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw new PopefError(ErrorCode.Plugin, `plugin "${this.name}" failed to stop: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+      });
     });
   }
 }
@@ -110,14 +118,18 @@ async function modelTensors(request: ModelRequest): Promise<ModelTensors> {
 /** What open() returned is an opened model at all: lists of tensor specs, run and close (it is plain JavaScript's to get wrong). */
 function checkOpened(plugin: string, opened: unknown): void {
   const o = opened as Partial<Record<keyof OpenedModel, unknown>> | null | undefined;
-  const wrong = (what: string): PopefError => new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned from open() ${what}`, { suggestion: 'open() resolves with { inputs, outputs, run, close } (src/run/plugin-api.ts)' });
+  const wrong = (what: string): PopefError =>
+    new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned from open() ${what}`, {
+      suggestion: 'open() resolves with { inputs, outputs, run, close } (src/run/plugin-api.ts)',
+    });
   if (o === null || o === undefined) throw wrong(`${String(o)}, not an opened model`);
   for (const kind of ['inputs', 'outputs'] as const) {
     const list = o[kind];
     if (!Array.isArray(list)) throw wrong(`"${kind}" as ${list === null ? 'null' : typeof list}, not a list of tensor specs`);
     list.forEach((spec: unknown, i) => {
       const s = spec as Partial<TensorSpec> | null;
-      if (typeof s?.name !== 'string' || typeof s.dtype !== 'string' || !Array.isArray(s.shape)) throw wrong(`${kind}[${i}] that is not a tensor spec ({ name, dtype, shape })`);
+      if (typeof s?.name !== 'string' || typeof s.dtype !== 'string' || !Array.isArray(s.shape))
+        throw wrong(`${kind}[${i}] that is not a tensor spec ({ name, dtype, shape })`);
     });
   }
   for (const method of ['run', 'close'] as const) if (typeof o[method] !== 'function') throw wrong(`a model without a ${method}() function`);
@@ -127,22 +139,43 @@ function checkDeclared(plugin: string, kind: 'inputs' | 'outputs', declared: rea
   const byName = new Map(expected.map((s) => [s.name, s]));
   for (const d of declared) {
     const e = byName.get(d.name);
-    if (e === undefined) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" declares ${kind === 'inputs' ? 'an input' : 'an output'} "${d.name}" that the model does not have`, {});
-    if (!sameTensorInfo(d, e)) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" declares ${kind === 'inputs' ? 'input' : 'output'} "${d.name}" as ${describe(d)}, but the model's anchor is ${describe(e)}`, {});
+    if (e === undefined)
+      throw new PopefError(
+        ErrorCode.Plugin,
+        `plugin "${plugin}" declares ${kind === 'inputs' ? 'an input' : 'an output'} "${d.name}" that the model does not have`,
+        {},
+      );
+    if (!sameTensorInfo(d, e))
+      throw new PopefError(
+        ErrorCode.Plugin,
+        `plugin "${plugin}" declares ${kind === 'inputs' ? 'input' : 'output'} "${d.name}" as ${describe(d)}, but the model's anchor is ${describe(e)}`,
+        {},
+      );
     byName.delete(d.name);
   }
   const missing = [...byName.keys()];
-  if (missing.length > 0) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" does not declare the model's ${kind} ${missing.map((n) => `"${n}"`).join(', ')}`, {});
+  if (missing.length > 0)
+    throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" does not declare the model's ${kind} ${missing.map((n) => `"${n}"`).join(', ')}`, {});
 }
 
 function checkOutputs(plugin: string, outputs: ReadonlyMap<string, Tensor>, specs: readonly TensorSpec[]): void {
-  if (typeof (outputs as { get?: unknown } | null)?.get !== 'function') throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned something other than a Map of tensors from run()`, {});
+  if (typeof (outputs as { get?: unknown } | null)?.get !== 'function')
+    throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned something other than a Map of tensors from run()`, {});
   for (const spec of specs) {
     const t = outputs.get(spec.name);
     if (t === undefined) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned no output "${spec.name}"`, {});
-    if (!sameTensorInfo(t, spec)) throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned output "${spec.name}" as ${describe(t)}, but the model's anchor is ${describe(spec)}`, {});
+    if (!sameTensorInfo(t, spec))
+      throw new PopefError(
+        ErrorCode.Plugin,
+        `plugin "${plugin}" returned output "${spec.name}" as ${describe(t)}, but the model's anchor is ${describe(spec)}`,
+        {},
+      );
     if (!(t.data instanceof Uint8Array) || t.data.byteLength !== byteLength(spec)) {
-      throw new PopefError(ErrorCode.Plugin, `plugin "${plugin}" returned output "${spec.name}" with ${t.data instanceof Uint8Array ? t.data.byteLength : 'no'} bytes, but ${describe(spec)} needs ${byteLength(spec)}`, {});
+      throw new PopefError(
+        ErrorCode.Plugin,
+        `plugin "${plugin}" returned output "${spec.name}" with ${t.data instanceof Uint8Array ? t.data.byteLength : 'no'} bytes, but ${describe(spec)} needs ${byteLength(spec)}`,
+        {},
+      );
     }
   }
   if (outputs.size === specs.length) return;

@@ -44,7 +44,14 @@ export function ipuPlugin(ctx: PluginContext): ChildProcessPlugin {
 
 function isPluginObject(value: unknown): value is ExecutionPlugin {
   const p = value as Partial<ExecutionPlugin> | null;
-  return typeof p === 'object' && p !== null && typeof p.probe === 'function' && typeof p.open === 'function' && typeof p.dispose === 'function' && typeof p.name === 'string';
+  return (
+    typeof p === 'object' &&
+    p !== null &&
+    typeof p.probe === 'function' &&
+    typeof p.open === 'function' &&
+    typeof p.dispose === 'function' &&
+    typeof p.name === 'string'
+  );
 }
 
 /**
@@ -70,25 +77,42 @@ async function findPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPl
   const looksLikePath = spec.startsWith('.') || spec.startsWith('/') || spec.includes('\\');
   const path = resolve(ctx.cwd, spec);
   if (looksLikePath && !existsSync(path)) {
-    throw new PopefError(ErrorCode.InvalidInput, `plugin ${spec} does not exist`, { file: path, suggestion: 'give a path to a plugin module or program, or ipu' });
+    throw new PopefError(ErrorCode.InvalidInput, `plugin ${spec} does not exist`, {
+      file: path,
+      suggestion: 'give a path to a plugin module or program, or ipu',
+    });
   }
   if (looksLikePath && !/\.(m?js)$/.test(path)) {
     const mode = statSync(path).mode;
     if ((mode & 0o111) === 0) {
-      throw new PopefError(ErrorCode.InvalidInput, `plugin ${spec} is neither an ES module (.js, .mjs) nor an executable program`, { file: path, suggestion: 'chmod +x it, or give a .js/.mjs module' });
+      throw new PopefError(ErrorCode.InvalidInput, `plugin ${spec} is neither an ES module (.js, .mjs) nor an executable program`, {
+        file: path,
+        suggestion: 'chmod +x it, or give a .js/.mjs module',
+      });
     }
-    return new ChildProcessPlugin({ name: spec, command: path, env: ctx.env, signal: ctx.signal, requestTimeoutMs: ctx.requestTimeoutMs, host: ctx.host });
+    return new ChildProcessPlugin({
+      name: spec,
+      command: path,
+      env: ctx.env,
+      signal: ctx.signal,
+      requestTimeoutMs: ctx.requestTimeoutMs,
+      host: ctx.host,
+    });
   }
   let module: Record<string, unknown>;
   try {
     module = (await importModule(looksLikePath ? pathToFileURL(path).href : spec)) as Record<string, unknown>;
   } catch (error) {
-    throw new PopefError(ErrorCode.InvalidInput, `cannot load plugin ${spec}: ${(error as Error).message}`, { suggestion: 'give a path to an ES module, or an installed package name' });
+    throw new PopefError(ErrorCode.InvalidInput, `cannot load plugin ${spec}: ${(error as Error).message}`, {
+      suggestion: 'give a path to an ES module, or an installed package name',
+    });
   }
   const candidate = typeof module.createPlugin === 'function' ? await (module.createPlugin as () => unknown)() : module.default;
   const plugin = typeof candidate === 'function' ? await (candidate as () => unknown)() : candidate;
   if (!isPluginObject(plugin)) {
-    throw new PopefError(ErrorCode.InvalidInput, `plugin ${spec} exports no ExecutionPlugin (name, probe, open, dispose)`, { suggestion: 'export one as default, or a createPlugin() function' });
+    throw new PopefError(ErrorCode.InvalidInput, `plugin ${spec} exports no ExecutionPlugin (name, probe, open, dispose)`, {
+      suggestion: 'export one as default, or a createPlugin() function',
+    });
   }
   return plugin;
 }

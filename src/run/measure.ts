@@ -35,7 +35,8 @@ export async function runTimed(model: OpenedModel, inputs: ReadonlyMap<string, T
   const { durationMs, iterations } = options;
   const samples: number[] = [];
   const started = performance.now();
-  const more = (): boolean => (durationMs === undefined ? samples.length < iterations : samples.length === 0 || performance.now() - started < durationMs);
+  const more = (): boolean =>
+    durationMs === undefined ? samples.length < iterations : samples.length === 0 || performance.now() - started < durationMs;
   while (more()) {
     const t0 = performance.now();
     outputs = await model.run(inputs, lend(outputs));

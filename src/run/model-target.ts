@@ -39,7 +39,10 @@ export async function modelDirectoryVersion(path: string, version?: number): Pro
   const directory = await readModelDirectory(path, basename(path));
   if (directory.config.kind === 'unparsable') {
     // Which version Triton would serve depends on the policy the config sets.
-    throw new PopefError(ErrorCode.InvalidInput, `config.pbtxt does not parse: ${directory.config.error.message}`, { file: join(path, 'config.pbtxt'), suggestion: 'check it with popef validate' });
+    throw new PopefError(ErrorCode.InvalidInput, `config.pbtxt does not parse: ${directory.config.error.message}`, {
+      file: join(path, 'config.pbtxt'),
+      suggestion: 'check it with popef validate',
+    });
   }
   let chosen: VersionDirectory | undefined;
   if (version === undefined) {
@@ -51,7 +54,12 @@ export async function modelDirectoryVersion(path: string, version?: number): Pro
   }
   if (chosen === undefined) {
     const none = directory.candidates.every((c) => c.version === undefined);
-    const message = version !== undefined ? `the model directory has no version ${version}` : none ? 'the model directory has no numeric version directory' : 'the version policy of config.pbtxt selects no version directory';
+    const message =
+      version !== undefined
+        ? `the model directory has no version ${version}`
+        : none
+          ? 'the model directory has no numeric version directory'
+          : 'the version policy of config.pbtxt selects no version directory';
     throw new PopefError(ErrorCode.InvalidInput, message, { file: path, suggestion: MODEL_DIRECTORY_HINT });
   }
   if (chosen.listError !== undefined) throw chosen.listError;
@@ -75,11 +83,20 @@ export async function resolveTarget(args: readonly string[], cwd: string, versio
     if (chosen.nameMapText !== undefined) {
       const parsed = parseNameMap(chosen.nameMapText, mapPath);
       if (parsed.schemaErrors.length > 0) {
-        throw new PopefError(ErrorCode.InvalidInput, `name_map.json is not usable: ${parsed.schemaErrors.join('; ')}`, { file: mapPath, suggestion: 'check it with popef validate' });
+        throw new PopefError(ErrorCode.InvalidInput, `name_map.json is not usable: ${parsed.schemaErrors.join('; ')}`, {
+          file: mapPath,
+          suggestion: 'check it with popef validate',
+        });
       }
       for (const e of parsed.entries) clientNames.set(e.anchor, e.name);
     }
-    return { files, clientNames, description: `model directory ${args[0] ?? ''}, version ${chosen.version}`, modelName: basename(first), version: chosen.version };
+    return {
+      files,
+      clientNames,
+      description: `model directory ${args[0] ?? ''}, version ${chosen.version}`,
+      modelName: basename(first),
+      version: chosen.version,
+    };
   }
   return { files: paths, clientNames: new Map(), description: args.join(' + ') };
 }

@@ -100,7 +100,9 @@ export interface ExecutionPlugin {
 
 /** The one message for a plugin that cannot run here, with what is missing and how to enable it; `subject` is `plugin "ipu"` or `the SDK bridge`. */
 export function cannotRunHere(subject: string, availability: Availability): PopefError {
-  return new PopefError(ErrorCode.PluginUnavailable, `${subject} cannot run here: ${availability.reason ?? 'no reason given'}`, { suggestion: availability.hint });
+  return new PopefError(ErrorCode.PluginUnavailable, `${subject} cannot run here: ${availability.reason ?? 'no reason given'}`, {
+    suggestion: availability.hint,
+  });
 }
 
 /** Probes `plugin` and throws `cannotRunHere` unless it can run here. */

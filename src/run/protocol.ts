@@ -108,7 +108,11 @@ export class WaitClock {
 export async function writeMessage(out: Writable, message: Message, tensors: readonly Uint8Array[] = [], clock?: WaitClock): Promise<void> {
   const json = Buffer.from(JSON.stringify(message), 'utf8');
   // The plugin applies the same limit: a message it would refuse is not sent.
-  if (json.length > FRAME_LIMITS.controlBytes) throw new ProtocolError('limit', `the "${message.type}" message is ${json.length} bytes, more than the protocol's ${FRAME_LIMITS.controlBytes} for a control message`);
+  if (json.length > FRAME_LIMITS.controlBytes)
+    throw new ProtocolError(
+      'limit',
+      `the "${message.type}" message is ${json.length} bytes, more than the protocol's ${FRAME_LIMITS.controlBytes} for a control message`,
+    );
   const chunks: Uint8Array[] = [header('JSON', json.length), json];
   for (const t of tensors) chunks.push(header('TENS', t.byteLength), t);
   let ok = true;
@@ -337,7 +341,7 @@ export class FrameReader {
       // to disk, and a write per pipe read (64 KiB) costs more than a copy.
       let batch: Buffer[] = [];
       let batched = 0;
-      for (let rest = length; rest > 0; ) {
+      for (let rest = length; rest > 0;) {
         const piece = await this.takeSome(rest);
         rest -= piece.length;
         batch.push(piece);
@@ -385,7 +389,8 @@ export class FrameReader {
 export function parseAnnouncements(value: unknown, bounds?: ReplyBounds): Announcement[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new ProtocolError('malformed', '"tensors" is not a list');
-  if (bounds !== undefined && value.length > bounds.maxTensors) throw new ProtocolError('limit', `the reply announces ${value.length} tensors, more than ${bounds.what} (${bounds.maxTensors})`);
+  if (bounds !== undefined && value.length > bounds.maxTensors)
+    throw new ProtocolError('limit', `the reply announces ${value.length} tensors, more than ${bounds.what} (${bounds.maxTensors})`);
   return value.map((v: unknown, i) => {
     const a = v as Partial<Announcement>;
     const ok =
@@ -398,7 +403,11 @@ export function parseAnnouncements(value: unknown, bounds?: ReplyBounds): Announ
       Number.isSafeInteger(a.bytes) &&
       a.bytes >= 0;
     if (!ok) throw new ProtocolError('malformed', `tensor announcement ${i} is malformed: ${JSON.stringify(v).slice(0, 200)}`);
-    if (bounds !== undefined && (a.bytes ?? 0) > bounds.maxTensorBytes) throw new ProtocolError('limit', `tensor "${a.name ?? ''}" is announced with ${a.bytes ?? 0} bytes, more than the largest of ${bounds.what} (${bounds.maxTensorBytes})`);
+    if (bounds !== undefined && (a.bytes ?? 0) > bounds.maxTensorBytes)
+      throw new ProtocolError(
+        'limit',
+        `tensor "${a.name ?? ''}" is announced with ${a.bytes ?? 0} bytes, more than the largest of ${bounds.what} (${bounds.maxTensorBytes})`,
+      );
     return a as Announcement;
   });
 }
@@ -407,7 +416,13 @@ export function parseSpecs(value: unknown, what: string): TensorSpec[] {
   if (!Array.isArray(value)) throw new ProtocolError('malformed', `"${what}" is not a list`);
   return value.map((v: unknown, i) => {
     const s = v as Partial<TensorSpec>;
-    if (typeof s.name !== 'string' || typeof s.dtype !== 'string' || !isDataType(s.dtype) || !Array.isArray(s.shape) || !s.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+    if (
+      typeof s.name !== 'string' ||
+      typeof s.dtype !== 'string' ||
+      !isDataType(s.dtype) ||
+      !Array.isArray(s.shape) ||
+      !s.shape.every((d) => Number.isSafeInteger(d) && d >= 0)
+    ) {
       throw new ProtocolError('malformed', `${what}[${i}] is not a tensor spec: ${JSON.stringify(v).slice(0, 200)}`);
     }
     return { name: s.name, dtype: s.dtype, shape: s.shape };

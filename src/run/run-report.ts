@@ -49,9 +49,17 @@ export function runReport(p: RunReportParts): RunReport {
     outputs: p.outputs.flatMap((spec) => {
       // The plugin guard has checked that every output is there.
       const t = run.outputs.get(spec.name);
-      return t === undefined ? [] : [{ ...summarize(t, nameOf(spec.name)), anchor: spec.name, ...(p.topK === undefined ? {} : { topK: topK(t, p.topK) }) }];
+      return t === undefined
+        ? []
+        : [{ ...summarize(t, nameOf(spec.name)), anchor: spec.name, ...(p.topK === undefined ? {} : { topK: topK(t, p.topK) }) }];
     }),
-    timing: { ...latency(run.samples), warmup: p.warmup, totalMs: run.totalMs, batch, samplesPerSecond: (run.samples.length * batch * 1000) / Math.max(run.totalMs, 1e-9) },
+    timing: {
+      ...latency(run.samples),
+      warmup: p.warmup,
+      totalMs: run.totalMs,
+      batch,
+      samplesPerSecond: (run.samples.length * batch * 1000) / Math.max(run.totalMs, 1e-9),
+    },
     comparison: p.comparison?.comparisons ?? null,
     ...(p.comparison?.with === undefined ? {} : { comparedWith: p.comparison.with }),
   };

@@ -48,7 +48,11 @@ function available(bridge: ChildProcessPlugin): Promise<void> {
   return requireAvailable(bridge, 'the SDK bridge');
 }
 
-async function* counted(chunks: AsyncIterable<Uint8Array>, progress: { bytes: number }, onProgress?: (bytes: number) => void): AsyncGenerator<Uint8Array> {
+async function* counted(
+  chunks: AsyncIterable<Uint8Array>,
+  progress: { bytes: number },
+  onProgress?: (bytes: number) => void,
+): AsyncGenerator<Uint8Array> {
   for await (const c of chunks) {
     progress.bytes += c.byteLength;
     onProgress?.(progress.bytes);
@@ -118,15 +122,28 @@ interface ImportState {
 }
 
 /** Stores one blob message of an import, with its payload's chunks. */
-async function storeBlob(current: { message: Record<string, unknown>; announced: readonly Announcement[] }, exchange: Exchange, writer: PopefWriter, state: ImportState): Promise<void> {
+async function storeBlob(
+  current: { message: Record<string, unknown>; announced: readonly Announcement[] },
+  exchange: Exchange,
+  writer: PopefWriter,
+  state: ImportState,
+): Promise<void> {
   const { contents, where, progress, options } = state;
-  const m = current.message as Record<string, unknown> & { kind?: string; name?: string; executable?: string; tensorInfo?: TensorInfo; sampleCount?: number; metadata?: unknown };
+  const m = current.message as Record<string, unknown> & {
+    kind?: string;
+    name?: string;
+    executable?: string;
+    tensorInfo?: TensorInfo;
+    sampleCount?: number;
+    metadata?: unknown;
+  };
   if (m.type !== 'blob') throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent an unexpected "${String(m.type)}" during import`, {});
   const announcement = current.announced[0];
   // The writer stores each chunk before it asks for the next, except when
   // it compresses (zlib queues its input): only then are chunks fresh buffers.
   const payload = (reuse = true): AsyncIterable<Uint8Array> => {
-    if (announcement === undefined) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent no data for ${m.kind ?? 'a blob'} "${m.name ?? ''}"`, {});
+    if (announcement === undefined)
+      throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent no data for ${m.kind ?? 'a blob'} "${m.name ?? ''}"`, {});
     return counted(exchange.chunks(announcement, reuse), progress, options.onProgress);
   };
   const name = m.name ?? '';
@@ -138,7 +155,8 @@ async function storeBlob(current: { message: Record<string, unknown>; announced:
       break;
     case 'metadata': {
       const problems = schemaErrors('manifest', { format: 'popef-open-manifest', version: 1, blobs: [{ type: 'METADATA', metadata: m.metadata }] });
-      if (problems.length > 0) throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent metadata that does not fit the open layout: ${problems.join('; ')}`, {});
+      if (problems.length > 0)
+        throw new PopefError(ErrorCode.Plugin, `the SDK bridge sent metadata that does not fit the open layout: ${problems.join('; ')}`, {});
       const metadata = m.metadata as Metadata;
       await writer.writeMetadata(metadata);
       contents.metadata.push({ metadata, where });
@@ -164,7 +182,12 @@ async function storeBlob(current: { message: Record<string, unknown>; announced:
 }
 
 /** Writes an open-layout model set as one SDK-written file, through the bridge. */
-export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly string[], out: string, options: ConvertOptions = {}): Promise<{ blobs: number; bytes: number; skipped: string[]; warnings: string[] }> {
+export async function exportToSdk(
+  bridge: ChildProcessPlugin,
+  files: readonly string[],
+  out: string,
+  options: ConvertOptions = {},
+): Promise<{ blobs: number; bytes: number; skipped: string[]; warnings: string[] }> {
   await mustExist(dirname(out), 'find the destination directory');
   await available(bridge);
   if (options.force !== true) {
@@ -172,7 +195,11 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
       () => true,
       () => false,
     );
-    if (exists) throw new PopefError(ErrorCode.Exists, 'destination already exists', { file: out, suggestion: 'choose another name, or pass force: true to replace it' });
+    if (exists)
+      throw new PopefError(ErrorCode.Exists, 'destination already exists', {
+        file: out,
+        suggestion: 'choose another name, or pass force: true to replace it',
+      });
   }
   await removeStaleSiblings(out);
   const temp = tempSibling(out, 'tmp');
@@ -184,12 +211,17 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
     const sources: { announcement: Announcement; chunks: AsyncIterable<Uint8Array> }[] = [];
     const metadata: Metadata[] = [];
     // Opening the set decoded every model's metadata already.
-    const decoded = new Map(set.models.flatMap((m) => (m.metadataBlob !== undefined && m.metadata !== undefined ? [[m.metadataBlob, m.metadata] as const] : [])));
+    const decoded = new Map(
+      set.models.flatMap((m) => (m.metadataBlob !== undefined && m.metadata !== undefined ? [[m.metadataBlob, m.metadata] as const] : [])),
+    );
     for (const b of set.blobs) {
       const file = set.fileOf(b);
       const add = (entry: Record<string, unknown> & { readonly name: string }, bytes: number): void => {
         blobs.push({ ...entry, tensor: sources.length });
-        sources.push({ announcement: { name: entry.name, dtype: 'U8', shape: [bytes], bytes }, chunks: counted(file.payloadChunks(b), progress, options.onProgress) });
+        sources.push({
+          announcement: { name: entry.name, dtype: 'U8', shape: [bytes], bytes },
+          chunks: counted(file.payloadChunks(b), progress, options.onProgress),
+        });
       };
       switch (b.kind) {
         case 'executable':
@@ -212,10 +244,15 @@ export async function exportToSdk(bridge: ChildProcessPlugin, files: readonly st
           break;
       }
     }
-    const reply = await bridge.withExchange({ type: 'export', path: temp, compress: options.compress === true, model: { metadata, blobs } }, sources, options.timeoutMs ?? 300_000, async (r) => {
-      if (r.message.type !== 'exported') throw new PopefError(ErrorCode.Plugin, `the SDK bridge answered "${r.message.type}" to export`, {});
-      return Promise.resolve(r.message);
-    });
+    const reply = await bridge.withExchange(
+      { type: 'export', path: temp, compress: options.compress === true, model: { metadata, blobs } },
+      sources,
+      options.timeoutMs ?? 300_000,
+      async (r) => {
+        if (r.message.type !== 'exported') throw new PopefError(ErrorCode.Plugin, `the SDK bridge answered "${r.message.type}" to export`, {});
+        return Promise.resolve(r.message);
+      },
+    );
     // What this SDK release could not store (deviceIterations before SDK 3.3).
     const warnings = stringsOf(reply.warnings);
 

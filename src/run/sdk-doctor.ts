@@ -41,7 +41,13 @@ export interface OperationStatus {
 
 export interface DoctorReport {
   readonly tool: 'popef-toolkit';
-  readonly python: { readonly command: string; readonly found: boolean; readonly executable?: string; readonly version?: string; readonly error?: string };
+  readonly python: {
+    readonly command: string;
+    readonly found: boolean;
+    readonly executable?: string;
+    readonly version?: string;
+    readonly error?: string;
+  };
   readonly imports: Readonly<Record<'numpy' | 'popef' | 'model_runtime', ImportStatus>>;
   readonly sdkVersion: string | null;
   readonly calls: readonly SdkCall[];
@@ -71,13 +77,30 @@ function listDevices(env: Readonly<Record<string, string | undefined>>): DoctorR
   const r = spawnSync('gc-info', ['-l'], { encoding: 'utf8', timeout: 15_000, env: { ...env }, maxBuffer: 1 << 20 });
   if (r.error !== undefined) {
     const code = (r.error as NodeJS.ErrnoException).code;
-    return { tool: 'gc-info', found: false, lines: [], error: code === 'ENOENT' ? 'gc-info is not on PATH (it comes with the Poplar SDK and IPU drivers)' : r.error.message };
+    return {
+      tool: 'gc-info',
+      found: false,
+      lines: [],
+      error: code === 'ENOENT' ? 'gc-info is not on PATH (it comes with the Poplar SDK and IPU drivers)' : r.error.message,
+    };
   }
-  const lines = `${r.stdout}${r.stderr}`.split('\n').filter((l) => l.trim() !== '').slice(0, 200);
-  return { tool: 'gc-info', found: true, lines, ...(r.status === 0 ? {} : { error: `gc-info -l exited with ${r.status ?? r.signal ?? 'no status'}` }) };
+  const lines = `${r.stdout}${r.stderr}`
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .slice(0, 200);
+  return {
+    tool: 'gc-info',
+    found: true,
+    lines,
+    ...(r.status === 0 ? {} : { error: `gc-info -l exited with ${r.status ?? r.signal ?? 'no status'}` }),
+  };
 }
 
-export async function diagnose(bridge: ChildProcessPlugin, pythonCommand: string, env: Readonly<Record<string, string | undefined>>): Promise<DoctorReport> {
+export async function diagnose(
+  bridge: ChildProcessPlugin,
+  pythonCommand: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<DoctorReport> {
   const devices = listDevices(env);
   try {
     await bridge.probe();
@@ -100,7 +123,10 @@ export async function diagnose(bridge: ChildProcessPlugin, pythonCommand: string
   const imports = (m.imports ?? {}) as Record<string, unknown>;
   const calls: SdkCall[] = (Array.isArray(m.calls) ? m.calls : []).flatMap((c: unknown) => {
     const x = c as { module?: unknown; call?: unknown; need?: unknown; present?: unknown; uses?: unknown; fallback?: unknown };
-    return typeof x.module === 'string' && typeof x.call === 'string' && (x.need === 'required' || x.need === 'inferred' || x.need === 'guarded') && typeof x.present === 'boolean'
+    return typeof x.module === 'string' &&
+      typeof x.call === 'string' &&
+      (x.need === 'required' || x.need === 'inferred' || x.need === 'guarded') &&
+      typeof x.present === 'boolean'
       ? [{ module: x.module, call: x.call, need: x.need, present: x.present, uses: strings(x.uses), fallback: x.fallback === true }]
       : [];
   });
@@ -109,15 +135,27 @@ export async function diagnose(bridge: ChildProcessPlugin, pythonCommand: string
     if (!OPERATIONS.includes(x.operation as Operation)) return [];
     const without = strings(x.withoutFeeds);
     const any = strings(x.anyModel);
-    return [{ operation: x.operation as Operation, withoutFeeds: { ok: without.length === 0, absent: without }, anyModel: { ok: any.length === 0, absent: any } }];
+    return [
+      {
+        operation: x.operation as Operation,
+        withoutFeeds: { ok: without.length === 0, absent: without },
+        anyModel: { ok: any.length === 0, absent: any },
+      },
+    ];
   });
   const report = {
-    python: { command: pythonCommand, found: true, ...(typeof python.executable === 'string' ? { executable: python.executable } : {}), ...(typeof python.version === 'string' ? { version: python.version } : {}) },
+    python: {
+      command: pythonCommand,
+      found: true,
+      ...(typeof python.executable === 'string' ? { executable: python.executable } : {}),
+      ...(typeof python.version === 'string' ? { version: python.version } : {}),
+    },
     imports: { numpy: asImport(imports.numpy), popef: asImport(imports.popef), model_runtime: asImport(imports.model_runtime) },
     sdkVersion: typeof m.sdkVersion === 'string' ? m.sdkVersion : null,
   };
   const problems: string[] = [];
-  for (const [name, status] of Object.entries(report.imports)) if (!status.ok) problems.push(`${name} does not import: ${status.error ?? 'no reason given'}`);
+  for (const [name, status] of Object.entries(report.imports))
+    if (!status.ok) problems.push(`${name} does not import: ${status.error ?? 'no reason given'}`);
   const sdkImports = report.imports.popef.ok && report.imports.model_runtime.ok;
   const unverified = sdkImports ? calls.filter((c) => c.need === 'inferred' && !c.present).map((c) => `${c.module}.${c.call}`) : [];
   if (sdkImports) {
@@ -126,7 +164,10 @@ export async function diagnose(bridge: ChildProcessPlugin, pythonCommand: string
     for (const o of operations.filter((x) => x.operation === 'read' || x.operation === 'run')) {
       for (const name of o.withoutFeeds.absent) stopped.set(name, [...(stopped.get(name) ?? []), o.operation]);
     }
-    for (const [name, ops] of stopped) problems.push(`${name} is ${unverified.includes(name) ? 'absent (an inferred spelling, unverified)' : 'missing'}: ${ops.join(' and ')} cannot proceed`);
+    for (const [name, ops] of stopped)
+      problems.push(
+        `${name} is ${unverified.includes(name) ? 'absent (an inferred spelling, unverified)' : 'missing'}: ${ops.join(' and ')} cannot proceed`,
+      );
   }
   return { tool: 'popef-toolkit', ...report, calls, operations: sdkImports ? operations : [], unverified, devices, problems };
 }

@@ -23,7 +23,15 @@ export function summarize(t: Tensor, name = t.name, firstCount = 5): TensorSumma
     if (x > max) max = x;
     sum += x;
   }
-  return { name, dtype: t.dtype, shape: t.shape, min: v.length === 0 ? NaN : min, max: v.length === 0 ? NaN : max, mean: v.length === 0 ? NaN : sum / v.length, first: Array.from(v.subarray(0, firstCount)) };
+  return {
+    name,
+    dtype: t.dtype,
+    shape: t.shape,
+    min: v.length === 0 ? NaN : min,
+    max: v.length === 0 ? NaN : max,
+    mean: v.length === 0 ? NaN : sum / v.length,
+    first: Array.from(v.subarray(0, firstCount)),
+  };
 }
 
 /** The k largest values of each row of the last dimension (a classifier's classes). */
@@ -54,5 +62,13 @@ export interface Latency {
 export function latency(samples: readonly number[]): Latency {
   const s = [...samples].sort((a, b) => a - b);
   const at = (p: number): number => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
-  return { runs: s.length, min: s[0] ?? NaN, p50: at(50), p90: at(90), p99: at(99), max: s[s.length - 1] ?? NaN, mean: s.reduce((a, b) => a + b, 0) / Math.max(1, s.length) };
+  return {
+    runs: s.length,
+    min: s[0] ?? NaN,
+    p50: at(50),
+    p90: at(90),
+    p99: at(99),
+    max: s[s.length - 1] ?? NaN,
+    mean: s.reduce((a, b) => a + b, 0) / Math.max(1, s.length),
+  };
 }

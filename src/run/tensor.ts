@@ -130,12 +130,20 @@ export { isFloat } from '../schema/data-types.js';
 /** Checks a tensor against what the model expects; the message names the input, the expected and the actual. */
 export function checkAgainstSpec(t: Tensor, spec: TensorSpec, label: string): void {
   if (!sameTensorInfo(t, spec)) {
-    throw new PopefError(ErrorCode.InvalidInput, `input "${label}" is ${t.dtype} [${t.shape.join(', ')}], but the model expects ${spec.dtype} [${spec.shape.join(', ')}]`, {
-      suggestion: 'give data of that dtype and shape (a .npy file carries both; .bin must have exactly the right size)',
-    });
+    throw new PopefError(
+      ErrorCode.InvalidInput,
+      `input "${label}" is ${t.dtype} [${t.shape.join(', ')}], but the model expects ${spec.dtype} [${spec.shape.join(', ')}]`,
+      {
+        suggestion: 'give data of that dtype and shape (a .npy file carries both; .bin must have exactly the right size)',
+      },
+    );
   }
   if (t.data.byteLength !== byteLength(spec)) {
-    throw new PopefError(ErrorCode.InvalidInput, `input "${label}" has ${t.data.byteLength} bytes, but ${spec.dtype} [${spec.shape.join(', ')}] needs ${byteLength(spec)}`, {});
+    throw new PopefError(
+      ErrorCode.InvalidInput,
+      `input "${label}" has ${t.data.byteLength} bytes, but ${spec.dtype} [${spec.shape.join(', ')}] needs ${byteLength(spec)}`,
+      {},
+    );
   }
 }
 

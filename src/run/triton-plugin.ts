@@ -27,9 +27,13 @@ interface Endpoint {
 function parseUrl(url: string | undefined): Endpoint {
   const m = url === undefined ? null : /^(grpc|http):\/\/([^/\s]+?)\/?$/.exec(url);
   if (m === null || url === undefined) {
-    throw new PopefError(ErrorCode.InvalidInput, url === undefined ? 'plugin "triton" needs the server\'s address' : `--url "${url}" is not grpc://HOST:PORT or http://HOST:PORT`, {
-      suggestion: 'give --url grpc://HOST:8001 or --url http://HOST:8000',
-    });
+    throw new PopefError(
+      ErrorCode.InvalidInput,
+      url === undefined ? 'plugin "triton" needs the server\'s address' : `--url "${url}" is not grpc://HOST:PORT or http://HOST:PORT`,
+      {
+        suggestion: 'give --url grpc://HOST:8001 or --url http://HOST:8000',
+      },
+    );
   }
   return { kind: m[1] === 'grpc' ? 'grpc' : 'http', address: m[2] ?? '', display: url };
 }
@@ -58,7 +62,11 @@ function responseLimit(outputs: readonly TensorSpec[]): number {
 /** The body of `res`, read as it arrives; refused once past `limit` (by Content-Length first). */
 async function readBounded(endpoint: Endpoint, res: Response, limit: number): Promise<Buffer> {
   const declared = Number(res.headers.get('content-length') ?? Number.NaN);
-  const tooLarge = (n: number): PopefError => serverError(endpoint, `a response of ${n} bytes or more, more than the ${limit} this model's outputs can take (their bytes and ${RESPONSE_HEADER_LIMIT} for the JSON header)`);
+  const tooLarge = (n: number): PopefError =>
+    serverError(
+      endpoint,
+      `a response of ${n} bytes or more, more than the ${limit} this model's outputs can take (their bytes and ${RESPONSE_HEADER_LIMIT} for the JSON header)`,
+    );
   if (declared > limit) {
     await res.body?.cancel().catch(() => undefined);
     throw tooLarge(declared);
@@ -93,7 +101,14 @@ function unreachable(endpoint: Endpoint, message: string): PopefError {
 }
 
 /** One unary gRPC call with the protocol's codecs. */
-function grpcCall(client: Client, method: string, request: ProtocolMessage, requestType: string, responseType: string, timeoutMs: number): Promise<ProtocolMessage> {
+function grpcCall(
+  client: Client,
+  method: string,
+  request: ProtocolMessage,
+  requestType: string,
+  responseType: string,
+  timeoutMs: number,
+): Promise<ProtocolMessage> {
   const req = protocolCodec(requestType);
   const res = protocolCodec(responseType);
   return new Promise((resolve, reject) => {
@@ -129,10 +144,19 @@ export class TritonPlugin implements ExecutionPlugin {
       return { available: false, reason: (error as Error).message, hint: 'give --url grpc://HOST:8001 or --url http://HOST:8000' };
     }
     try {
-      const ready = endpoint.kind === 'http' ? (await fetch(`http://${endpoint.address}/v2/health/ready`, { signal: AbortSignal.timeout(10_000) })).status === 200 : await this.grpcReady(endpoint);
-      return ready ? { available: true } : { available: false, reason: `the server at ${endpoint.display} is not ready`, hint: 'wait until it has loaded its models' };
+      const ready =
+        endpoint.kind === 'http'
+          ? (await fetch(`http://${endpoint.address}/v2/health/ready`, { signal: AbortSignal.timeout(10_000) })).status === 200
+          : await this.grpcReady(endpoint);
+      return ready
+        ? { available: true }
+        : { available: false, reason: `the server at ${endpoint.display} is not ready`, hint: 'wait until it has loaded its models' };
     } catch (error) {
-      return { available: false, reason: `no inference server answers at ${endpoint.display}: ${(error as Error).message}`, hint: 'start it (tritonserver, or popef serve REPOSITORY) and check --url' };
+      return {
+        available: false,
+        reason: `no inference server answers at ${endpoint.display}: ${(error as Error).message}`,
+        hint: 'start it (tritonserver, or popef serve REPOSITORY) and check --url',
+      };
     }
   }
 
@@ -160,14 +184,20 @@ export class TritonPlugin implements ExecutionPlugin {
     }
     const modelName = request.options.model;
     if (modelName === undefined || modelName === '') {
-      throw new PopefError(ErrorCode.InvalidInput, 'plugin "triton" needs the name of the served model', { suggestion: 'run a Triton model directory (its name is the model name), or give --plugin-option model=NAME' });
+      throw new PopefError(ErrorCode.InvalidInput, 'plugin "triton" needs the name of the served model', {
+        suggestion: 'run a Triton model directory (its name is the model name), or give --plugin-option model=NAME',
+      });
     }
     const version = request.options.version ?? '';
     const client = (anchor: string): string => request.options[`name.${anchor}`] ?? anchor;
     for (const spec of [...inputs, ...outputs]) {
-      if (protocolFromPopef(spec.dtype) === undefined) throw new PopefError(ErrorCode.InvalidInput, `tensor "${spec.name}" of dtype ${spec.dtype} has no datatype in Triton's protocol`, {});
+      if (protocolFromPopef(spec.dtype) === undefined)
+        throw new PopefError(ErrorCode.InvalidInput, `tensor "${spec.name}" of dtype ${spec.dtype} has no datatype in Triton's protocol`, {});
     }
-    const run = endpoint.kind === 'http' ? this.httpRun(endpoint, modelName, version, inputs, outputs, client) : this.grpcRun(endpoint, modelName, version, inputs, outputs, client);
+    const run =
+      endpoint.kind === 'http'
+        ? this.httpRun(endpoint, modelName, version, inputs, outputs, client)
+        : this.grpcRun(endpoint, modelName, version, inputs, outputs, client);
     return { inputs, outputs, run, close: () => Promise.resolve() };
   }
 
@@ -184,14 +214,26 @@ export class TritonPlugin implements ExecutionPlugin {
     return { ...spec, data };
   }
 
-  private httpRun(endpoint: Endpoint, model: string, version: string, inputs: readonly TensorSpec[], outputs: readonly TensorSpec[], client: (a: string) => string): OpenedModel['run'] {
+  private httpRun(
+    endpoint: Endpoint,
+    model: string,
+    version: string,
+    inputs: readonly TensorSpec[],
+    outputs: readonly TensorSpec[],
+    client: (a: string) => string,
+  ): OpenedModel['run'] {
     const path = `/v2/models/${encodeURIComponent(model)}${version === '' ? '' : `/versions/${version}`}/infer`;
     const byName = new Map(outputs.map((spec) => [client(spec.name), spec]));
     return async (values) => {
       const tensors = inOrder(inputs, values);
       const header = Buffer.from(
         JSON.stringify({
-          inputs: inputs.map((spec, i) => ({ name: client(spec.name), datatype: protocolFromPopef(spec.dtype), shape: spec.shape, parameters: { binary_data_size: tensors[i]?.data.byteLength ?? 0 } })),
+          inputs: inputs.map((spec, i) => ({
+            name: client(spec.name),
+            datatype: protocolFromPopef(spec.dtype),
+            shape: spec.shape,
+            parameters: { binary_data_size: tensors[i]?.data.byteLength ?? 0 },
+          })),
           outputs: outputs.map((spec) => ({ name: client(spec.name), parameters: { binary_data: true } })),
         }),
       );
@@ -209,7 +251,10 @@ export class TritonPlugin implements ExecutionPlugin {
       const body = await readBounded(endpoint, res, responseLimit(outputs));
       const jsonLength = Number(res.headers.get('inference-header-content-length') ?? body.byteLength);
       if (!Number.isSafeInteger(jsonLength) || jsonLength < 0 || jsonLength > body.byteLength) {
-        throw serverError(endpoint, `Inference-Header-Content-Length ${JSON.stringify(res.headers.get('inference-header-content-length')?.slice(0, 40))} does not fit a body of ${body.byteLength} bytes`);
+        throw serverError(
+          endpoint,
+          `Inference-Header-Content-Length ${JSON.stringify(res.headers.get('inference-header-content-length')?.slice(0, 40))} does not fit a body of ${body.byteLength} bytes`,
+        );
       }
       let json: { error?: string; outputs?: { name: string; datatype: string; shape: number[]; parameters?: { binary_data_size?: number } }[] };
       try {
@@ -225,7 +270,10 @@ export class TritonPlugin implements ExecutionPlugin {
         const spec = byName.get(o.name);
         if (size === undefined) throw serverError(endpoint, `output '${o.name}' came without binary data`);
         if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || at + size > body.byteLength) {
-          throw serverError(endpoint, `output '${o.name}' declares binary_data_size ${JSON.stringify(size)}, but ${body.byteLength - at} bytes of binary data are left`);
+          throw serverError(
+            endpoint,
+            `output '${o.name}' declares binary_data_size ${JSON.stringify(size)}, but ${body.byteLength - at} bytes of binary data are left`,
+          );
         }
         const data = new Uint8Array(body.subarray(at, at + size));
         at += size;
@@ -236,9 +284,19 @@ export class TritonPlugin implements ExecutionPlugin {
     };
   }
 
-  private grpcRun(endpoint: Endpoint, model: string, version: string, inputs: readonly TensorSpec[], outputs: readonly TensorSpec[], client: (a: string) => string): OpenedModel['run'] {
+  private grpcRun(
+    endpoint: Endpoint,
+    model: string,
+    version: string,
+    inputs: readonly TensorSpec[],
+    outputs: readonly TensorSpec[],
+    client: (a: string) => string,
+  ): OpenedModel['run'] {
     // Answers past the outputs' bytes and the header allowance are refused by grpc-js before they are buffered.
-    const channel = new Client(endpoint.address, credentials.createInsecure(), { 'grpc.max_receive_message_length': Math.min(responseLimit(outputs), 2 ** 31 - 1), 'grpc.max_send_message_length': -1 });
+    const channel = new Client(endpoint.address, credentials.createInsecure(), {
+      'grpc.max_receive_message_length': Math.min(responseLimit(outputs), 2 ** 31 - 1),
+      'grpc.max_send_message_length': -1,
+    });
     this.clients.push(channel);
     const byName = new Map(outputs.map((spec) => [client(spec.name), spec]));
     return async (values) => {

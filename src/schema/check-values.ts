@@ -20,7 +20,8 @@ export function checkName(field: string, value: unknown, allowEmpty: boolean): v
 }
 
 export function checkCount(field: string, value: unknown): void {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) invalid(`${field} must be a non-negative integer, not ${String(value)}`, field);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    invalid(`${field} must be a non-negative integer, not ${String(value)}`, field);
 }
 
 export function checkU32List(field: string, values: readonly number[]): void {
@@ -55,9 +56,13 @@ export function checkMetadata(m: Metadata): void {
   checkU32List('metadata.programFlow.load', m.programFlow.load);
   checkU32List('metadata.programFlow.main', m.programFlow.main);
   checkU32List('metadata.programFlow.save', m.programFlow.save);
-  checkU32List('metadata.programsMap', m.programsMap.map((p) => p.index));
+  checkU32List(
+    'metadata.programsMap',
+    m.programsMap.map((p) => p.index),
+  );
   m.programsMap.forEach((p, i) => checkName(`metadata.programsMap[${i}].name`, p.name, true));
-  for (const key of ['replicationFactor', 'numIpus', 'ipuVersion', 'numProcesses', 'deviceIterations'] as const) checkCount(`metadata.${key}`, m[key]);
+  for (const key of ['replicationFactor', 'numIpus', 'ipuVersion', 'numProcesses', 'deviceIterations'] as const)
+    checkCount(`metadata.${key}`, m[key]);
   checkName('metadata.seedHandle', m.seedHandle, true);
   for (const list of ['engineOptions', 'deviceOptions'] as const) {
     if (m[list].length > Limits.maxOptions) invalid(`metadata.${list} has more than ${Limits.maxOptions} entries`, `metadata.${list}`);

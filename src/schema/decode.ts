@@ -35,7 +35,10 @@ const NO_PROGRAMS: readonly number[] = Object.freeze([]);
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 class Decoder {
-  constructor(private readonly where: DecodeWhere, private readonly what: string) {}
+  constructor(
+    private readonly where: DecodeWhere,
+    private readonly what: string,
+  ) {}
 
   fail(field: FieldName, message: string): never {
     throw new PopefError(ErrorCode.BadFlatBuffer, `${this.what}: ${message}`, {
@@ -108,7 +111,11 @@ export function decodeMetadata(bytes: Uint8Array, where: DecodeWhere): Metadata 
       tensorInfo: d.tensorInfo(() => `${field()}.tensor_info`, a.tensorInfo()),
       isPerReplica: a.isPerReplica(),
       type,
-      programs: d.u32List(() => `${field()}.programs`, a.programsLength(), (k) => a.programs(k)),
+      programs: d.u32List(
+        () => `${field()}.programs`,
+        a.programsLength(),
+        (k) => a.programs(k),
+      ),
     });
   }
 

@@ -18,7 +18,10 @@ import type { Metadata, Option, RawDescriptor, TensorInfo } from './model.js';
  */
 
 function tensorInfo(b: Builder, info: TensorInfo): number {
-  const shape = FbTensorInfo.createShapeVector(b, info.shape.map((d) => BigInt(d)));
+  const shape = FbTensorInfo.createShapeVector(
+    b,
+    info.shape.map((d) => BigInt(d)),
+  );
   // Domain names equal the generated enum's member names (both follow the .fbs).
   return FbTensorInfo.createTensorInfo(b, FbDataType[info.dtype], shape);
 }
@@ -80,7 +83,13 @@ export function encodeMetadata(m: Metadata): Uint8Array {
 
 /** A descriptor with only the fields a blob type uses given; the rest stored at their defaults. */
 export function encodeDescriptorOf(d: Partial<RawDescriptor>): Uint8Array {
-  return encodeDescriptor({ name: d.name ?? '', executable: d.executable ?? '', tensorInfo: d.tensorInfo, sampleCount: d.sampleCount ?? 0n, uncompressedSize: d.uncompressedSize ?? 0n });
+  return encodeDescriptor({
+    name: d.name ?? '',
+    executable: d.executable ?? '',
+    tensorInfo: d.tensorInfo,
+    sampleCount: d.sampleCount ?? 0n,
+    uncompressedSize: d.uncompressedSize ?? 0n,
+  });
 }
 
 export function encodeDescriptor(d: RawDescriptor): Uint8Array {

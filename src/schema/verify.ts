@@ -202,12 +202,7 @@ function verifyTable(ctx: Context, tablePos: number, name: TableName, path: stri
  * identifier must be `identifier`. Throws E_BAD_FLATBUFFER naming the file,
  * the absolute offset and the field path of the first problem.
  */
-export function verifyBuffer(
-  bytes: Uint8Array,
-  root: TableName,
-  identifier: string,
-  where: { file: string; base: number; what: string },
-): void {
+export function verifyBuffer(bytes: Uint8Array, root: TableName, identifier: string, where: { file: string; base: number; what: string }): void {
   const ctx: Context = {
     bytes,
     view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength),

@@ -28,7 +28,10 @@ export class BodyBudget {
       take: (n: number): void => {
         if (released) return;
         if (this.held + n > this.limit) {
-          throw new RequestError('UNAVAILABLE', `the server is holding ${this.held} bytes of request bodies, the most it buffers at once (--max-buffered ${this.limit}); try again when the running requests have finished`);
+          throw new RequestError(
+            'UNAVAILABLE',
+            `the server is holding ${this.held} bytes of request bodies, the most it buffers at once (--max-buffered ${this.limit}); try again when the running requests have finished`,
+          );
         }
         this.held += n;
         mine += n;

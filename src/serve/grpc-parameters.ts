@@ -42,14 +42,17 @@ export function grpcRequestParameters(parameters: Readonly<Record<string, Protoc
   for (const [key, value] of Object.entries(parameters)) {
     const choice = (value as { parameter_choice?: Choice }).parameter_choice;
     if (key.startsWith('triton_') && !(RESERVED_REQUEST_PARAMETERS as readonly string[]).includes(key)) {
-      throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: ${RESERVED_REQUEST_PARAMETERS.join(' ')}`);
+      throw invalidArg(
+        `parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: ${RESERVED_REQUEST_PARAMETERS.join(' ')}`,
+      );
     }
     const known = KNOWN[key];
     if (known !== undefined) {
       const [kinds, words] = known;
       if (!kinds.includes(choice)) throw invalidArg(`invalid value type for '${key}' parameter, expected ${words}.`);
       // A priority is also checked for its sign.
-      if (key === 'priority' && choice === 'int64_param' && BigInt(String(value.int64_param)) < 0n) throw invalidArg("invalid value for 'priority', expected value >= 0.");
+      if (key === 'priority' && choice === 'int64_param' && BigInt(String(value.int64_param)) < 0n)
+        throw invalidArg("invalid value for 'priority', expected value >= 0.");
       if (key === 'triton_enable_empty_final_response') enableEmptyFinalResponse = value.bool_param === true;
       else if (key === 'priority') scheduling.priority = toInt(choice === 'int64_param' ? value.int64_param : value.uint64_param);
       else if (key === 'timeout') scheduling.timeoutUs = toInt(value.int64_param);

@@ -1,4 +1,15 @@
-import { Server, ServerCredentials, logVerbosity, setLogVerbosity, status as GrpcStatus, type ServerDuplexStream, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation, type sendUnaryData } from '@grpc/grpc-js';
+import {
+  Server,
+  ServerCredentials,
+  logVerbosity,
+  setLogVerbosity,
+  status as GrpcStatus,
+  type ServerDuplexStream,
+  type ServerUnaryCall,
+  type ServiceDefinition,
+  type UntypedServiceImplementation,
+  type sendUnaryData,
+} from '@grpc/grpc-js';
 import { protocolCodec as codec, toInt, type ProtocolMessage } from '../triton/inference-protocol.js';
 import { configToProtoObject } from './config-json.js';
 import { isProtocolDataType, protocolElementBytes } from '../triton/protocol-datatypes.js';
@@ -59,9 +70,12 @@ function contentsToBytes(input: Message, model: string): Uint8Array {
   for (const [field, tensorType] of kinds) {
     const values = list(contents[field]);
     if (values.length === 0) continue;
-    if (out !== undefined) throw invalidArg(`unexpected explicit tensor data for input tensor '${name}' for model '${model}', binary data was already supplied.`);
+    if (out !== undefined)
+      throw invalidArg(`unexpected explicit tensor data for input tensor '${name}' for model '${model}', binary data was already supplied.`);
     if (tensorType !== datatype) {
-      throw invalidArg(`unexpected explicit tensor data for input tensor '${name}' for model '${model}' of type '${tensorType}', expected datatype '${isProtocolDataType(datatype) ? datatype : '<invalid>'}'`);
+      throw invalidArg(
+        `unexpected explicit tensor data for input tensor '${name}' for model '${model}' of type '${tensorType}', expected datatype '${isProtocolDataType(datatype) ? datatype : '<invalid>'}'`,
+      );
     }
     if (tensorType === 'BYTES') {
       out = serializeBytes(values as Uint8Array[]);
@@ -144,7 +158,8 @@ function sharedMemoryParams(tensor: Message): RegionSlice | undefined {
   const at = check(offset, 'shared_memory_offset');
   const byteSize = check(size, 'shared_memory_byte_size');
   if (region === undefined) return undefined;
-  if (size === undefined) throw invalidArg(`'shared_memory_byte_size' must be specified along with 'shared_memory_region' parameter for tensor '${name}'`);
+  if (size === undefined)
+    throw invalidArg(`'shared_memory_byte_size' must be specified along with 'shared_memory_region' parameter for tensor '${name}'`);
   return { region: str(region.string_param), offset: at, byteSize };
 }
 
@@ -170,7 +185,8 @@ export function fromModelInferRequest(message: Message, sharedMemory: SharedMemo
     if (slice !== undefined) {
       if (hasContents) throw invalidArg(`unexpected 'content' provided when using shared memory for input tensor '${name}' for model '${model}'`);
       data = sharedMemory.read(slice);
-    } else if (hasContents && raw.length > 0) throw invalidArg(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model}'`);
+    } else if (hasContents && raw.length > 0)
+      throw invalidArg(`contents field must not be specified when using raw_input_contents for '${name}' for model '${model}'`);
     else if (hasContents) data = contentsToBytes(input, model);
     else if (index < raw.length) data = raw[index++] ?? new Uint8Array(0);
     else throw invalidArg(`unable to find data for input tensor '${name}' for model '${model}' in request.`);
@@ -228,7 +244,8 @@ function loadParameters(params: Record<string, Message>): { config?: string; fil
 /** The unload parameters' one check (unload_dependents is a bool; with no ensembles served it changes nothing). */
 function checkUnloadParameters(params: Record<string, Message>): void {
   const value = params.unload_dependents;
-  if (value !== undefined && choiceOf(value) !== 'bool_param') throw invalidArg("invalid value type for 'unload_dependents' parameter, expected bool_param.");
+  if (value !== undefined && choiceOf(value) !== 'bool_param')
+    throw invalidArg("invalid value type for 'unload_dependents' parameter, expected bool_param.");
 }
 
 function noRepositoryName(request: Message): void {
@@ -250,29 +267,60 @@ export class GrpcTransport extends TransportBase {
       ModelReady: ['ModelReadyRequest', 'ModelReadyResponse', (r) => ({ ready: core.modelReady(str(r.name), str(r.version)) })],
       ServerMetadata: ['ServerMetadataRequest', 'ServerMetadataResponse', () => ({ ...core.metadata() })],
       ModelMetadata: ['ModelMetadataRequest', 'ModelMetadataResponse', (r) => ({ ...core.modelMetadata(str(r.name), str(r.version)) })],
-      ModelConfig: ['ModelConfigRequest', 'ModelConfigResponse', (r) => ({ config: configToProtoObject(core.model(str(r.name), str(r.version)).config ?? {}) }), true],
+      ModelConfig: [
+        'ModelConfigRequest',
+        'ModelConfigResponse',
+        (r) => ({ config: configToProtoObject(core.model(str(r.name), str(r.version)).config ?? {}) }),
+        true,
+      ],
       ModelStatistics: ['ModelStatisticsRequest', 'ModelStatisticsResponse', (r) => statisticsReport(core.statistics(str(r.name), str(r.version)))],
-      RepositoryIndex: ['RepositoryIndexRequest', 'RepositoryIndexResponse', async (r) => (noRepositoryName(r), { models: await core.repositoryIndex(r.ready === true) })],
-      RepositoryModelLoad: ['RepositoryModelLoadRequest', 'RepositoryModelLoadResponse', async (r) => {
-        noRepositoryName(r);
-        await core.loadModel(str(r.model_name), loadParameters((r.parameters ?? {}) as Record<string, Message>));
-        return {};
-      }],
-      RepositoryModelUnload: ['RepositoryModelUnloadRequest', 'RepositoryModelUnloadResponse', async (r) => {
-        noRepositoryName(r);
-        checkUnloadParameters((r.parameters ?? {}) as Record<string, Message>);
-        await core.unloadModel(str(r.model_name));
-        return {};
-      }],
-      SystemSharedMemoryStatus: ['SystemSharedMemoryStatusRequest', 'SystemSharedMemoryStatusResponse', (r) =>
-        regionMap(shm.systemStatus(str(r.name)), (x) => ({ name: x.name, key: x.key, offset: x.offset, byte_size: x.byteSize }))],
-      SystemSharedMemoryRegister: ['SystemSharedMemoryRegisterRequest', 'SystemSharedMemoryRegisterResponse', (r) => {
-        shm.registerSystem(str(r.name), str(r.key), toInt(r.offset), toInt(r.byte_size));
-        return {};
-      }],
-      SystemSharedMemoryUnregister: ['SystemSharedMemoryUnregisterRequest', 'SystemSharedMemoryUnregisterResponse', (r) => (shm.unregisterSystem(str(r.name)), {})],
-      CudaSharedMemoryStatus: ['CudaSharedMemoryStatusRequest', 'CudaSharedMemoryStatusResponse', (r) =>
-        regionMap(shm.cudaStatus(str(r.name)), (x) => ({ name: x.name, device_id: x.deviceId, byte_size: x.byteSize }))],
+      RepositoryIndex: [
+        'RepositoryIndexRequest',
+        'RepositoryIndexResponse',
+        async (r) => (noRepositoryName(r), { models: await core.repositoryIndex(r.ready === true) }),
+      ],
+      RepositoryModelLoad: [
+        'RepositoryModelLoadRequest',
+        'RepositoryModelLoadResponse',
+        async (r) => {
+          noRepositoryName(r);
+          await core.loadModel(str(r.model_name), loadParameters((r.parameters ?? {}) as Record<string, Message>));
+          return {};
+        },
+      ],
+      RepositoryModelUnload: [
+        'RepositoryModelUnloadRequest',
+        'RepositoryModelUnloadResponse',
+        async (r) => {
+          noRepositoryName(r);
+          checkUnloadParameters((r.parameters ?? {}) as Record<string, Message>);
+          await core.unloadModel(str(r.model_name));
+          return {};
+        },
+      ],
+      SystemSharedMemoryStatus: [
+        'SystemSharedMemoryStatusRequest',
+        'SystemSharedMemoryStatusResponse',
+        (r) => regionMap(shm.systemStatus(str(r.name)), (x) => ({ name: x.name, key: x.key, offset: x.offset, byte_size: x.byteSize })),
+      ],
+      SystemSharedMemoryRegister: [
+        'SystemSharedMemoryRegisterRequest',
+        'SystemSharedMemoryRegisterResponse',
+        (r) => {
+          shm.registerSystem(str(r.name), str(r.key), toInt(r.offset), toInt(r.byte_size));
+          return {};
+        },
+      ],
+      SystemSharedMemoryUnregister: [
+        'SystemSharedMemoryUnregisterRequest',
+        'SystemSharedMemoryUnregisterResponse',
+        (r) => (shm.unregisterSystem(str(r.name)), {}),
+      ],
+      CudaSharedMemoryStatus: [
+        'CudaSharedMemoryStatusRequest',
+        'CudaSharedMemoryStatusResponse',
+        (r) => regionMap(shm.cudaStatus(str(r.name)), (x) => ({ name: x.name, device_id: x.deviceId, byte_size: x.byteSize })),
+      ],
       CudaSharedMemoryRegister: ['CudaSharedMemoryRegisterRequest', 'CudaSharedMemoryRegisterResponse', () => shm.registerCuda()],
       CudaSharedMemoryUnregister: ['CudaSharedMemoryUnregisterRequest', 'CudaSharedMemoryUnregisterResponse', () => (shm.unregisterCuda(), {})],
       ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r, signal) => this.infer(r, signal)],
@@ -363,11 +411,22 @@ export class GrpcTransport extends TransportBase {
       const entry: RequestLog = { transport: 'grpc', method: 'ModelStreamInfer', model, status: GRPC_STATUS[e.status], ms: 0, error: e.message };
       const id = str(request.id);
       if (!(e instanceof ResponseError)) return [{ error_message: e.message, infer_response: { id } }, entry];
-      return [{ error_message: e.message, infer_response: { id, model_name: str(request.model_name), model_version: str(request.model_version), parameters: final } }, entry];
+      return [
+        {
+          error_message: e.message,
+          infer_response: { id, model_name: str(request.model_name), model_version: str(request.model_version), parameters: final },
+        },
+        entry,
+      ];
     }
   }
 
-  private async answer(method: string, request: Message, handler: (request: Message) => Message | Promise<Message>, callback: sendUnaryData<Message>): Promise<void> {
+  private async answer(
+    method: string,
+    request: Message,
+    handler: (request: Message) => Message | Promise<Message>,
+    callback: sendUnaryData<Message>,
+  ): Promise<void> {
     const started = performance.now();
     const model = str(request.model_name) || str(request.name) || undefined;
     let entry: RequestLog;
@@ -392,7 +451,8 @@ export class GrpcTransport extends TransportBase {
         if (error === null) resolve(bound);
         // grpc-js reports a port in use only in its message ("No address added ... errors: [... EADDRINUSE ...]"):
         // it becomes the errno code here, at the one place that knows grpc-js, so that callers branch on the code.
-        else reject(/EADDRINUSE|address already in use/i.test(error.message) ? Object.assign(new Error(error.message), { code: 'EADDRINUSE' }) : error);
+        else
+          reject(/EADDRINUSE|address already in use/i.test(error.message) ? Object.assign(new Error(error.message), { code: 'EADDRINUSE' }) : error);
       });
     });
   }
@@ -409,4 +469,3 @@ export class GrpcTransport extends TransportBase {
     this.server.forceShutdown();
   }
 }
-

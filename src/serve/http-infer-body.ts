@@ -25,7 +25,8 @@ export type JsonObject = Record<string, unknown>;
 export function parseJson(text: string): JsonObject {
   const nul = text.indexOf('\0');
   const json = nul < 0 ? text : text.slice(0, nul);
-  const fail = (message: string, at: number): RequestError => new RequestError('INTERNAL', `failed to parse the request JSON buffer: ${message} at ${at}`);
+  const fail = (message: string, at: number): RequestError =>
+    new RequestError('INTERNAL', `failed to parse the request JSON buffer: ${message} at ${at}`);
   // rapidjson's whitespace is these four only.
   const blank = /^[ \n\r\t]*/.exec(json)?.[0].length ?? 0;
   if (blank === json.length) throw fail('The document is empty.', blank);
@@ -114,7 +115,8 @@ function sharedMemoryData(params: JsonObject | undefined): RegionSlice | undefin
   const uint = (key: string): number => {
     const v = member(params, key);
     if (v === undefined) return 0;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw jsonAccess(`Unable to parse '${key}': attempt to access JSON non-unsigned-integer as unsigned-integer`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+      throw jsonAccess(`Unable to parse '${key}': attempt to access JSON non-unsigned-integer as unsigned-integer`);
     return v;
   };
   return { region, offset: uint('shared_memory_offset'), byteSize: uint('shared_memory_byte_size') };
@@ -154,7 +156,8 @@ export function parseInferBody(
     const shapeJson = member(input, 'shape');
     if (!Array.isArray(shapeJson)) throw missingOr('shape', 'array', shapeJson);
     const shape = shapeJson.map((d: unknown) => {
-      if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) throw jsonAccess("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      if (typeof d !== 'number' || !Number.isInteger(d) || d < 0)
+        throw jsonAccess("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
       return d;
     });
     let data: Uint8Array;
@@ -162,9 +165,12 @@ export function parseInferBody(
     if (slice !== undefined) data = sharedMemory.read(slice);
     else if (hasBinary) {
       const size = member(params, 'binary_data_size');
-      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0) throw jsonAccess("Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0)
+        throw jsonAccess("Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer");
       if (size > 0 && !hasHeaderLength) {
-        throw invalidArg("must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format");
+        throw invalidArg(
+          "must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format",
+        );
       }
       if (offset + size > binary.byteLength) {
         throw invalidArg(`unexpected size for input '${name}', expecting ${offset + size - binary.byteLength} additional bytes for model '${model}'`);
@@ -191,18 +197,29 @@ export function parseInferBody(
       // ValidateOutputParameter comes before the name is read.
       if (member(params, 'shared_memory_region') !== undefined) {
         if (cls !== undefined) throw invalidArg("Output can't set both 'shared_memory_region' and 'classification'");
-        if (bin !== undefined && typeof bin !== 'boolean') throw jsonAccess("Unable to set 'binary_data': attempt to access JSON non-boolean as boolean");
+        if (bin !== undefined && typeof bin !== 'boolean')
+          throw jsonAccess("Unable to set 'binary_data': attempt to access JSON non-boolean as boolean");
         if (bin === true) throw invalidArg("Output can't set both 'shared_memory_region' and 'binary_data'");
       }
       const name = requireString(output, 'name');
-      if (cls !== undefined && (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0)) throw jsonAccess("Unable to parse 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
-      if (bin !== undefined && typeof bin !== 'boolean') throw jsonAccess("Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
+      if (cls !== undefined && (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0))
+        throw jsonAccess("Unable to parse 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      if (bin !== undefined && typeof bin !== 'boolean')
+        throw jsonAccess("Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
       const region = sharedMemoryData(params);
       if (region !== undefined) sharedMemory.check(region);
-      outputs.push({ name, classCount: typeof cls === 'number' ? cls : 0, binary: typeof bin === 'boolean' ? bin : binaryOutputs, ...(region === undefined ? {} : { region }) });
+      outputs.push({
+        name,
+        classCount: typeof cls === 'number' ? cls : 0,
+        binary: typeof bin === 'boolean' ? bin : binaryOutputs,
+        ...(region === undefined ? {} : { region }),
+      });
     }
   }
-  return { request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs, ...scheduling }, binaryOutputs: binaryOutputs ?? false };
+  return {
+    request: { modelName: model, modelVersion: version, id: typeof id === 'string' ? id : '', inputs, outputs, ...scheduling },
+    binaryOutputs: binaryOutputs ?? false,
+  };
 }
 
 /** The response body: JSON, then the binary outputs in order (Triton's layout). */
@@ -245,10 +262,12 @@ export function fromInferBody(
   if (headerLength !== undefined) {
     // As C's atoi, which Triton uses: the leading integer, 0 when there is none.
     const parsed = Number(/^\s*[+-]?\d+/.exec(headerLength)?.[0] ?? 0);
-    if (parsed < 0 || parsed > body.byteLength) throw invalidArg(`inference header size should be in range (0, ${body.byteLength}), got: ${headerLength}`);
+    if (parsed < 0 || parsed > body.byteLength)
+      throw invalidArg(`inference header size should be in range (0, ${body.byteLength}), got: ${headerLength}`);
     jsonLength = parsed;
   }
-  if (jsonLength === 0) return { request: { modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body }, binaryOutputs: true };
+  if (jsonLength === 0)
+    return { request: { modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body }, binaryOutputs: true };
   const header = parseJson(body.subarray(0, jsonLength).toString('utf8'));
   return parseInferBody(model, version, header, body.subarray(jsonLength), headerLength !== undefined, sharedMemory);
 }

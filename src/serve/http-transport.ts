@@ -48,7 +48,8 @@ const empty = (status: number): Answer => ({ status, parts: [] });
 const json = (value: unknown, status = 200): Answer => ({ status, json: value });
 const failure = (status: number, message: string): Answer => ({ status, json: { error: message } });
 /** A control endpoint's answer: its JSON, or an empty JSON reply. */
-const answerOf = (a: HttpAnswer): Answer => (a.json === undefined ? { status: a.status, parts: [], headers: { 'Content-Type': 'application/json' } } : json(a.json, a.status));
+const answerOf = (a: HttpAnswer): Answer =>
+  a.json === undefined ? { status: a.status, parts: [], headers: { 'Content-Type': 'application/json' } } : json(a.json, a.status);
 
 /**
  * Reads the body, inflating gzip/deflate bodies, stopping as soon as it
@@ -116,7 +117,9 @@ function versionOf(match: RegExpExecArray): string {
 async function inferAnswer(result: InferResult, defaultBinary: boolean, acceptEncoding: string | undefined): Promise<Answer> {
   const { json: header, binary } = inferResponse(result, defaultBinary);
   const headers: Record<string, string> =
-    binary.length === 0 ? { 'Content-Type': 'application/json' } : { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(header.byteLength) };
+    binary.length === 0
+      ? { 'Content-Type': 'application/json' }
+      : { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(header.byteLength) };
   const encoding = responseEncoding(acceptEncoding);
   if (encoding === 'identity') return { status: 200, parts: [header, ...binary], headers };
   return { status: 200, parts: [await encodeBody(encoding, [header, ...binary])], headers: { ...headers, 'Content-Encoding': encoding } };
@@ -180,7 +183,11 @@ export class HttpTransport extends TransportBase {
 
   /** The endpoints, in the order they are tried (see find). */
   private routeTable(core: InferenceServer): Route[] {
-    const route = (method: Route['method'], pattern: string, handle: Route['handle']): Route => ({ method, pattern: new RegExp(`${pattern}$`), handle });
+    const route = (method: Route['method'], pattern: string, handle: Route['handle']): Route => ({
+      method,
+      pattern: new RegExp(`${pattern}$`),
+      handle,
+    });
     return [
       route('GET', '^/v2/health/live', () => empty(core.live() ? 200 : 400)),
       route('GET', '^/v2/health/ready', () => empty(core.ready() ? 200 : 400)),
@@ -192,8 +199,12 @@ export class HttpTransport extends TransportBase {
       route('GET', `${MODEL}/stats`, (_, m) => json(statisticsReport(core.statistics(modelOf(m), versionOf(m))))),
       route('GET', MODEL, (_, m) => json(core.modelMetadata(modelOf(m), versionOf(m)))),
       // Shared memory and model control: http-control.ts does the work (Triton's paths; its method checks come first).
-      route('ANY', SHARED_MEMORY_ROUTE.source.replace(/\$$/, ''), async (req, m) => answerOf(await sharedMemoryRoute(core, m, req.method ?? '', this.bodyReader(req)))),
-      route('ANY', REPOSITORY_ROUTE.source.replace(/\$$/, ''), async (req, m) => answerOf(await repositoryRoute(core, m, req.method ?? '', this.bodyReader(req)))),
+      route('ANY', SHARED_MEMORY_ROUTE.source.replace(/\$$/, ''), async (req, m) =>
+        answerOf(await sharedMemoryRoute(core, m, req.method ?? '', this.bodyReader(req))),
+      ),
+      route('ANY', REPOSITORY_ROUTE.source.replace(/\$$/, ''), async (req, m) =>
+        answerOf(await repositoryRoute(core, m, req.method ?? '', this.bodyReader(req))),
+      ),
     ];
   }
 
@@ -221,7 +232,10 @@ export class HttpTransport extends TransportBase {
   }
 
   /** The route for a request, first match wins; a path known only under another method is 405. */
-  private find(method: string, path: string): { route: Route; match: RegExpExecArray } | { route?: undefined; match?: RegExpExecArray; miss: Answer } {
+  private find(
+    method: string,
+    path: string,
+  ): { route: Route; match: RegExpExecArray } | { route?: undefined; match?: RegExpExecArray; miss: Answer } {
     let known: RegExpExecArray | undefined;
     for (const route of this.routes) {
       const match = route.pattern.exec(path);
@@ -265,7 +279,13 @@ export class HttpTransport extends TransportBase {
     this.core.model(model, version);
     return this.withBody(req, res, async (body) => {
       const headerLength = req.headers[HEADER];
-      const { request, binaryOutputs } = fromInferBody(model, version, body, typeof headerLength === 'string' ? headerLength : undefined, this.core.sharedMemory);
+      const { request, binaryOutputs } = fromInferBody(
+        model,
+        version,
+        body,
+        typeof headerLength === 'string' ? headerLength : undefined,
+        this.core.sharedMemory,
+      );
       return inferAnswer(await this.core.infer({ ...request, signal: closedBeforeAnswer(res) }), binaryOutputs, req.headers['accept-encoding']);
     });
   }
@@ -304,5 +324,7 @@ function closedBeforeAnswer(res: ServerResponse): AbortSignal {
 
 function errorOf(answer: Answer): string | undefined {
   const body = answer.json;
-  return typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string' ? (body as { error: string }).error : undefined;
+  return typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string'
+    ? (body as { error: string }).error
+    : undefined;
 }

@@ -92,14 +92,19 @@ const RAW_INPUT = 'raw_input';
 function rawRequest(model: RequestContract, request: InferRequest, raw: Uint8Array, prefix: string): InferRequest {
   const config = model.inputs[0];
   if (model.inputs.length !== 1 || config === undefined) {
-    throw invalidArg(`${prefix}Raw request must only have 1 input (found 1) to be deduced but got ${model.inputs.length} inputs in '${model.name}' model configuration`);
+    throw invalidArg(
+      `${prefix}Raw request must only have 1 input (found 1) to be deduced but got ${model.inputs.length} inputs in '${model.name}' model configuration`,
+    );
   }
   const shape: number[] = model.maxBatchSize !== 0 ? [1] : [];
   let dynamic = -1;
   let elements = 1;
   for (const d of config.dims) {
     if (d === -1) {
-      if (dynamic !== -1) throw invalidArg(`${prefix}The shape of the raw input '${config.name}' can not be deduced because there are more than one variable-sized dimension`);
+      if (dynamic !== -1)
+        throw invalidArg(
+          `${prefix}The shape of the raw input '${config.name}' can not be deduced because there are more than one variable-sized dimension`,
+        );
       dynamic = shape.length;
     } else elements *= d;
     shape.push(d);
@@ -174,20 +179,26 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
     else if (first !== batch) throw invalidArg(`${prefix}input '${input.name}' batch size does not match other inputs for '${model.name}'`);
     shapes.set(input.name, input.shape.slice(1));
   }
-  if ((batch | 0) > model.maxBatchSize) throw invalidArg(`${prefix}inference request batch-size must be <= ${model.maxBatchSize} for '${model.name}'`);
+  if ((batch | 0) > model.maxBatchSize)
+    throw invalidArg(`${prefix}inference request batch-size must be <= ${model.maxBatchSize} for '${model.name}'`);
 
   const tensors = new Map<string, Tensor>();
   for (const input of request.inputs) {
     const config = inputByName.get(input.name);
     if (config === undefined) continue;
     if (input.datatype !== config.datatype) {
-      throw invalidArg(`${prefix}inference input '${input.name}' data-type is '${protocolName(input.datatype)}', but model '${model.name}' expects '${config.datatype}'`);
+      throw invalidArg(
+        `${prefix}inference input '${input.name}' data-type is '${protocolName(input.datatype)}', but model '${model.name}' expects '${config.datatype}'`,
+      );
     }
     const shape = shapes.get(input.name) ?? [];
     let matches = shape.length === config.dims.length;
     if (matches) {
       for (let i = 0; i < shape.length; i++) {
-        if (shape[i] === -1) throw invalidArg(`${prefix}All input dimensions should be specified for input '${input.name}' for model '${model.name}', got ${dimsToString(input.shape)}`);
+        if (shape[i] === -1)
+          throw invalidArg(
+            `${prefix}All input dimensions should be specified for input '${input.name}' for model '${model.name}', got ${dimsToString(input.shape)}`,
+          );
         if (config.dims[i] !== -1 && config.dims[i] !== shape[i]) {
           matches = false;
           break;
@@ -202,13 +213,17 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
             'If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. ' +
             'See the model configuration docs for more info on max_batch_size.'
           : '';
-      throw invalidArg(`${prefix}unexpected shape for input '${input.name}' for model '${model.name}'. Expected ${dimsToString(full)}, got ${dimsToString(input.shape)}. ${note}`);
+      throw invalidArg(
+        `${prefix}unexpected shape for input '${input.name}' for model '${model.name}'. Expected ${dimsToString(full)}, got ${dimsToString(input.shape)}. ${note}`,
+      );
     }
     // ShapeWithBatchDim: a batch of 0 adds no dimension, so such a request is sized as one row.
     const withBatch = model.maxBatchSize > 0 && batch !== 0 ? [batch, ...shape] : shape;
     const expectedBytes = elementCount(withBatch) * protocolElementBytes(config.datatype);
     if (input.data.byteLength !== expectedBytes) {
-      throw invalidArg(`${prefix}input byte size mismatch for input '${input.label ?? input.name}' for model '${model.name}'. Expected ${expectedBytes}, got ${input.data.byteLength}`);
+      throw invalidArg(
+        `${prefix}input byte size mismatch for input '${input.label ?? input.name}' for model '${model.name}'. Expected ${expectedBytes}, got ${input.data.byteLength}`,
+      );
     }
     tensors.set(config.anchor, toAnchorTensor(config, input.data, batch, model.maxBatchSize));
   }
@@ -220,7 +235,8 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
 
 function toAnchorTensor(config: ServedTensor, data: Uint8Array, batch: number, maxBatchSize: number): Tensor {
   const dtype = popefFromProtocol(config.datatype);
-  if (dtype === undefined) throw new RequestError('UNSUPPORTED', `input '${config.name}' of datatype ${config.datatype} cannot be passed to an execution plugin`);
+  if (dtype === undefined)
+    throw new RequestError('UNSUPPORTED', `input '${config.name}' of datatype ${config.datatype} cannot be passed to an execution plugin`);
   if (maxBatchSize === 0) return { name: config.anchor, dtype, shape: config.anchorShape, data };
   return { name: config.anchor, dtype, shape: [batch, ...config.anchorShape.slice(1)], data };
 }
@@ -288,7 +304,8 @@ export function respond(model: RequestContract, normalized: NormalizedRequest, r
     const wanted = requested.get(config.name);
     if (normalized.outputs.length > 0 && wanted === undefined) continue;
     const tensor = results.get(config.anchor);
-    if (tensor === undefined) throw new RequestError('INTERNAL', `the execution plugin returned no output '${config.anchor}' for output '${config.name}'`);
+    if (tensor === undefined)
+      throw new RequestError('INTERNAL', `the execution plugin returned no output '${config.anchor}' for output '${config.name}'`);
     const rows = model.maxBatchSize > 0 ? normalized.batch : 0;
     const data = tensor.data;
     const shape = rows > 0 ? [rows, ...tensor.shape.slice(1)] : [...tensor.shape];
@@ -297,7 +314,13 @@ export function respond(model: RequestContract, normalized: NormalizedRequest, r
       const values = toNumbers({ dtype: tensor.dtype, shape: [elementCount(shape)], data });
       const classes = classify(values, rows, classCount, config.labels);
       const perRow = rows === 0 ? values.length : values.length / rows;
-      out.push({ name: config.name, datatype: 'BYTES', shape: rows > 0 ? [rows, Math.min(classCount, perRow)] : [Math.min(classCount, perRow)], data: serializeBytes(classes), binary: wanted?.binary });
+      out.push({
+        name: config.name,
+        datatype: 'BYTES',
+        shape: rows > 0 ? [rows, Math.min(classCount, perRow)] : [Math.min(classCount, perRow)],
+        data: serializeBytes(classes),
+        binary: wanted?.binary,
+      });
       continue;
     }
     out.push({ name: config.name, datatype: config.datatype, shape, data, binary: wanted?.binary, region: wanted?.region });

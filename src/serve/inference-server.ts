@@ -144,7 +144,8 @@ export class InferenceServer {
     let models = ready;
     // As TRITONSERVER_ServerModelStatistics (core r24.10, tritonserver.cc): a model or version with nothing ready is a bad argument.
     if (name !== '') {
-      if (version !== '' && !/^-?\d+$/.test(version)) throw invalidArg(`failed to get model version from specified version string '${version}' (details: stoll)`);
+      if (version !== '' && !/^-?\d+$/.test(version))
+        throw invalidArg(`failed to get model version from specified version string '${version}' (details: stoll)`);
       if (ready.length === 0) throw invalidArg(`requested model '${name}' is not available`);
       if (version !== '' && Number(version) !== -1) {
         models = ready.filter((m) => Number(m.version) === Number(version));

@@ -76,7 +76,11 @@ export function readJsonData(name: string, datatype: string, shape: readonly num
       continue;
     }
     if (range !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < range[0] || v > range[1])) {
-      throw jsonAccess(datatype.startsWith('U') ? 'attempt to access JSON non-unsigned-integer as unsigned-integer' : 'attempt to access JSON non-signed-integer as signed-integer');
+      throw jsonAccess(
+        datatype.startsWith('U')
+          ? 'attempt to access JSON non-unsigned-integer as unsigned-integer'
+          : 'attempt to access JSON non-signed-integer as signed-integer',
+      );
     }
     if (typeof v !== 'number') throw jsonAccess('attempt to access JSON non-number as double');
     numbers[i] = v;

@@ -31,7 +31,10 @@ export class MetricsTransport extends TransportBase {
       }
       this.registry.render().then(
         (body) => res.writeHead(200, { 'Content-Type': text, 'Content-Length': String(Buffer.byteLength(body)) }).end(body),
-        (error: unknown) => res.writeHead(500, { 'Content-Type': 'application/json' }).end(JSON.stringify({ error: error instanceof Error ? error.message : String(error) })),
+        (error: unknown) =>
+          res
+            .writeHead(500, { 'Content-Type': 'application/json' })
+            .end(JSON.stringify({ error: error instanceof Error ? error.message : String(error) })),
       );
     });
     this.server.keepAliveTimeout = 5000;

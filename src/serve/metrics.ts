@@ -32,12 +32,24 @@ const MODEL_COUNTERS: readonly [string, string, (m: ModelEntry) => number][] = [
   ['nv_inference_request_success', 'Number of successful inference requests, all batch sizes', (m) => m.stats.success.count],
   ['nv_inference_count', 'Number of inferences performed (does not include cached requests)', (m) => m.stats.inferenceCount],
   ['nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)', (m) => m.stats.executionCount],
-  ['nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)', (m) => us(m.stats.success.ns)],
+  [
+    'nv_inference_request_duration_us',
+    'Cumulative inference request duration in microseconds (includes cached requests)',
+    (m) => us(m.stats.success.ns),
+  ],
   ['nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)', (m) => us(m.stats.queue.ns)],
   // The plugin copies inputs and outputs inside its run: those are counted in compute_infer, as in the statistics.
   ['nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)', () => 0],
-  ['nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)', (m) => us(m.stats.computeInfer.ns)],
-  ['nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)', () => 0],
+  [
+    'nv_inference_compute_infer_duration_us',
+    'Cumulative compute inference duration in microseconds (does not include cached requests)',
+    (m) => us(m.stats.computeInfer.ns),
+  ],
+  [
+    'nv_inference_compute_output_duration_us',
+    'Cumulative inference compute output duration in microseconds (does not include cached requests)',
+    () => 0,
+  ],
 ];
 
 function us(ns: bigint): number {
@@ -133,7 +145,9 @@ export class MetricsRegistry {
       collect() {
         this.reset();
         // A failure here is the plugin's (Triton's BACKEND); requests refused before they reach the model are not counted, as in Triton.
-        for (const m of models()) for (const reason of FAILURE_REASONS) this.inc({ model: m.name, reason, version: m.version }, reason === 'BACKEND' ? m.stats.fail.count : 0);
+        for (const m of models())
+          for (const reason of FAILURE_REASONS)
+            this.inc({ model: m.name, reason, version: m.version }, reason === 'BACKEND' ? m.stats.fail.count : 0);
       },
     });
     for (const counter of rest) perModel(...counter);

@@ -97,7 +97,9 @@ export class ModelControl {
       const directories = await this.directories();
       const unknown = wanted.find((n) => n !== '*' && !directories.has(n));
       if (unknown !== undefined) {
-        throw new PopefError(ErrorCode.InvalidInput, `no model directory named "${unknown}" in ${this.roots.join(', ')}`, { suggestion: 'check --load-model against the model directories' });
+        throw new PopefError(ErrorCode.InvalidInput, `no model directory named "${unknown}" in ${this.roots.join(', ')}`, {
+          suggestion: 'check --load-model against the model directories',
+        });
       }
       const names = all ? directories.keys() : wanted;
       const selected = [...names].filter((n) => this.loadOptions.models === undefined || this.loadOptions.models.includes(n));
@@ -105,7 +107,8 @@ export class ModelControl {
     } else {
       await this.repository.load(this.roots, this.loadOptions);
     }
-    for (const [name, root] of await this.directories()) if (this.repository.list().some((m) => m.name === name)) this.fingerprints.set(name, await fingerprint(join(root, name)));
+    for (const [name, root] of await this.directories())
+      if (this.repository.list().some((m) => m.name === name)) this.fingerprints.set(name, await fingerprint(join(root, name)));
     if (this.options.mode === 'poll') {
       const every = Math.max(1, this.options.pollSeconds ?? 15) * 1000;
       this.timer = setInterval(() => {
@@ -135,7 +138,10 @@ export class ModelControl {
   async load(name: string, parameters: LoadParameters): Promise<void> {
     this.refuseUnlessExplicit();
     if (parameters.config !== undefined || parameters.files.size > 0) {
-      throw new RequestError('UNSUPPORTED', `popef serve loads models from their directory only; the 'config' and 'file:' load parameters are not supported (model '${name}')`);
+      throw new RequestError(
+        'UNSUPPORTED',
+        `popef serve loads models from their directory only; the 'config' and 'file:' load parameters are not supported (model '${name}')`,
+      );
     }
     await this.serialised(async () => {
       const root = (await this.directories()).get(name);
@@ -144,7 +150,11 @@ export class ModelControl {
       this.fingerprints.set(name, await fingerprint(join(root, name)));
       // Triton answers a load with the first version that failed.
       const failed = served.find((v) => !v.ready);
-      if (failed !== undefined) throw new RequestError('INVALID_ARG', `load failed for model '${name}': version ${failed.version === '' ? 1 : failed.version} is at UNAVAILABLE state: ${failed.reason};\n`);
+      if (failed !== undefined)
+        throw new RequestError(
+          'INVALID_ARG',
+          `load failed for model '${name}': version ${failed.version === '' ? 1 : failed.version} is at UNAVAILABLE state: ${failed.reason};\n`,
+        );
     });
   }
 

@@ -105,9 +105,15 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
     for (const o of config.output ?? []) {
       if ((o.label_filename ?? '') === '') continue;
       const text = await readRegularText(join(modelDir, o.label_filename ?? ''), { what: 'the label file', limit: FILE_LIMITS.json });
-      labels.set(o.name ?? '', text.split('\n').filter((line, i, all) => line !== '' || i < all.length - 1));
+      labels.set(
+        o.name ?? '',
+        text.split('\n').filter((line, i, all) => line !== '' || i < all.length - 1),
+      );
     }
-    const count = Math.max(1, (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0));
+    const count = Math.max(
+      1,
+      (config.instance_group ?? []).reduce((n, g) => n + (g.count ?? 1), 0),
+    );
     const files = target.files;
     const startInstance = async (): Promise<StartedInstance> => {
       const plugin = await options.createPlugin();
@@ -128,7 +134,17 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
       await release();
       return unavailable(report.name, config, typeof inputs === 'string' ? inputs : (outputs as string), version);
     }
-    return new ServedModel({ name: report.name, version, config, inputs, outputs, instances: opened, startInstance, onInstanceEvent: options.onInstanceEvent, state: 'READY' });
+    return new ServedModel({
+      name: report.name,
+      version,
+      config,
+      inputs,
+      outputs,
+      instances: opened,
+      startInstance,
+      onInstanceEvent: options.onInstanceEvent,
+      state: 'READY',
+    });
   } catch (e) {
     await release();
     const message = isPopefError(e) ? e.message : e instanceof Error ? e.message : String(e);
@@ -214,7 +230,11 @@ export class ModelRepository {
     try {
       await Promise.allSettled(versions.map((v) => v.idle().then(() => v.close())));
     } finally {
-      if (this.unloading.delete(name) && this.models.get(name) === versions) this.models.set(name, versions.map((v) => unavailable(name, v.config, 'unloaded', v.version)));
+      if (this.unloading.delete(name) && this.models.get(name) === versions)
+        this.models.set(
+          name,
+          versions.map((v) => unavailable(name, v.config, 'unloaded', v.version)),
+        );
     }
   }
 

@@ -72,14 +72,24 @@ function portError(error: unknown, transport: Transport, host: string, port: num
   const code = (error as NodeJS.ErrnoException).code;
   const { name, portFlag } = transport;
   if (code === 'EADDRINUSE') {
-    return new PopefError(ErrorCode.Io, `cannot serve ${name} on ${host}:${port}: the port is in use`, { suggestion: `stop what listens there, or choose another port with ${portFlag} (0 picks a free one)` });
+    return new PopefError(ErrorCode.Io, `cannot serve ${name} on ${host}:${port}: the port is in use`, {
+      suggestion: `stop what listens there, or choose another port with ${portFlag} (0 picks a free one)`,
+    });
   }
-  return new PopefError(ErrorCode.Io, `cannot serve ${name} on ${host}:${port}: ${(error as Error).message}`, { suggestion: `check --host and ${portFlag}` });
+  return new PopefError(ErrorCode.Io, `cannot serve ${name} on ${host}:${port}: ${(error as Error).message}`, {
+    suggestion: `check --host and ${portFlag}`,
+  });
 }
 
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const repository = new ModelRepository();
-  const loadOptions = { createPlugin: options.createPlugin, models: options.models, pluginOptions: options.pluginOptions, onModel: options.onModel, onInstanceEvent: options.onInstanceEvent };
+  const loadOptions = {
+    createPlugin: options.createPlugin,
+    models: options.models,
+    pluginOptions: options.pluginOptions,
+    onModel: options.onModel,
+    onInstanceEvent: options.onInstanceEvent,
+  };
   const control = new ModelControl(repository, options.repositories, loadOptions, options.modelControl ?? { mode: 'none' });
   const core = new InferenceServer(repository, control);
   const budget = new BodyBudget(options.maxBufferedBytes ?? Math.max(options.maxRequestSize, Math.min(8 * options.maxRequestSize, 1024 ** 3)));
@@ -89,7 +99,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const ports = new Map<string, number>();
   try {
     for (const { transport, port } of transports) {
-      ports.set(transport.name, await transport.listen(port, options.host).catch((e: unknown) => Promise.reject(portError(e, transport, options.host, port))));
+      ports.set(
+        transport.name,
+        await transport.listen(port, options.host).catch((e: unknown) => Promise.reject(portError(e, transport, options.host, port))),
+      );
     }
     await control.start();
   } catch (error) {

@@ -99,7 +99,8 @@ export class SharedMemoryRegistry {
         failed.push(region);
       }
     }
-    if (failed.length > 0) throw new RequestError('INTERNAL', `Failed to unregister the following system shared memory regions: ${failed.map((f) => `${f} ,`).join('')}`);
+    if (failed.length > 0)
+      throw new RequestError('INTERNAL', `Failed to unregister the following system shared memory regions: ${failed.map((f) => `${f} ,`).join('')}`);
   }
 
   private unregisterOne(name: string): void {

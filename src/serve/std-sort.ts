@@ -112,7 +112,7 @@ function heapSort(a: number[], first: number, last: number, before: Before): voi
   if (len >= 2) {
     for (let parent = Math.floor((len - 2) / 2); parent >= 0; parent--) adjustHeap(a, first, parent, len, at(a, first + parent), before);
   }
-  for (let end = last; end - first > 1; ) {
+  for (let end = last; end - first > 1;) {
     end -= 1;
     const value = at(a, end);
     a[end] = at(a, first);

@@ -58,7 +58,8 @@ function invalid(message: string, suggestion: string, field?: string): PopefErro
 
 function positive(value: number | undefined, what: string): number | undefined {
   if (value === undefined) return undefined;
-  if (!Number.isSafeInteger(value) || value < 1) throw invalid(`${what} must be a positive integer, not ${value}`, `give --${what.replace(/ /g, '-')} 1 or more`);
+  if (!Number.isSafeInteger(value) || value < 1)
+    throw invalid(`${what} must be a positive integer, not ${value}`, `give --${what.replace(/ /g, '-')} 1 or more`);
   return value;
 }
 
@@ -78,7 +79,11 @@ export function configFromPopef(metadata: Metadata, storedTensorNames: ReadonlyS
   for (const anchor of names.keys()) {
     if (!userNames.has(anchor)) {
       const known = [...userNames].map((n) => JSON.stringify(n)).join(', ');
-      throw invalid(`--name names anchor "${anchor}", which is not a user-provided anchor of "${metadata.executable}" (those are: ${known})`, 'use an anchor name shown by popef dump --user-anchors', 'name');
+      throw invalid(
+        `--name names anchor "${anchor}", which is not a user-provided anchor of "${metadata.executable}" (those are: ${known})`,
+        'use an anchor name shown by popef dump --user-anchors',
+        'name',
+      );
     }
   }
 
@@ -86,7 +91,10 @@ export function configFromPopef(metadata: Metadata, storedTensorNames: ReadonlyS
   const tritonType = (a: Anchor): TritonDataType => {
     const t = POPEF_TO_TRITON[a.tensorInfo.dtype];
     if (t === undefined) {
-      throw invalid(`anchor "${a.name}" has dtype ${a.tensorInfo.dtype}, which Triton has no data type for`, 'FP8 tensors cannot be served by Triton; export the model with F16 or F32 inputs and outputs');
+      throw invalid(
+        `anchor "${a.name}" has dtype ${a.tensorInfo.dtype}, which Triton has no data type for`,
+        'FP8 tensors cannot be served by Triton; export the model with F16 or F32 inputs and outputs',
+      );
     }
     return t;
   };
@@ -98,7 +106,10 @@ export function configFromPopef(metadata: Metadata, storedTensorNames: ReadonlyS
     if (batching === 'none') return shape.length === 0 ? [1] : shape;
     const skip = batchDims(a, metadata);
     if (shape.length < skip) {
-      throw invalid(`anchor "${a.name}" has shape [${shape.join(', ')}], with no batch dimension`, 'use --batching none for models whose first dimension is not a batch');
+      throw invalid(
+        `anchor "${a.name}" has shape [${shape.join(', ')}], with no batch dimension`,
+        'use --batching none for models whose first dimension is not a batch',
+      );
     }
     const size = shape[skip - 1] ?? 1;
     if (micro === undefined) micro = { size, anchor: a.name };
@@ -149,7 +160,8 @@ export function configFromPopef(metadata: Metadata, storedTensorNames: ReadonlyS
     maxBatchSize = m * deviceIterations * replication * gradientAccumulation;
     batchExplanation = `max_batch_size ${maxBatchSize} = micro-batch ${m} x device iterations ${deviceIterations} x replication factor ${replication} x gradient accumulation ${gradientAccumulation}`;
   }
-  if (maxBatchSize > 2 ** 31 - 1) throw invalid(`max_batch_size ${maxBatchSize} does not fit in Triton's int32 field`, 'set --max-batch-size explicitly');
+  if (maxBatchSize > 2 ** 31 - 1)
+    throw invalid(`max_batch_size ${maxBatchSize} does not fit in Triton's int32 field`, 'set --max-batch-size explicitly');
 
   const config: ModelConfig = {
     ...(options.modelName === undefined ? {} : { name: options.modelName }),
@@ -160,16 +172,22 @@ export function configFromPopef(metadata: Metadata, storedTensorNames: ReadonlyS
     instance_group: [{ kind: 'KIND_CPU' }],
   };
   if (options.dynamicBatching !== undefined) {
-    if (maxBatchSize === 0) throw invalid('dynamic batching needs a batching model, but max_batch_size is 0', 'drop --dynamic-batching, or do not use --batching none');
+    if (maxBatchSize === 0)
+      throw invalid('dynamic batching needs a batching model, but max_batch_size is 0', 'drop --dynamic-batching, or do not use --batching none');
     const preferred = [...(options.dynamicBatching.preferredBatchSizes ?? [])];
     for (const p of preferred) {
       if (!Number.isSafeInteger(p) || p < 1 || p > maxBatchSize) {
-        throw invalid(`preferred batch size ${p} is outside 1..${maxBatchSize} (max_batch_size)`, 'choose preferred batch sizes no larger than max_batch_size');
+        throw invalid(
+          `preferred batch size ${p} is outside 1..${maxBatchSize} (max_batch_size)`,
+          'choose preferred batch sizes no larger than max_batch_size',
+        );
       }
     }
     config.dynamic_batching = {
       ...(preferred.length > 0 ? { preferred_batch_size: preferred } : {}),
-      ...(options.dynamicBatching.maxQueueDelayMicroseconds === undefined ? {} : { max_queue_delay_microseconds: options.dynamicBatching.maxQueueDelayMicroseconds }),
+      ...(options.dynamicBatching.maxQueueDelayMicroseconds === undefined
+        ? {}
+        : { max_queue_delay_microseconds: options.dynamicBatching.maxQueueDelayMicroseconds }),
     };
   }
   const parameters = new Map<string, string>();

@@ -47,6 +47,7 @@ export function protocolCodec(name: string, viaFromObject = false): Codec {
 /** A protobufjs 64-bit value (a Long, or a number when small) as a number. */
 export function toInt(value: unknown): number {
   if (typeof value === 'number') return value;
-  if (typeof value === 'object' && value !== null && typeof (value as { toNumber?: unknown }).toNumber === 'function') return (value as { toNumber(): number }).toNumber();
+  if (typeof value === 'object' && value !== null && typeof (value as { toNumber?: unknown }).toNumber === 'function')
+    return (value as { toNumber(): number }).toNumber();
   return Number(value);
 }

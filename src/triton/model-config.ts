@@ -14,13 +14,7 @@ import type { ENUMS, EnumName, MESSAGES, MessageName, ScalarType } from './schem
 
 export type Int64 = number | bigint;
 
-type ScalarValue<T extends ScalarType> = T extends 'string'
-  ? string
-  : T extends 'bool'
-    ? boolean
-    : T extends 'int64' | 'uint64'
-      ? Int64
-      : number;
+type ScalarValue<T extends ScalarType> = T extends 'string' ? string : T extends 'bool' ? boolean : T extends 'int64' | 'uint64' ? Int64 : number;
 
 type Resolve<T> = T extends ScalarType
   ? ScalarValue<T>

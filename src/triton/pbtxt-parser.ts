@@ -195,7 +195,8 @@ class Parser {
       if (repeated) {
         const list = (message[name] ?? []) as unknown[];
         // Positions, not tokens, are kept; for a long list of scalars only the first few.
-        if (this.coarse === 0 && (isMessage || list.length < SCALAR_POSITIONS)) this.positions.set(`${fieldPath}[${list.length}]`, { line: at.line, column: at.column });
+        if (this.coarse === 0 && (isMessage || list.length < SCALAR_POSITIONS))
+          this.positions.set(`${fieldPath}[${list.length}]`, { line: at.line, column: at.column });
         list.push(value);
         message[name] = list;
       } else {
@@ -218,7 +219,10 @@ class Parser {
         }
       } else {
         const at = this.current;
-        store(repeated ? this.element(valueType, spec, fieldPath, this.countOf(message, name)) : this.consumeMessageValue(valueType, spec, fieldPath), at);
+        store(
+          repeated ? this.element(valueType, spec, fieldPath, this.countOf(message, name)) : this.consumeMessageValue(valueType, spec, fieldPath),
+          at,
+        );
       }
     } else {
       this.consume(':');
@@ -279,7 +283,9 @@ class Parser {
   /** Map entry type name -> the map field's spec. */
   private readonly mapEntries = new Map<string, FieldSpec>(
     Object.entries(MESSAGES).flatMap(([msg, fields]) =>
-      Object.entries(fields as Record<string, FieldSpec>).flatMap(([field, spec]) => (spec.map === undefined ? [] : [[mapEntryTypeName(msg, field), spec] as const])),
+      Object.entries(fields as Record<string, FieldSpec>).flatMap(([field, spec]) =>
+        spec.map === undefined ? [] : [[mapEntryTypeName(msg, field), spec] as const],
+      ),
     ),
   );
 

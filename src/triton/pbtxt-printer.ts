@@ -105,7 +105,8 @@ class Printer {
     const when = since === 'unknown' ? 'in a release after 21.05 that popef-toolkit does not record' : `in Triton ${since}`;
     throw new PopefError(ErrorCode.InvalidInput, `${what} was introduced ${when}; the target is Triton ${this.target}`, {
       field: what,
-      suggestion: since === 'unknown' ? 'leave it out, or print with --triton-version latest' : 'leave it out, or target a newer server with --triton-version',
+      suggestion:
+        since === 'unknown' ? 'leave it out, or print with --triton-version latest' : 'leave it out, or target a newer server with --triton-version',
     });
   }
 

@@ -11,7 +11,8 @@ import type { TritonDataType } from './model-config.js';
  * derives the rest from the two.
  */
 
-export type ProtocolDataType = 'BOOL' | 'UINT8' | 'UINT16' | 'UINT32' | 'UINT64' | 'INT8' | 'INT16' | 'INT32' | 'INT64' | 'FP16' | 'FP32' | 'FP64' | 'BYTES' | 'BF16';
+export type ProtocolDataType =
+  'BOOL' | 'UINT8' | 'UINT16' | 'UINT32' | 'UINT64' | 'INT8' | 'INT16' | 'INT32' | 'INT64' | 'FP16' | 'FP32' | 'FP64' | 'BYTES' | 'BF16';
 
 const CONFIG_TO_PROTOCOL: Readonly<Record<TritonDataType, ProtocolDataType | ''>> = {
   TYPE_INVALID: '',

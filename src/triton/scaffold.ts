@@ -144,10 +144,14 @@ async function refuseLinkOut(repository: string, modelDir: string): Promise<void
   const [target, root] = await Promise.all([realpath(modelDir).catch(() => undefined), realpath(repository).catch(() => repository)]);
   const inside = target === undefined ? '..' : relative(root, target);
   if (inside === '' || inside.startsWith('..') || isAbsolute(inside)) {
-    throw new PopefError(ErrorCode.InvalidInput, `the model directory is a symbolic link that leaves the repository${target === undefined ? ' (or is broken)' : ` (to ${target})`}; scaffold writes only inside the repository`, {
-      file: modelDir,
-      suggestion: 'scaffold into the repository the link points to (-r), or replace the link with a directory',
-    });
+    throw new PopefError(
+      ErrorCode.InvalidInput,
+      `the model directory is a symbolic link that leaves the repository${target === undefined ? ' (or is broken)' : ` (to ${target})`}; scaffold writes only inside the repository`,
+      {
+        file: modelDir,
+        suggestion: 'scaffold into the repository the link points to (-r), or replace the link with a directory',
+      },
+    );
   }
 }
 
@@ -187,7 +191,10 @@ export async function finishInterruptedScaffold(modelDir: string): Promise<strin
       }
       await Promise.all([...aside.values()].map((backup) => rm(backup, { recursive: true, force: true })));
       await rm(staging, { recursive: true, force: true });
-      if (entries.length > 0 || aside.size > 0) done.push(`finished an interrupted scaffold (${entries.length > 0 ? `moved in ${entries.join(' and ')}` : 'removed what it had moved aside'})`);
+      if (entries.length > 0 || aside.size > 0)
+        done.push(
+          `finished an interrupted scaffold (${entries.length > 0 ? `moved in ${entries.join(' and ')}` : 'removed what it had moved aside'})`,
+        );
     } catch (error) {
       throw ioError(error, modelDir, 'finish the interrupted scaffold left beside it');
     }

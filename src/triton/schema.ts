@@ -23,21 +23,41 @@ export type ScalarType = 'string' | 'bool' | 'int32' | 'int64' | 'uint32' | 'uin
 /** Enum values in numeric order: every enum of ModelConfig numbers its values 0, 1, 2... */
 export const ENUMS = {
   'inference.DataType': [
-    'TYPE_INVALID', 'TYPE_BOOL', 'TYPE_UINT8', 'TYPE_UINT16', 'TYPE_UINT32', 'TYPE_UINT64', 'TYPE_INT8', 'TYPE_INT16',
-    'TYPE_INT32', 'TYPE_INT64', 'TYPE_FP16', 'TYPE_FP32', 'TYPE_FP64', 'TYPE_STRING', 'TYPE_BF16',
+    'TYPE_INVALID',
+    'TYPE_BOOL',
+    'TYPE_UINT8',
+    'TYPE_UINT16',
+    'TYPE_UINT32',
+    'TYPE_UINT64',
+    'TYPE_INT8',
+    'TYPE_INT16',
+    'TYPE_INT32',
+    'TYPE_INT64',
+    'TYPE_FP16',
+    'TYPE_FP32',
+    'TYPE_FP64',
+    'TYPE_STRING',
+    'TYPE_BF16',
   ],
   'inference.ModelInstanceGroup.Kind': ['KIND_AUTO', 'KIND_GPU', 'KIND_CPU', 'KIND_MODEL'],
   'inference.ModelInstanceGroup.SecondaryDevice.SecondaryDeviceKind': ['KIND_NVDLA'],
   'inference.ModelInput.Format': ['FORMAT_NONE', 'FORMAT_NHWC', 'FORMAT_NCHW'],
   'inference.BatchInput.Kind': [
-    'BATCH_ELEMENT_COUNT', 'BATCH_ACCUMULATED_ELEMENT_COUNT', 'BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO',
-    'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE', 'BATCH_ITEM_SHAPE', 'BATCH_ITEM_SHAPE_FLATTEN',
+    'BATCH_ELEMENT_COUNT',
+    'BATCH_ACCUMULATED_ELEMENT_COUNT',
+    'BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO',
+    'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE',
+    'BATCH_ITEM_SHAPE',
+    'BATCH_ITEM_SHAPE_FLATTEN',
   ],
   'inference.BatchOutput.Kind': ['BATCH_SCATTER_WITH_INPUT_SHAPE'],
   'inference.ModelOptimizationPolicy.ModelPriority': ['PRIORITY_DEFAULT', 'PRIORITY_MAX', 'PRIORITY_MIN'],
   'inference.ModelQueuePolicy.TimeoutAction': ['REJECT', 'DELAY'],
   'inference.ModelSequenceBatching.Control.Kind': [
-    'CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_READY', 'CONTROL_SEQUENCE_END', 'CONTROL_SEQUENCE_CORRID',
+    'CONTROL_SEQUENCE_START',
+    'CONTROL_SEQUENCE_READY',
+    'CONTROL_SEQUENCE_END',
+    'CONTROL_SEQUENCE_CORRID',
   ],
 } as const;
 
@@ -63,7 +83,11 @@ export interface FieldSpec {
 }
 
 /** A scalar field; generic so the literal types survive for the typed model (model-config.ts). */
-function S<T extends ScalarType, E extends Partial<FieldSpec> = { readonly since?: undefined }>(n: number, t: T, extra?: E): { readonly n: number; readonly t: T } & E {
+function S<T extends ScalarType, E extends Partial<FieldSpec> = { readonly since?: undefined }>(
+  n: number,
+  t: T,
+  extra?: E,
+): { readonly n: number; readonly t: T } & E {
   return { n, t, ...(extra ?? ({} as E)) };
 }
 

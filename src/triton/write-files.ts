@@ -12,14 +12,21 @@ import { ErrorCode, PopefError, ioError } from '../errors.js';
  * it had to make are removed again when the write fails (a full disk must not
  * leave an empty DIR behind).
  */
-export async function writeFilesAtomically(files: readonly { path: string; content: string | Uint8Array }[], options: { force?: boolean } = {}): Promise<void> {
+export async function writeFilesAtomically(
+  files: readonly { path: string; content: string | Uint8Array }[],
+  options: { force?: boolean } = {},
+): Promise<void> {
   if (options.force !== true) {
     for (const f of files) {
       const present = await stat(f.path).then(
         () => true,
         () => false,
       );
-      if (present) throw new PopefError(ErrorCode.Exists, 'file already exists', { file: f.path, suggestion: 'choose another path, or pass force: true to replace it' });
+      if (present)
+        throw new PopefError(ErrorCode.Exists, 'file already exists', {
+          file: f.path,
+          suggestion: 'choose another path, or pass force: true to replace it',
+        });
     }
   }
   const temps: string[] = [];

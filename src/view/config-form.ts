@@ -55,7 +55,8 @@ export function configFiles(metadata: Metadata, storedTensorNames: ReadonlySet<s
   });
   const preferred = list(form.preferredBatchSizes, (item) => integer(item, 'a preferred batch size') ?? 0);
   const delay = integer(form.maxQueueDelayUs, 'the queue delay');
-  if (!form.dynamicBatching && (preferred.length > 0 || delay !== undefined)) throw bad('preferred batch sizes and the queue delay need dynamic batching');
+  if (!form.dynamicBatching && (preferred.length > 0 || delay !== undefined))
+    throw bad('preferred batch sizes and the queue delay need dynamic batching');
   const options: ConfigOptions = {
     ...(form.modelName === '' ? {} : { modelName: form.modelName }),
     names,
@@ -63,7 +64,9 @@ export function configFiles(metadata: Metadata, storedTensorNames: ReadonlySet<s
     maxBatchSize: integer(form.maxBatchSize, 'max batch size'),
     batching: form.batching,
     parameters,
-    dynamicBatching: form.dynamicBatching ? { ...(preferred.length > 0 ? { preferredBatchSizes: preferred } : {}), ...(delay === undefined ? {} : { maxQueueDelayMicroseconds: delay }) } : undefined,
+    dynamicBatching: form.dynamicBatching
+      ? { ...(preferred.length > 0 ? { preferredBatchSizes: preferred } : {}), ...(delay === undefined ? {} : { maxQueueDelayMicroseconds: delay }) }
+      : undefined,
   };
   const generated = configFromPopef(metadata, storedTensorNames, options);
   return {

@@ -72,7 +72,9 @@ async function show(sources: Promise<ByteSource[]>, label: string): Promise<void
     current = opened;
     render();
     const bytes = opened.report.files.reduce((sum, f) => sum + f.size, 0);
-    status(`${label}: ${opened.report.models.length} model(s), ${opened.report.blobs.length} blob(s), ${humanBytes(bytes)}; headers and metadata read`);
+    status(
+      `${label}: ${opened.report.models.length} model(s), ${opened.report.blobs.length} blob(s), ${humanBytes(bytes)}; headers and metadata read`,
+    );
   } catch (error) {
     status(`cannot open ${label}: ${errorText(error)}`, 'error');
   }
@@ -95,7 +97,10 @@ function render(): void {
 function renderNameInputs(): void {
   const anchors = current?.report.models[0]?.metadata?.anchors.filter((a) => a.role === 'user-input' || a.role === 'user-output') ?? [];
   $('names').innerHTML = anchors
-    .map((a, i) => `<label for="name-${i}">${esc(a.role === 'user-input' ? 'input' : 'output')} anchor <code>${esc(a.name)}</code></label><input id="name-${i}" data-anchor="${esc(a.name)}" value="" placeholder="${esc(a.name)}" spellcheck="false">`)
+    .map(
+      (a, i) =>
+        `<label for="name-${i}">${esc(a.role === 'user-input' ? 'input' : 'output')} anchor <code>${esc(a.name)}</code></label><input id="name-${i}" data-anchor="${esc(a.name)}" value="" placeholder="${esc(a.name)}" spellcheck="false">`,
+    )
     .join('');
 }
 
@@ -153,7 +158,13 @@ function validatePasted(): void {
   const modelName = formState().modelName || 'model';
   // The name map the config panel shows is the one a scaffolded repository would hold.
   const anchorOf = new Map((config?.nameMap ?? []).map(([anchor, name]) => [name, anchor] as const));
-  const findings = checkConfigText(text, { model: modelName, file: `${modelName}/config.pbtxt`, metadata: model.metadata, storedTensorNames: current.set.storedTensorNames, anchorOf });
+  const findings = checkConfigText(text, {
+    model: modelName,
+    file: `${modelName}/config.pbtxt`,
+    metadata: model.metadata,
+    storedTensorNames: current.set.storedTensorNames,
+    anchorOf,
+  });
   if (findings.length === 0) {
     out.innerHTML = '<p class="ok">No findings: the config passes the config and PopEF rules of popef validate.</p>';
     return;
@@ -220,7 +231,11 @@ function wire(): void {
   $('url-form').addEventListener('submit', (event) => {
     event.preventDefault();
     const url = $('url-input', HTMLInputElement).value.trim();
-    if (url !== '') void show(HttpSource.open(url).then((s) => [s]), url);
+    if (url !== '')
+      void show(
+        HttpSource.open(url).then((s) => [s]),
+        url,
+      );
   });
   const drop = $('drop-zone');
   drop.addEventListener('dragover', (event) => {

@@ -37,7 +37,16 @@ export function anchorsHtml(report: DumpReport): string {
         return table(
           `${model.executable}: ${title}`,
           ['name', 'handle', 'type', 'dtype', 'shape', 'size', 'per replica', 'programs'],
-          rows.map((a) => [a.name, a.handle, a.type, a.dtype, `[${a.shape.join(', ')}]`, humanBytes(a.sizeInBytes), a.isPerReplica ? 'yes' : 'no', `[${a.programs.join(', ')}]`]),
+          rows.map((a) => [
+            a.name,
+            a.handle,
+            a.type,
+            a.dtype,
+            `[${a.shape.join(', ')}]`,
+            humanBytes(a.sizeInBytes),
+            a.isPerReplica ? 'yes' : 'no',
+            `[${a.programs.join(', ')}]`,
+          ]),
         );
       });
       return groups.join('') || `<p>Executable ${esc(model.executable)} has no metadata, so no anchors.</p>`;
@@ -56,7 +65,11 @@ function metadataRows(m: MetadataReport): [string, string][] {
 
 export function metadataHtml(report: DumpReport): string {
   return report.models
-    .map((model) => (model.metadata === null ? `<p>Executable ${esc(model.executable)} has no metadata blob.</p>` : table(`${model.executable}: metadata`, ['field', 'value'], metadataRows(model.metadata))))
+    .map((model) =>
+      model.metadata === null
+        ? `<p>Executable ${esc(model.executable)} has no metadata blob.</p>`
+        : table(`${model.executable}: metadata`, ['field', 'value'], metadataRows(model.metadata)),
+    )
     .join('');
 }
 

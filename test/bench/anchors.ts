@@ -21,7 +21,14 @@ try {
   // Names in the style of a PopART export: one input and one output, the rest weights.
   for (let i = 0; i < count; i++) {
     const type = i === 0 ? 'INPUT' : i === 1 ? 'OUTPUT' : 'UNKNOWN';
-    anchors.push({ name: `layer_${i}/weight`, handle: type === 'INPUT' ? `h2d_layer_${i}` : type === 'OUTPUT' ? `anchor_d2h_layer_${i}` : '', tensorInfo: { dtype: 'F32', shape: [1, 128] }, isPerReplica: false, type, programs: type === 'UNKNOWN' ? [] : [5] });
+    anchors.push({
+      name: `layer_${i}/weight`,
+      handle: type === 'INPUT' ? `h2d_layer_${i}` : type === 'OUTPUT' ? `anchor_d2h_layer_${i}` : '',
+      tensorInfo: { dtype: 'F32', shape: [1, 128] },
+      isPerReplica: false,
+      type,
+      programs: type === 'UNKNOWN' ? [] : [5],
+    });
   }
   const w = await PopefWriter.create(path);
   await w.writeExecutable('exe', new Uint8Array(64));
@@ -36,7 +43,11 @@ try {
     ['config', ['config', path, '-m', 'many', '-o', join(dir, 'config.pbtxt'), '--force']],
   ] as const) {
     const t0 = performance.now();
-    const r = spawnSync(process.execPath, ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), ...args], { env: { ...process.env, BENCH_RSS_FILE: rssFile }, stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 20 });
+    const r = spawnSync(process.execPath, ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), ...args], {
+      env: { ...process.env, BENCH_RSS_FILE: rssFile },
+      stdio: ['ignore', 'ignore', 'pipe'],
+      maxBuffer: 1 << 20,
+    });
     const seconds = (performance.now() - t0) / 1000;
     const kib = Number((await readFile(rssFile, 'utf8').catch(() => '')).trim().split('\n').pop());
     await rm(rssFile, { force: true });

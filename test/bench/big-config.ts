@@ -50,14 +50,20 @@ try {
     const size = (await stat(join(repo, 'big', 'config.pbtxt'))).size;
     const rssFile = join(dir, 'rss');
     const t0 = performance.now();
-    const r = spawnSync(process.execPath, ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'], {
-      env: { ...process.env, BENCH_RSS_FILE: rssFile },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const r = spawnSync(
+      process.execPath,
+      ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'],
+      {
+        env: { ...process.env, BENCH_RSS_FILE: rssFile },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     const seconds = (performance.now() - t0) / 1000;
     const kib = Number((await readFile(rssFile, 'utf8').catch(() => '')).trim().split('\n').pop());
     await rm(rssFile, { force: true });
-    console.log(`validate, ${label}: config.pbtxt of ${(size / 1e6).toFixed(1)} MB: ${seconds.toFixed(2)} s, peak RSS ${(kib / 1024).toFixed(0)} MiB, exit ${r.status ?? r.signal ?? '?'} (targets < 10 s, < 1024 MiB)`);
+    console.log(
+      `validate, ${label}: config.pbtxt of ${(size / 1e6).toFixed(1)} MB: ${seconds.toFixed(2)} s, peak RSS ${(kib / 1024).toFixed(0)} MiB, exit ${r.status ?? r.signal ?? '?'} (targets < 10 s, < 1024 MiB)`,
+    );
   }
 } finally {
   await rm(dir, { recursive: true, force: true });

@@ -44,14 +44,31 @@ for await (const m of messages()) {
     process.exit(0);
   } else if (m.type === 'import') {
     const exe = Buffer.alloc(1024, 7);
-    await send(json({ type: 'blob', id: m.id, kind: 'executable', name: metadata.executable, tensors: [{ name: metadata.executable, dtype: 'U8', shape: [exe.length], bytes: exe.length, chunked: true }] }));
+    await send(
+      json({
+        type: 'blob',
+        id: m.id,
+        kind: 'executable',
+        name: metadata.executable,
+        tensors: [{ name: metadata.executable, dtype: 'U8', shape: [exe.length], bytes: exe.length, chunked: true }],
+      }),
+    );
     await send(frame('TENS', exe));
     await send(json({ type: 'blob', id: m.id, kind: 'metadata', metadata }));
     const file = await open(payload);
     const { size } = await file.stat();
     const info = metadata.anchors[0].tensorInfo;
-    await send(json({ type: 'blob', id: m.id, kind: 'tensor', name: 'weights', tensorInfo: info, tensors: [{ name: 'weights', dtype: 'U8', shape: [size], bytes: size, chunked: true }] }));
-    for (let at = 0; at < size; ) {
+    await send(
+      json({
+        type: 'blob',
+        id: m.id,
+        kind: 'tensor',
+        name: 'weights',
+        tensorInfo: info,
+        tensors: [{ name: 'weights', dtype: 'U8', shape: [size], bytes: size, chunked: true }],
+      }),
+    );
+    for (let at = 0; at < size;) {
       const buf = Buffer.allocUnsafe(Math.min(CHUNK, size - at));
       const { bytesRead } = await file.read(buf, 0, buf.length, at);
       at += bytesRead;

@@ -19,8 +19,21 @@ import { protocolCodec } from '../../src/triton/inference-protocol.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const image = new Uint8Array(28 * 28 * 4).fill(3);
-const request = { model_name: 'mnist', model_version: '', id: '', inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'output_labels' }], raw_input_contents: [image] };
-const response = { model_name: 'mnist', model_version: '1', id: '', outputs: [{ name: 'output_labels', datatype: 'FP32', shape: [1, 10] }], raw_output_contents: [new Uint8Array(40)] };
+const request = {
+  model_name: 'mnist',
+  model_version: '',
+  id: '',
+  inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28] }],
+  outputs: [{ name: 'output_labels' }],
+  raw_input_contents: [image],
+};
+const response = {
+  model_name: 'mnist',
+  model_version: '1',
+  id: '',
+  outputs: [{ name: 'output_labels', datatype: 'FP32', shape: [1, 10] }],
+  raw_output_contents: [new Uint8Array(40)],
+};
 
 function time(label: string, runs: number, body: () => void): void {
   for (let i = 0; i < 2000; i++) body();
@@ -46,7 +59,12 @@ try {
   const reqDesc = registry.getMessage('inference.ModelInferRequest');
   const resDesc = registry.getMessage('inference.ModelInferResponse');
   if (reqDesc === undefined || resDesc === undefined) throw new Error('descriptors missing');
-  const bufResponse = create(resDesc, { modelName: 'mnist', modelVersion: '1', outputs: [{ name: 'output_labels', datatype: 'FP32', shape: [1n, 10n] }], rawOutputContents: [new Uint8Array(40)] });
+  const bufResponse = create(resDesc, {
+    modelName: 'mnist',
+    modelVersion: '1',
+    outputs: [{ name: 'output_labels', datatype: 'FP32', shape: [1n, 10n] }],
+    rawOutputContents: [new Uint8Array(40)],
+  });
   time('@bufbuild/protobuf: decode request + encode response', N, () => {
     fromBinary(reqDesc, reqBytes);
     toBinary(resDesc, bufResponse);

@@ -113,7 +113,9 @@ try {
   console.log(`  cp: ${fmt(c, 0)} ms (${fmt(1024 / (c / 1000), 0)} MiB/s)`);
   console.log(`  popef import, simulated SDK bridge: ${fmt(s, 0)} ms (${fmt(1024 / (s / 1000), 0)} MiB/s) = ${fmt(c / s)} of cp, bridge included`);
   console.log(`  peak RSS of the toolkit process: ${fmt(rss, 1)} MiB (target < 150)`);
-  console.log(`  toolkit side alone (stand-in bridge, in process): ${fmt(f, 0)} ms (${fmt(1024 / (f / 1000), 0)} MiB/s) = ${fmt(c / f)} of cp (target >= 0.5)`);
+  console.log(
+    `  toolkit side alone (stand-in bridge, in process): ${fmt(f, 0)} ms (${fmt(1024 / (f / 1000), 0)} MiB/s) = ${fmt(c / f)} of cp (target >= 0.5)`,
+  );
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

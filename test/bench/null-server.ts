@@ -10,12 +10,22 @@ import { createServer } from 'node:http';
 import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { protocolCodec, type ProtocolMessage } from '../../src/triton/inference-protocol.js';
 
-const json = Buffer.from(JSON.stringify({ model_name: 'mnist', model_version: '1', outputs: [{ name: 'output_labels', datatype: 'FP32', shape: [1, 10], parameters: { binary_data_size: 40 } }] }));
+const json = Buffer.from(
+  JSON.stringify({
+    model_name: 'mnist',
+    model_version: '1',
+    outputs: [{ name: 'output_labels', datatype: 'FP32', shape: [1, 10], parameters: { binary_data_size: 40 } }],
+  }),
+);
 const body = Buffer.concat([json, Buffer.alloc(40)]);
 const http = createServer((req, res) => {
   req.on('data', () => undefined);
   req.on('end', () => {
-    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(json.byteLength), 'Content-Length': String(body.byteLength) });
+    res.writeHead(200, {
+      'Content-Type': 'application/octet-stream',
+      'Inference-Header-Content-Length': String(json.byteLength),
+      'Content-Length': String(body.byteLength),
+    });
     res.end(body);
   });
 });
@@ -23,7 +33,12 @@ await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
 
 const req = protocolCodec('ModelInferRequest');
 const res = protocolCodec('ModelInferResponse');
-const answer: ProtocolMessage = { model_name: 'mnist', model_version: '1', outputs: [{ name: 'output_labels', datatype: 'FP32', shape: [1, 10] }], raw_output_contents: [Buffer.alloc(40)] };
+const answer: ProtocolMessage = {
+  model_name: 'mnist',
+  model_version: '1',
+  outputs: [{ name: 'output_labels', datatype: 'FP32', shape: [1, 10] }],
+  raw_output_contents: [Buffer.alloc(40)],
+};
 const grpc = new Server();
 grpc.addService(
   {
@@ -39,7 +54,9 @@ grpc.addService(
   },
   { ModelInfer: (_call: ServerUnaryCall<ProtocolMessage, ProtocolMessage>, callback: sendUnaryData<ProtocolMessage>) => callback(null, answer) },
 );
-const grpcPort = await new Promise<number>((resolve, reject) => grpc.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e === null ? resolve(p) : reject(e))));
+const grpcPort = await new Promise<number>((resolve, reject) =>
+  grpc.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e === null ? resolve(p) : reject(e))),
+);
 const address = http.address();
 process.stderr.write(`HTTP on 127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}, gRPC on 127.0.0.1:${grpcPort}\n`);
 process.on('SIGTERM', () => process.exit(0));

@@ -12,8 +12,18 @@ function generate(inputs: number): string {
     name: 'bench',
     backend: 'poplar',
     max_batch_size: 32,
-    input: Array.from({ length: inputs }, (_, i) => ({ name: `input_${i}`, data_type: 'TYPE_FP16', dims: [3, 224, 224], reshape: { shape: [150528] } })),
-    output: Array.from({ length: inputs }, (_, i) => ({ name: `output_${i}`, data_type: 'TYPE_FP32', dims: [1000], label_filename: `labels_${i}.txt` })),
+    input: Array.from({ length: inputs }, (_, i) => ({
+      name: `input_${i}`,
+      data_type: 'TYPE_FP16',
+      dims: [3, 224, 224],
+      reshape: { shape: [150528] },
+    })),
+    output: Array.from({ length: inputs }, (_, i) => ({
+      name: `output_${i}`,
+      data_type: 'TYPE_FP32',
+      dims: [1000],
+      label_filename: `labels_${i}.txt`,
+    })),
     instance_group: [{ kind: 'KIND_CPU', count: 2 }],
     parameters: Array.from({ length: inputs }, (_, i) => ({ key: `key_${i}`, value: { string_value: `value ${i} with "quotes"` } })),
   };
@@ -42,4 +52,6 @@ time(small, 20); // warm up the JIT
 const tSmall = time(small, 30);
 const tLarge = time(large, 10);
 console.log(`parse + print, ${lines(small)} lines (${small.length} bytes): ${tSmall.toFixed(1)} ms (target < 50 ms)`);
-console.log(`parse + print, ${lines(large)} lines (${large.length} bytes): ${tLarge.toFixed(1)} ms, ${(tLarge / tSmall).toFixed(1)}x the time for ${(large.length / small.length).toFixed(1)}x the input`);
+console.log(
+  `parse + print, ${lines(large)} lines (${large.length} bytes): ${tLarge.toFixed(1)} ms, ${(tLarge / tSmall).toFixed(1)}x the time for ${(large.length / small.length).toFixed(1)}x the input`,
+);

@@ -33,7 +33,11 @@ async function model(path: string, shape: number[]): Promise<void> {
  * timed run's outputs. With `lend`, each run receives into the previous run's
  * buffers, as popef run's timed loop does.
  */
-async function timeRuns(opened: OpenedModel, inputs: ReadonlyMap<string, Tensor>, o: { warmups: number; runs: number; lend: boolean; check: (out: Map<string, Tensor>) => void }): Promise<number[]> {
+async function timeRuns(
+  opened: OpenedModel,
+  inputs: ReadonlyMap<string, Tensor>,
+  o: { warmups: number; runs: number; lend: boolean; check: (out: Map<string, Tensor>) => void },
+): Promise<number[]> {
   let previous = new Map<string, Tensor>();
   const options = (): RunOptions | undefined => (o.lend ? { into: new Map([...previous].map(([k, t]) => [k, t.data])) } : undefined);
   for (let i = 0; i < o.warmups; i++) previous = await opened.run(inputs, options());
@@ -115,19 +119,29 @@ try {
   const toHostLent = median(await measure([1], 20, MiB64, true));
   const both = median(await measure([16, 1024, 1024], 20));
   console.log(`64 MiB host -> plugin: median ${(toChild / 1000).toFixed(1)} ms = ${(gib / (toChild / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`);
-  console.log(`64 MiB plugin -> host, into the previous run's buffer (popef run's loop): median ${(toHostLent / 1000).toFixed(1)} ms = ${(gib / (toHostLent / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`);
+  console.log(
+    `64 MiB plugin -> host, into the previous run's buffer (popef run's loop): median ${(toHostLent / 1000).toFixed(1)} ms = ${(gib / (toHostLent / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`,
+  );
   console.log(`64 MiB plugin -> host, into fresh memory: median ${(toHost / 1000).toFixed(1)} ms = ${(gib / (toHost / 1e6)).toFixed(2)} GiB/s`);
   console.log(`64 MiB echoed (both ways in one run): median ${(both / 1000).toFixed(1)} ms = ${((2 * gib) / (both / 1e6)).toFixed(2)} GiB/s moved`);
   // The same through the real IPU bridge (Python), on a runtime that computes nothing (test/bench/null-runtime).
   const toBridge = median(await measureBridge([16, 1024, 1024], [1], 20));
   const fromBridge = median(await measureBridge([1], [16, 1024, 1024], 20));
   const fromBridgeLent = median(await measureBridge([1], [16, 1024, 1024], 20, true));
-  console.log(`64 MiB host -> IPU bridge: median ${(toBridge / 1000).toFixed(1)} ms = ${(gib / (toBridge / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`);
-  console.log(`64 MiB IPU bridge -> host, into the previous run's buffer (popef run's loop): median ${(fromBridgeLent / 1000).toFixed(1)} ms = ${(gib / (fromBridgeLent / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`);
-  console.log(`64 MiB IPU bridge -> host, into fresh memory: median ${(fromBridge / 1000).toFixed(1)} ms = ${(gib / (fromBridge / 1e6)).toFixed(2)} GiB/s`);
+  console.log(
+    `64 MiB host -> IPU bridge: median ${(toBridge / 1000).toFixed(1)} ms = ${(gib / (toBridge / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`,
+  );
+  console.log(
+    `64 MiB IPU bridge -> host, into the previous run's buffer (popef run's loop): median ${(fromBridgeLent / 1000).toFixed(1)} ms = ${(gib / (fromBridgeLent / 1e6)).toFixed(2)} GiB/s (target >= 1 GiB/s)`,
+  );
+  console.log(
+    `64 MiB IPU bridge -> host, into fresh memory: median ${(fromBridge / 1000).toFixed(1)} ms = ${(gib / (fromBridge / 1e6)).toFixed(2)} GiB/s`,
+  );
   const tiny = await measure([1], 10_000);
   const medianTiny = median(tiny);
-  console.log(`tiny request round trip (host + echo child): median ${medianTiny.toFixed(1)} us, p90 ${(tiny[Math.floor(tiny.length * 0.9)] ?? NaN).toFixed(1)} us over 10,000 runs (target <= 100 us of host overhead)`);
+  console.log(
+    `tiny request round trip (host + echo child): median ${medianTiny.toFixed(1)} us, p90 ${(tiny[Math.floor(tiny.length * 0.9)] ?? NaN).toFixed(1)} us over 10,000 runs (target <= 100 us of host overhead)`,
+  );
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

@@ -40,7 +40,13 @@ function median(xs: number[]): number {
  * timed runs, where it would add the same milliseconds to popef and to the
  * `node -e ""` baseline alike and so flatter the ratio.
  */
-async function measure(cmd: string, args: string[], runs: number, node = false, extraEnv: Record<string, string> = {}): Promise<{ ms: number; rssMiB: number }> {
+async function measure(
+  cmd: string,
+  args: string[],
+  runs: number,
+  node = false,
+  extraEnv: Record<string, string> = {},
+): Promise<{ ms: number; rssMiB: number }> {
   const times: number[] = [];
   const rssFile = join(dir, 'rss.txt');
   await writeFile(rssFile, '');
@@ -95,7 +101,14 @@ async function makeModel(path: string, size: number): Promise<void> {
   }
   const anchors: Anchor[] = [];
   for (let i = 0; i < 200; i++) {
-    anchors.push({ name: `input/${i}`, handle: `h2d_input/${i}`, tensorInfo: { dtype: 'F16', shape: [8, 384, 1024] }, isPerReplica: false, type: 'INPUT', programs: [5] });
+    anchors.push({
+      name: `input/${i}`,
+      handle: `h2d_input/${i}`,
+      tensorInfo: { dtype: 'F16', shape: [8, 384, 1024] },
+      isPerReplica: false,
+      type: 'INPUT',
+      programs: [5],
+    });
   }
   const w = await PopefWriter.create(path, { force: true });
   await w.writeExecutable('bench', body());
@@ -132,7 +145,12 @@ try {
   const tSmall = await openTimes(small, 50);
   const tBig = await openTimes(big, 50);
   console.log(`  4 MiB: ${fmt(tSmall, 3)} ms   4 GiB: ${fmt(tBig, 3)} ms   ratio ${fmt(tBig / tSmall)} (target <= 1.10)`);
-  const openRss = await measure(process.execPath, ['-e', `import('${join(ROOT, 'dist/index.js')}').then(async (m) => { const s = await m.ModelSet.open(['${big}']); await s.close(); })`], 3, true);
+  const openRss = await measure(
+    process.execPath,
+    ['-e', `import('${join(ROOT, 'dist/index.js')}').then(async (m) => { const s = await m.ModelSet.open(['${big}']); await s.close(); })`],
+    3,
+    true,
+  );
   console.log(`  peak RSS of a process that opens the 4 GiB file with the built library: ${fmt(openRss.rssMiB, 1)} MiB (target < 80)`);
 
   // The 4 GiB just written is still being flushed to disk; that work would land in the timings below.
@@ -140,8 +158,12 @@ try {
   console.log('\n[issue 3] popef dump (CLI), interleaved with node -e 1, median of 10');
   {
     const rows: { label: string; args: string[] }[] = [{ label: 'node -e 1', args: ['-e', '1'] }];
-    for (const flags of [[], ['--json']]) for (const file of [small, big]) rows.push({ label: `${flags.join(' ')} ${file}`, args: [BIN, 'dump', ...flags, file] });
-    const ms = interleaved(rows.map((r) => ({ ...r, env: process.env })), 10);
+    for (const flags of [[], ['--json']])
+      for (const file of [small, big]) rows.push({ label: `${flags.join(' ')} ${file}`, args: [BIN, 'dump', ...flags, file] });
+    const ms = interleaved(
+      rows.map((r) => ({ ...r, env: process.env })),
+      10,
+    );
     // One at a time: measure() collects peak RSS through one shared file.
     const rss: number[] = [];
     for (const r of rows) rss.push((await measure(process.execPath, r.args, 0, true)).rssMiB);
@@ -216,7 +238,10 @@ try {
     await once(w, 'finish');
   }
   await rm(big);
-  await writeFile(join(dir, 'manifest.json'), JSON.stringify({ format: 'popef-open-manifest', version: 1, blobs: [{ type: 'POPLAR_EXECUTABLE', name: 'bench', file: 'payload.bin' }] }));
+  await writeFile(
+    join(dir, 'manifest.json'),
+    JSON.stringify({ format: 'popef-open-manifest', version: 1, blobs: [{ type: 'POPLAR_EXECUTABLE', name: 'bench', file: 'payload.bin' }] }),
+  );
   spawnSync('cat', [payload], { stdio: ['ignore', 'ignore', 'ignore'] }); // warm the page cache for both
   const cp = await measure('cp', [payload, join(dir, 'copy.bin')], 3);
   const pack = await measure(process.execPath, [BIN, 'pack', '--force', join(dir, 'manifest.json'), '-o', join(dir, 'packed.popef')], 3, true);

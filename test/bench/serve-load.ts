@@ -27,7 +27,12 @@ function grpcSender(): { send: Send; close: () => void } {
   const client = new Client(address, credentials.createInsecure());
   const req = protocolCodec('ModelInferRequest');
   const res = protocolCodec('ModelInferResponse');
-  const message = { model_name: model, inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'output_labels' }], raw_input_contents: [image] };
+  const message = {
+    model_name: model,
+    inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28] }],
+    outputs: [{ name: 'output_labels' }],
+    raw_input_contents: [image],
+  };
   const send: Send = () =>
     new Promise((resolve, reject) => {
       client.makeUnaryRequest(
@@ -49,7 +54,12 @@ function grpcStreamSender(): { send: Send; close: () => void } {
   const client = new Client(address, credentials.createInsecure());
   const req = protocolCodec('ModelInferRequest');
   const res = protocolCodec('ModelStreamInferResponse');
-  const message = { model_name: model, inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'output_labels' }], raw_input_contents: [image] };
+  const message = {
+    model_name: model,
+    inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28] }],
+    outputs: [{ name: 'output_labels' }],
+    raw_input_contents: [image],
+  };
   const stream = client.makeBidiStreamRequest(
     '/inference.GRPCInferenceService/ModelStreamInfer',
     (v: ProtocolMessage) => req.encode(v),
@@ -83,8 +93,12 @@ async function grpcShmSender(): Promise<{ send: Send; close: () => void }> {
   const unary = (method: string, requestType: string, value: ProtocolMessage): Promise<ProtocolMessage> =>
     new Promise((resolve, reject) => {
       const c = protocolCodec(requestType);
-      client.makeUnaryRequest(`/inference.GRPCInferenceService/${method}`, (v: ProtocolMessage) => c.encode(v), (b: Buffer) => b as unknown as ProtocolMessage, value, (error: ServiceError | null, answer?: ProtocolMessage) =>
-        error !== null ? reject(error) : resolve(answer ?? {}),
+      client.makeUnaryRequest(
+        `/inference.GRPCInferenceService/${method}`,
+        (v: ProtocolMessage) => c.encode(v),
+        (b: Buffer) => b as unknown as ProtocolMessage,
+        value,
+        (error: ServiceError | null, answer?: ProtocolMessage) => (error !== null ? reject(error) : resolve(answer ?? {})),
       );
     });
   const tag = `${process.pid}`;
@@ -92,11 +106,20 @@ async function grpcShmSender(): Promise<{ send: Send; close: () => void }> {
   writeFileSync(`/dev/shm${keys[0] ?? ''}`, image);
   for (const key of keys.slice(1)) writeFileSync(`/dev/shm${key}`, Buffer.alloc(40));
   await unary('SystemSharedMemoryUnregister', 'SystemSharedMemoryUnregisterRequest', {});
-  for (const [i, key] of keys.entries()) await unary('SystemSharedMemoryRegister', 'SystemSharedMemoryRegisterRequest', { name: `r${i}`, key, offset: 0, byte_size: i === 0 ? image.byteLength : 40 });
+  for (const [i, key] of keys.entries())
+    await unary('SystemSharedMemoryRegister', 'SystemSharedMemoryRegisterRequest', {
+      name: `r${i}`,
+      key,
+      offset: 0,
+      byte_size: i === 0 ? image.byteLength : 40,
+    });
   const req = protocolCodec('ModelInferRequest');
   const res = protocolCodec('ModelInferResponse');
   const free = Array.from({ length: concurrency }, (_, i) => `r${i + 1}`);
-  const region = (name: string, size: number): ProtocolMessage => ({ shared_memory_region: { string_param: name }, shared_memory_byte_size: { int64_param: size } });
+  const region = (name: string, size: number): ProtocolMessage => ({
+    shared_memory_region: { string_param: name },
+    shared_memory_byte_size: { int64_param: size },
+  });
   const send: Send = () =>
     new Promise((resolve, reject) => {
       const out = free.pop() ?? 'r1';
@@ -105,11 +128,17 @@ async function grpcShmSender(): Promise<{ send: Send; close: () => void }> {
         inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: region('r0', image.byteLength) }],
         outputs: [{ name: 'output_labels', parameters: region(out, 40) }],
       };
-      client.makeUnaryRequest('/inference.GRPCInferenceService/ModelInfer', (v: ProtocolMessage) => req.encode(v), (b: Buffer) => res.decode(b), message, (error: ServiceError | null) => {
-        free.push(out);
-        if (error !== null) reject(error);
-        else resolve();
-      });
+      client.makeUnaryRequest(
+        '/inference.GRPCInferenceService/ModelInfer',
+        (v: ProtocolMessage) => req.encode(v),
+        (b: Buffer) => res.decode(b),
+        message,
+        (error: ServiceError | null) => {
+          free.push(out);
+          if (error !== null) reject(error);
+          else resolve();
+        },
+      );
     });
   return {
     send,
@@ -123,12 +152,24 @@ async function grpcShmSender(): Promise<{ send: Send; close: () => void }> {
 function httpSender(): { send: Send; close: () => void } {
   const [host, port] = address.split(':');
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
-  const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: image.byteLength } }], outputs: [{ name: 'output_labels', parameters: { binary_data: true } }] }));
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: image.byteLength } }],
+      outputs: [{ name: 'output_labels', parameters: { binary_data: true } }],
+    }),
+  );
   const body = Buffer.concat([header, image]);
   const send: Send = () =>
     new Promise((resolve, reject) => {
       const r = request(
-        { host, port: Number(port), method: 'POST', path: `/v2/models/${model}/infer`, agent, headers: { 'Inference-Header-Content-Length': String(header.byteLength), 'Content-Length': String(body.byteLength) } },
+        {
+          host,
+          port: Number(port),
+          method: 'POST',
+          path: `/v2/models/${model}/infer`,
+          agent,
+          headers: { 'Inference-Header-Content-Length': String(header.byteLength), 'Content-Length': String(body.byteLength) },
+        },
         (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (c: Buffer) => chunks.push(c));
@@ -144,7 +185,14 @@ function httpSender(): { send: Send; close: () => void } {
   return { send, close: () => agent.destroy() };
 }
 
-const { send, close } = protocol === 'grpc' ? grpcSender() : protocol === 'grpc-stream' ? grpcStreamSender() : protocol === 'grpc-shm' ? await grpcShmSender() : httpSender();
+const { send, close } =
+  protocol === 'grpc'
+    ? grpcSender()
+    : protocol === 'grpc-stream'
+      ? grpcStreamSender()
+      : protocol === 'grpc-shm'
+        ? await grpcShmSender()
+        : httpSender();
 // Warm-up: connections open, first requests compiled.
 for (let i = 0; i < 50; i++) await send();
 const latencies: number[] = [];
@@ -163,4 +211,6 @@ const elapsed = (performance.now() - started) / 1000;
 close();
 latencies.sort((a, b) => a - b);
 const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
-console.log(JSON.stringify({ protocol, concurrency, requests: latencies.length, throughput: latencies.length / elapsed, p50: at(0.5), p99: at(0.99) }));
+console.log(
+  JSON.stringify({ protocol, concurrency, requests: latencies.length, throughput: latencies.length / elapsed, p50: at(0.5), p99: at(0.99) }),
+);

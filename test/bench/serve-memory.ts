@@ -25,10 +25,13 @@ async function rssMiB(pid: number): Promise<{ rss: number; hwm: number }> {
 
 function post(port: number, path: string, bytes: number, fill: (chunk: Buffer, at: number) => void): Promise<number> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path, headers: { 'Content-Type': 'application/json', 'Content-Length': bytes } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, method: 'POST', path, headers: { 'Content-Type': 'application/json', 'Content-Length': bytes } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', () => resolve(-1));
     const chunk = Buffer.alloc(1024 * 1024);
     let at = 0;
@@ -47,7 +50,9 @@ function post(port: number, path: string, bytes: number, fill: (chunk: Buffer, a
 
 /** A JSON infer body of about `bytes` bytes: one FP32 input whose data array is padded with spaces up to the size. */
 function jsonBody(bytes: number): Buffer {
-  const head = Buffer.from('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"data":[' + Array.from({ length: 784 }, () => '0.5').join(',') + ']}]');
+  const head = Buffer.from(
+    '{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"data":[' + Array.from({ length: 784 }, () => '0.5').join(',') + ']}]',
+  );
   const body = Buffer.alloc(bytes, 0x20);
   head.copy(body);
   body.write('}', bytes - 1);
@@ -57,8 +62,12 @@ function jsonBody(bytes: number): Buffer {
 const dir = await mkdtemp(join(tmpdir(), 'popef-bench-serve-memory-'));
 try {
   const repo = join(dir, 'repo');
-  spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'scaffold', join(ROOT, 'fixtures/mnist/executable.popef'), '-r', repo, '-m', 'mnist'], { stdio: 'ignore' });
-  const server = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--no-grpc'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'scaffold', join(ROOT, 'fixtures/mnist/executable.popef'), '-r', repo, '-m', 'mnist'], {
+    stdio: 'ignore',
+  });
+  const server = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--no-grpc'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   server.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   while (!/HTTP on [^:]+:(\d+)/.test(stderr)) await new Promise((r) => setTimeout(r, 50));
@@ -69,13 +78,19 @@ try {
   const sampler = setInterval(() => void rssMiB(pid).then((r) => (peak = Math.max(peak, r.rss))), 20);
 
   const started = performance.now();
-  const statuses = await Promise.all(Array.from({ length: connections }, () => post(port, '/v2/models/mnist/infer', mib * 1024 * 1024 - 1, () => undefined)));
+  const statuses = await Promise.all(
+    Array.from({ length: connections }, () => post(port, '/v2/models/mnist/infer', mib * 1024 * 1024 - 1, () => undefined)),
+  );
   const took = performance.now() - started;
   await new Promise((r) => setTimeout(r, 5000));
   const settled = await rssMiB(pid);
   const count = (s: number): number => statuses.filter((x) => x === s).length;
-  console.log(`${connections} connections x ${mib} MiB: ${(took / 1000).toFixed(1)} s; answers ${[...new Set(statuses)].map((s) => `${s} x${count(s)}`).join(', ')}`);
-  console.log(`  RSS before ${before.rss.toFixed(0)} MiB, peak ${Math.max(peak, settled.hwm).toFixed(0)} MiB, settled (5 s after) ${settled.rss.toFixed(0)} MiB`);
+  console.log(
+    `${connections} connections x ${mib} MiB: ${(took / 1000).toFixed(1)} s; answers ${[...new Set(statuses)].map((s) => `${s} x${count(s)}`).join(', ')}`,
+  );
+  console.log(
+    `  RSS before ${before.rss.toFixed(0)} MiB, peak ${Math.max(peak, settled.hwm).toFixed(0)} MiB, settled (5 s after) ${settled.rss.toFixed(0)} MiB`,
+  );
 
   // Four 60 MB JSON bodies at once, and a health probe every 50 ms meanwhile.
   const body = jsonBody(60 * 1000 * 1000);
@@ -92,7 +107,11 @@ try {
   const probeLoop = probe();
   peak = (await rssMiB(pid)).rss;
   const jsonStarted = performance.now();
-  const jsonStatuses = await Promise.all(Array.from({ length: 4 }, () => post(port, '/v2/models/mnist/infer', body.byteLength, (chunk, at) => body.copy(chunk, 0, at, at + chunk.byteLength))));
+  const jsonStatuses = await Promise.all(
+    Array.from({ length: 4 }, () =>
+      post(port, '/v2/models/mnist/infer', body.byteLength, (chunk, at) => body.copy(chunk, 0, at, at + chunk.byteLength)),
+    ),
+  );
   const jsonTook = performance.now() - jsonStarted;
   probing = false;
   await probeLoop;
@@ -101,7 +120,9 @@ try {
   const jsonSettled = await rssMiB(pid);
   probes.sort((a, b) => a - b);
   console.log(`4 JSON bodies of 60 MB: ${(jsonTook / 1000).toFixed(1)} s; answers ${jsonStatuses.join(', ')}`);
-  console.log(`  health probe latency: median ${probes[Math.floor(probes.length / 2)]?.toFixed(0) ?? '?'} ms, max ${probes.at(-1)?.toFixed(0) ?? '?'} ms over ${probes.length} probes; RSS peak ${peak.toFixed(0)} MiB, settled ${jsonSettled.rss.toFixed(0)} MiB`);
+  console.log(
+    `  health probe latency: median ${probes[Math.floor(probes.length / 2)]?.toFixed(0) ?? '?'} ms, max ${probes.at(-1)?.toFixed(0) ?? '?'} ms over ${probes.length} probes; RSS peak ${peak.toFixed(0)} MiB, settled ${jsonSettled.rss.toFixed(0)} MiB`,
+  );
   server.kill('SIGTERM');
   await new Promise((r) => server.once('exit', r));
 } finally {

@@ -37,7 +37,15 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? '1,4,16').split(',').map(Number);
 const dir = await mkdtemp(join(tmpdir(), 'popef-bench-serve-'));
-const silent = { stdout: () => undefined, stderr: () => undefined, stdoutIsTTY: false, stderrIsTTY: false, env: {}, cwd: dir, signal: new AbortController().signal };
+const silent = {
+  stdout: () => undefined,
+  stderr: () => undefined,
+  stdoutIsTTY: false,
+  stderrIsTTY: false,
+  env: {},
+  cwd: dir,
+  signal: new AbortController().signal,
+};
 
 interface Figures {
   protocol: string;
@@ -49,7 +57,11 @@ interface Figures {
 }
 
 function load(protocol: string, address: string, concurrency: number): Figures {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'test/bench/serve-load.ts'), protocol, address, 'mnist', String(concurrency), String(SECONDS)], { encoding: 'utf8', cwd: ROOT });
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'test/bench/serve-load.ts'), protocol, address, 'mnist', String(concurrency), String(SECONDS)],
+    { encoding: 'utf8', cwd: ROOT },
+  );
   if (r.status !== 0) throw new Error(`load generator failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Figures;
 }
@@ -90,7 +102,23 @@ try {
   const model = join(ROOT, 'fixtures/mnist/executable.popef');
   await main(['scaffold', model, '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels'], silent);
   const batchingRepo = join(dir, 'models-batching');
-  await main(['scaffold', model, '-r', batchingRepo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels', '--max-batch-size', '8'], silent);
+  await main(
+    [
+      'scaffold',
+      model,
+      '-r',
+      batchingRepo,
+      '-m',
+      'mnist',
+      '--name',
+      'input=digit_image',
+      '--name',
+      'softmax/Softmax:0=output_labels',
+      '--max-batch-size',
+      '8',
+    ],
+    silent,
+  );
   await appendFile(join(batchingRepo, 'mnist', 'config.pbtxt'), BATCHING);
 
   // The plugin alone, in process: the floor under every served request.
@@ -114,9 +142,18 @@ try {
   const pluginP50 = inProcess[Math.floor(inProcess.length / 2)] ?? NaN;
 
   // The transport floor, then popef serve as a user starts it.
-  const floor = await measureServer([join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'test/bench/null-server.ts')], 'null server', ['grpc', 'http']);
-  const ours = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'], 'popef serve');
-  const oursBatching = await measureServer([join(ROOT, 'bin/popef.cjs'), 'serve', batchingRepo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'], 'popef serve (dynamic batching)');
+  const floor = await measureServer([join(ROOT, 'node_modules/tsx/dist/cli.mjs'), join(ROOT, 'test/bench/null-server.ts')], 'null server', [
+    'grpc',
+    'http',
+  ]);
+  const ours = await measureServer(
+    [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'],
+    'popef serve',
+  );
+  const oursBatching = await measureServer(
+    [join(ROOT, 'bin/popef.cjs'), 'serve', batchingRepo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'],
+    'popef serve (dynamic batching)',
+  );
 
   // The real Triton server, Python backend, same graph and weights.
   let theirs: Figures[] | undefined;
@@ -133,9 +170,13 @@ try {
     const bundled = join(site, 'pytriton/tritonserver');
     const backends = join(dir, 'backends');
     await mkdir(join(backends, 'python'), { recursive: true });
-    for (const f of ['libtriton_python.so', 'triton_python_backend_utils.py']) await symlink(join(bundled, 'backends/python', f), join(backends, 'python', f));
+    for (const f of ['libtriton_python.so', 'triton_python_backend_utils.py'])
+      await symlink(join(bundled, 'backends/python', f), join(backends, 'python', f));
     // The stub for this interpreter; a link keeps its $ORIGIN-relative libraries found.
-    await symlink(join(bundled, 'python_backend_stubs', version.replace('python', ''), 'triton_python_backend_stub'), join(backends, 'python', 'triton_python_backend_stub'));
+    await symlink(
+      join(bundled, 'python_backend_stubs', version.replace('python', ''), 'triton_python_backend_stub'),
+      join(backends, 'python', 'triton_python_backend_stub'),
+    );
     const tritonRepo = join(dir, 'triton-models');
     const v1 = join(tritonRepo, 'mnist', '1');
     await mkdir(v1, { recursive: true });
@@ -147,7 +188,10 @@ try {
     const weights: Record<string, string> = {};
     for (const t of set.tensors) {
       weights[t.name] = `${t.name}.npy`;
-      await writeFile(join(v1, `${t.name}.npy`), writeNpy({ name: t.name, dtype: t.tensorInfo.dtype, shape: t.tensorInfo.shape, data: await set.fileOf(t).readPayload(t) }));
+      await writeFile(
+        join(v1, `${t.name}.npy`),
+        writeNpy({ name: t.name, dtype: t.tensorInfo.dtype, shape: t.tensorInfo.shape, data: await set.fileOf(t).readPayload(t) }),
+      );
     }
     await set.close();
     await writeFile(join(v1, 'graph.json'), JSON.stringify({ input: 'input', output: 'softmax/Softmax:0', weights, site_packages: site }));
@@ -159,7 +203,14 @@ try {
       const triton = await startTriton(binary, repository, backends, 120_000);
       try {
         const ready = await triton.ask('/v2/models/mnist/ready');
-        if (ready.status !== 200) throw new Error(`Triton did not load the Python model:\n${triton.log().split('\n').filter((l) => /^E/.test(l)).join('\n')}`);
+        if (ready.status !== 200)
+          throw new Error(
+            `Triton did not load the Python model:\n${triton
+              .log()
+              .split('\n')
+              .filter((l) => /^E/.test(l))
+              .join('\n')}`,
+          );
         return measureAll(`127.0.0.1:${triton.grpcPort}`, `127.0.0.1:${triton.httpPort}`);
       } finally {
         await triton.stop();
@@ -169,7 +220,10 @@ try {
     // The same model, batching: max_batch_size 8, dynamic_batching, and the Python model joining the requests.
     const batchingTriton = join(dir, 'triton-models-batching');
     await cp(tritonRepo, batchingTriton, { recursive: true });
-    await writeFile(join(batchingTriton, 'mnist/1/graph.json'), JSON.stringify({ input: 'input', output: 'softmax/Softmax:0', weights, site_packages: site, batching: true }));
+    await writeFile(
+      join(batchingTriton, 'mnist/1/graph.json'),
+      JSON.stringify({ input: 'input', output: 'softmax/Softmax:0', weights, site_packages: site, batching: true }),
+    );
     await writeFile(join(batchingTriton, 'mnist/config.pbtxt'), tritonConfig.replace('max_batch_size: 1', 'max_batch_size: 8') + BATCHING);
     theirsBatching = await measureTriton(batchingTriton);
   }
@@ -182,19 +236,27 @@ try {
     console.log('protocol     conc   popef req/s   p50        p99        | Triton req/s   p50        p99        | popef/Triton');
     mine.forEach((o, i) => {
       const t = real?.[i];
-      const right = t === undefined ? `| ${why}` : `| ${t.throughput.toFixed(0).padStart(12)}   ${ms(t.p50).padEnd(10)} ${ms(t.p99).padEnd(10)} | ${(o.throughput / t.throughput).toFixed(2)}x`;
-      console.log(`${o.protocol.padEnd(11)}  ${String(o.concurrency).padStart(4)}   ${o.throughput.toFixed(0).padStart(11)}   ${ms(o.p50).padEnd(10)} ${ms(o.p99).padEnd(10)} ${right}`);
+      const right =
+        t === undefined
+          ? `| ${why}`
+          : `| ${t.throughput.toFixed(0).padStart(12)}   ${ms(t.p50).padEnd(10)} ${ms(t.p99).padEnd(10)} | ${(o.throughput / t.throughput).toFixed(2)}x`;
+      console.log(
+        `${o.protocol.padEnd(11)}  ${String(o.concurrency).padStart(4)}   ${o.throughput.toFixed(0).padStart(11)}   ${ms(o.p50).padEnd(10)} ${ms(o.p99).padEnd(10)} ${right}`,
+      );
     });
   };
   table('default scheduler (max_batch_size 1):', ours, theirs);
   table('dynamic batching (max_batch_size 8, dynamic_batching { }):', oursBatching, theirsBatching);
   console.log('transport floor (a server that answers at once, same client):');
-  for (const f of floor) console.log(`  ${f.protocol.padEnd(6)} conc ${String(f.concurrency).padStart(2)}: ${f.throughput.toFixed(0)} req/s, p50 ${ms(f.p50)}`);
+  for (const f of floor)
+    console.log(`  ${f.protocol.padEnd(6)} conc ${String(f.concurrency).padStart(2)}: ${f.throughput.toFixed(0)} req/s, p50 ${ms(f.p50)}`);
   for (const o of ours.filter((f) => f.concurrency === 1)) {
     const base = floor.find((f) => f.protocol === o.protocol && f.concurrency === 1);
     const total = (o.p50 - pluginP50) * 1000;
     const own = base === undefined ? NaN : (o.p50 - base.p50 - pluginP50) * 1000;
-    console.log(`server overhead over ${o.protocol} at p50, concurrency 1: ${total.toFixed(0)} us over the in-process plugin, of which ${own.toFixed(0)} us over the transport floor (target <= 150 us)`);
+    console.log(
+      `server overhead over ${o.protocol} at p50, concurrency 1: ${total.toFixed(0)} us over the in-process plugin, of which ${own.toFixed(0)} us over the transport floor (target <= 150 us)`,
+    );
   }
 } finally {
   await rm(dir, { recursive: true, force: true });

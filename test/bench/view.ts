@@ -45,14 +45,18 @@ try {
         await p.waitForSelector('#summary pre');
         pageTimes.push(Date.now() - start);
         // main.ts marks how long reading the file and building the report took, in the page's own clock.
-        readTimes.push(await p.evaluate(() => (performance.getEntriesByName('popef-summary')[0] as { detail?: unknown } | undefined)?.detail as number));
+        readTimes.push(
+          await p.evaluate(() => (performance.getEntriesByName('popef-summary')[0] as { detail?: unknown } | undefined)?.detail as number),
+        );
         await p.close();
         const t = process.hrtime.bigint();
         const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'dump', file], { stdio: 'ignore' });
         if (r.status !== 0) throw new Error(`popef dump ${file} exited with ${r.status}`);
         cliTimes.push(Number(process.hrtime.bigint() - t) / 1e6);
       }
-      console.log(`  ${label}: page shows the summary ${median(pageTimes)} ms after the file is given (reading it and building the report: ${median(readTimes).toFixed(1)} ms); popef dump ${median(cliTimes).toFixed(0)} ms`);
+      console.log(
+        `  ${label}: page shows the summary ${median(pageTimes)} ms after the file is given (reading it and building the report: ${median(readTimes).toFixed(1)} ms); popef dump ${median(cliTimes).toFixed(0)} ms`,
+      );
     }
   } finally {
     await browser.close();

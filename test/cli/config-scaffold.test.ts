@@ -19,8 +19,17 @@ describe('popef scaffold: the seed acceptance', () => {
     await inTempDir(async (dir) => {
       const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '--repository', join(dir, 'OUT'), '--model', 'mnist', ...SEED_NAMES]);
       assert.equal(r.code, 0, r.stderr);
-      assert.deepEqual(await listTree(join(dir, 'OUT')), ['mnist', 'mnist/1', 'mnist/1/executable.popef', 'mnist/1/name_map.json', 'mnist/config.pbtxt']);
-      assert.deepEqual(JSON.parse(await readFile(join(dir, 'OUT/mnist/1/name_map.json'), 'utf8')), { input: 'digit_image', 'softmax/Softmax:0': 'output_labels' });
+      assert.deepEqual(await listTree(join(dir, 'OUT')), [
+        'mnist',
+        'mnist/1',
+        'mnist/1/executable.popef',
+        'mnist/1/name_map.json',
+        'mnist/config.pbtxt',
+      ]);
+      assert.deepEqual(JSON.parse(await readFile(join(dir, 'OUT/mnist/1/name_map.json'), 'utf8')), {
+        input: 'digit_image',
+        'softmax/Softmax:0': 'output_labels',
+      });
       const config = parsePbtxt(await readFile(join(dir, 'OUT/mnist/config.pbtxt'), 'utf8')).message;
       assert.equal(config.name, 'mnist');
       assert.equal(config.backend, 'poplar');
@@ -74,7 +83,17 @@ describe("popef config: Graphcore's example repositories", () => {
   });
 
   it('adds dynamic batching with preferred sizes, and checks them', async () => {
-    const ok = await runCli(['config', fixture('bert/executable.popef'), '--dynamic-batching', '--preferred-batch-size', '16', '--preferred-batch-size', '32', '--max-queue-delay-us', '100']);
+    const ok = await runCli([
+      'config',
+      fixture('bert/executable.popef'),
+      '--dynamic-batching',
+      '--preferred-batch-size',
+      '16',
+      '--preferred-batch-size',
+      '32',
+      '--max-queue-delay-us',
+      '100',
+    ]);
     assert.equal(ok.code, 0, ok.stderr);
     assert.deepEqual(parsePbtxt(ok.stdout).message.dynamic_batching, { preferred_batch_size: [16, 32], max_queue_delay_microseconds: 100 });
     const tooBig = await runCli(['config', fixture('bert/executable.popef'), '--dynamic-batching', '--preferred-batch-size', '64']);
@@ -102,7 +121,11 @@ describe("popef config: Graphcore's example repositories", () => {
 });
 
 describe('popef config / scaffold: bad input exits 2 and writes nothing', () => {
-  async function expectRefusal(args: (dir: string) => string[] | Promise<string[]>, pattern: RegExp, prepare?: (dir: string) => Promise<void>): Promise<void> {
+  async function expectRefusal(
+    args: (dir: string) => string[] | Promise<string[]>,
+    pattern: RegExp,
+    prepare?: (dir: string) => Promise<void>,
+  ): Promise<void> {
     await inTempDir(async (dir) => {
       if (prepare) await prepare(dir);
       const before = await listTree(dir);
@@ -132,7 +155,18 @@ describe('popef config / scaffold: bad input exits 2 and writes nothing', () => 
 
   it('a name collision after mapping', async () => {
     await expectRefusal(
-      (dir) => ['scaffold', fixture('mnist/executable.popef'), '-r', join(dir, 'repo'), '-m', 'm', '--name', 'input=x', '--name', 'softmax/Softmax:0=x'],
+      (dir) => [
+        'scaffold',
+        fixture('mnist/executable.popef'),
+        '-r',
+        join(dir, 'repo'),
+        '-m',
+        'm',
+        '--name',
+        'input=x',
+        '--name',
+        'softmax/Softmax:0=x',
+      ],
       /anchors "input" and "softmax\/Softmax:0" would both be called "x"/,
     );
     await expectRefusal(
@@ -176,7 +210,10 @@ describe('popef config / scaffold: bad input exits 2 and writes nothing', () => 
 
   it('a model name with / or ..', async () => {
     for (const name of ['a/b', '..', 'x..y', '.hidden']) {
-      await expectRefusal((dir) => ['scaffold', fixture('mnist/executable.popef'), '-r', join(dir, 'repo'), '-m', name], /model name .* (contains a path separator|contains "\.\."|starts with ".")/);
+      await expectRefusal(
+        (dir) => ['scaffold', fixture('mnist/executable.popef'), '-r', join(dir, 'repo'), '-m', name],
+        /model name .* (contains a path separator|contains "\.\."|starts with ".")/,
+      );
     }
   });
 
@@ -210,7 +247,18 @@ describe('popef scaffold: options', () => {
 
   it('places every file of a split model, and --link hard-links them', async () => {
     await inTempDir(async (dir) => {
-      const r = await runCli(['scaffold', fixture('split/variables.popef'), fixture('split/executable.popef'), '-r', join(dir, 'repo'), '-m', 'split', '--link', '--version', '3']);
+      const r = await runCli([
+        'scaffold',
+        fixture('split/variables.popef'),
+        fixture('split/executable.popef'),
+        '-r',
+        join(dir, 'repo'),
+        '-m',
+        'split',
+        '--link',
+        '--version',
+        '3',
+      ]);
       assert.equal(r.code, 0, r.stderr);
       assert.deepEqual(await listTree(join(dir, 'repo/split/3')), ['executable.popef', 'name_map.json', 'variables.popef']);
       assert.equal((await stat(join(dir, 'repo/split/3/executable.popef'))).ino, (await stat(fixture('split/executable.popef'))).ino);
@@ -224,9 +272,29 @@ describe('popef scaffold: options', () => {
       assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2'])).code, 2);
       assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2', '--force'])).code, 0);
       await writeFile(join(repo, 'mnist/1/notes.txt'), 'keep');
-      const again = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2', '--force', ...SEED_NAMES]);
+      const again = await runCli([
+        'scaffold',
+        fixture('mnist/executable.popef'),
+        '-r',
+        repo,
+        '-m',
+        'mnist',
+        '--version',
+        '2',
+        '--force',
+        ...SEED_NAMES,
+      ]);
       assert.equal(again.code, 0, again.stderr);
-      assert.deepEqual(await listTree(join(repo, 'mnist')), ['1', '1/executable.popef', '1/name_map.json', '1/notes.txt', '2', '2/executable.popef', '2/name_map.json', 'config.pbtxt']);
+      assert.deepEqual(await listTree(join(repo, 'mnist')), [
+        '1',
+        '1/executable.popef',
+        '1/name_map.json',
+        '1/notes.txt',
+        '2',
+        '2/executable.popef',
+        '2/name_map.json',
+        'config.pbtxt',
+      ]);
       assert.match(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), /digit_image/);
       assert.deepEqual((await readdir(repo)).sort(), ['mnist'], 'no staging leftovers');
     });

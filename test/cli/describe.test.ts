@@ -24,7 +24,8 @@ interface JsonReport {
   repositories: { models: { name: string; findings: { rule: string; severity: string; message: string }[] }[] }[];
 }
 
-const findingsOf = (stdout: string): [string, string][] => ((JSON.parse(stdout) as JsonReport).repositories[0]?.models[0]?.findings ?? []).map((f) => [f.rule, f.severity]);
+const findingsOf = (stdout: string): [string, string][] =>
+  ((JSON.parse(stdout) as JsonReport).repositories[0]?.models[0]?.findings ?? []).map((f) => [f.rule, f.severity]);
 
 describe('popef describe', () => {
   it('writes FILE.json that matches its schema, with the file size and SHA-256; refuses to overwrite without --force', async () => {
@@ -34,11 +35,16 @@ describe('popef describe', () => {
       const r = await runCli(['describe', file]);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stdout, /^wrote .*executable\.popef\.json: 1 model, 1 file described \(popef-toolkit .* open-layout reader\)\n$/);
-      const written = JSON.parse(await readFile(`${file}.json`, 'utf8')) as { files: { name: string; size: number; sha256: string }[]; models: { metadata: { anchors: { name: string }[] } }[] };
+      const written = JSON.parse(await readFile(`${file}.json`, 'utf8')) as {
+        files: { name: string; size: number; sha256: string }[];
+        models: { metadata: { anchors: { name: string }[] } }[];
+      };
       assert.deepEqual(schemaErrors('popef-description', written), []);
       const bytes = await readFile(file);
       const { createHash } = await import('node:crypto');
-      assert.deepEqual(written.files, [{ name: 'executable.popef', size: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') }]);
+      assert.deepEqual(written.files, [
+        { name: 'executable.popef', size: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') },
+      ]);
       // The anchors are dump --json's.
       const dump = JSON.parse((await runCli(['dump', file, '--json'])).stdout) as { models: { metadata: unknown }[] };
       assert.deepEqual(written.models[0]?.metadata, dump.models[0]?.metadata);
@@ -57,7 +63,10 @@ describe('validate without the SDK, against the description of an SDK-format fil
   let dir = '';
   let cleanup: () => Promise<void> = () => Promise.resolve();
   /** The simulated SDK's exports of the MNIST and BERT fixtures, with their descriptions. */
-  const sdk: Record<'mnist' | 'bert', { file: string; description: string }> = { mnist: { file: '', description: '' }, bert: { file: '', description: '' } };
+  const sdk: Record<'mnist' | 'bert', { file: string; description: string }> = {
+    mnist: { file: '', description: '' },
+    bert: { file: '', description: '' },
+  };
 
   before(async () => {
     const temp = await tempDir();
@@ -74,7 +83,11 @@ describe('validate without the SDK, against the description of an SDK-format fil
       const source = await FileSource.open(file);
       const set = await ModelSet.open([back]);
       try {
-        const description = describeModelSet(set, [{ name: 'executable.popef', size: source.size, sha256: await sha256Of(source) }], 'simulated Poplar SDK popef.Reader, through popef import (test)');
+        const description = describeModelSet(
+          set,
+          [{ name: 'executable.popef', size: source.size, sha256: await sha256Of(source) }],
+          'simulated Poplar SDK popef.Reader, through popef import (test)',
+        );
         assert.deepEqual(schemaErrors('popef-description', description), []);
         sdk[name] = { file, description: `${JSON.stringify(description, null, 2)}\n` };
       } finally {
@@ -120,7 +133,10 @@ describe('validate without the SDK, against the description of an SDK-format fil
       await inTempDir(async (temp) => {
         const r = await runCli(['validate', await repository(name, change, temp), '--format', 'json']);
         assert.equal(r.code, 1);
-        assert.ok(findingsOf(r.stdout).some(([f, s]) => f === rule && s === 'error'), r.stdout);
+        assert.ok(
+          findingsOf(r.stdout).some(([f, s]) => f === rule && s === 'error'),
+          r.stdout,
+        );
         assert.ok(!findingsOf(r.stdout).some(([f]) => f === 'popef/not-cross-checked'), r.stdout);
       });
     });
@@ -143,7 +159,10 @@ describe('validate without the SDK, against the description of an SDK-format fil
       await appendFile(file, 'x');
       const r = await runCli(['validate', repo]);
       assert.equal(r.code, 1);
-      assert.match(r.stdout, /error: the PopEF description mnist\/1\/executable\.popef\.json does not describe the file beside it: it records \d+ bytes for executable\.popef, which has \d+; anchors not cross-checked \[popef\/stale-description\]/);
+      assert.match(
+        r.stdout,
+        /error: the PopEF description mnist\/1\/executable\.popef\.json does not describe the file beside it: it records \d+ bytes for executable\.popef, which has \d+; anchors not cross-checked \[popef\/stale-description\]/,
+      );
     });
   });
 });

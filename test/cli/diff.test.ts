@@ -3,7 +3,6 @@ import { describe, it } from 'node:test';
 import { schemaErrors } from '../../src/json-schemas.js';
 import { FIXTURES, matchGolden, runCli } from '../helpers.js';
 
-
 const golden = (name: string, actual: string): Promise<void> => matchGolden('diff', name, actual);
 
 interface DiffJson {
@@ -21,9 +20,25 @@ const cases: [string, number, (d: DiffJson) => void][] = [
       assert.ok(d.changes.some((c) => c.change === 'added' && c.subject === 'model "777" anchor "pixels" (INPUT)'));
     },
   ],
-  ['dtype-changed', 1, (d) => assert.ok(d.changes.some((c) => c.scope === 'anchor' && c.field === 'dtype' && c.before === 'F32' && c.after === 'F16'))],
-  ['blob-added', 1, (d) => assert.deepEqual(d.changes.map((c) => [c.change, c.subject]), [['added', 'blob OPAQUE "poptorch" -> "777"']])],
-  ['metadata-changed', 1, (d) => assert.ok(d.changes.some((c) => c.scope === 'metadata' && c.field === 'deviceIterations' && c.before === 1 && c.after === 16))],
+  [
+    'dtype-changed',
+    1,
+    (d) => assert.ok(d.changes.some((c) => c.scope === 'anchor' && c.field === 'dtype' && c.before === 'F32' && c.after === 'F16')),
+  ],
+  [
+    'blob-added',
+    1,
+    (d) =>
+      assert.deepEqual(
+        d.changes.map((c) => [c.change, c.subject]),
+        [['added', 'blob OPAQUE "poptorch" -> "777"']],
+      ),
+  ],
+  [
+    'metadata-changed',
+    1,
+    (d) => assert.ok(d.changes.some((c) => c.scope === 'metadata' && c.field === 'deviceIterations' && c.before === 1 && c.after === 16)),
+  ],
 ];
 
 describe('popef diff on fixture pairs', () => {
@@ -43,8 +58,13 @@ describe('popef diff on fixture pairs', () => {
 
   it('--ignore drops expected differences by field, scope.field or scope', async () => {
     const args = ['diff', 'diff/base.popef', 'diff/metadata-changed.popef', '--json'];
-    const some = JSON.parse((await runCli([...args, '--ignore', 'metadata.deviceIterations', '--ignore', 'crc32'], { cwd: FIXTURES })).stdout) as DiffJson;
-    assert.deepEqual(some.changes.map((c) => c.field), ['engineOptions', 'size']);
+    const some = JSON.parse(
+      (await runCli([...args, '--ignore', 'metadata.deviceIterations', '--ignore', 'crc32'], { cwd: FIXTURES })).stdout,
+    ) as DiffJson;
+    assert.deepEqual(
+      some.changes.map((c) => c.field),
+      ['engineOptions', 'size'],
+    );
     const all = await runCli([...args, '--ignore', 'metadata', '--ignore', 'METADATA'], { cwd: FIXTURES });
     assert.equal(all.code, 0);
     assert.equal((JSON.parse(all.stdout) as DiffJson).identical, true);
@@ -53,7 +73,10 @@ describe('popef diff on fixture pairs', () => {
   it('compares model sets split over several files, with --', async () => {
     const r = await runCli(['diff', '--json', 'split/executable.popef', 'split/variables.popef', '--', 'split/executable.popef'], { cwd: FIXTURES });
     assert.equal(r.code, 1);
-    assert.deepEqual((JSON.parse(r.stdout) as DiffJson).changes.map((c) => [c.change, c.subject]), [['removed', 'blob DATA_TENSOR "w"']]);
+    assert.deepEqual(
+      (JSON.parse(r.stdout) as DiffJson).changes.map((c) => [c.change, c.subject]),
+      [['removed', 'blob DATA_TENSOR "w"']],
+    );
   });
 
   it('pairs single models whatever their executable names, comparing executables by checksum', async () => {

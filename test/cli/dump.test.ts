@@ -28,7 +28,12 @@ describe('popef dump: golden outputs for every fixture', () => {
     if (expect.ok) {
       const warnings: readonly string[] = expect.warnings ?? [];
       it(`${entry.path}: text, --all, --json, --markdown`, async () => {
-        for (const [suffix, flags] of [['txt', []], ['all.txt', ['--all']], ['json', ['--json']], ['md', ['--markdown']]] as const) {
+        for (const [suffix, flags] of [
+          ['txt', []],
+          ['all.txt', ['--all']],
+          ['json', ['--json']],
+          ['md', ['--markdown']],
+        ] as const) {
           const r = await runCli(['dump', ...flags, ...args], { cwd: FIXTURES });
           assert.equal(r.code, 0, r.stderr);
           if (suffix === 'json') assert.deepEqual(schemaErrors('dump', JSON.parse(r.stdout)), []);
@@ -69,14 +74,19 @@ describe('popef dump: options and errors', () => {
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stdout.match(/"onnx"/g)?.length, 1, r.stdout);
     assert.match(r.stdout, /│ OPAQUE +│ onnx -> \S+ +│ \d+ +│ \d+ B +│ \d+ B /);
-    const json = JSON.parse((await runCli(['dump', '--json', 'mnist/executable.popef'], { cwd: FIXTURES })).stdout) as { blobs: { payloadLength: number | string }[] };
+    const json = JSON.parse((await runCli(['dump', '--json', 'mnist/executable.popef'], { cwd: FIXTURES })).stdout) as {
+      blobs: { payloadLength: number | string }[];
+    };
     assert.ok(json.blobs.every((b) => /^\d+$/.test(String(b.payloadLength))));
   });
 
   it('--verify reports the damaged blob with offset and both checksums, still printing the report', async () => {
     const r = await runCli(['dump', '--verify', '--json', 'malformed/payload-bitflip.popef'], { cwd: FIXTURES });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /payload-bitflip\.popef: offset 152: POPLAR_EXECUTABLE payload crc32: payload checksum mismatch: stored 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8} \[E_CHECKSUM\]/);
+    assert.match(
+      r.stderr,
+      /payload-bitflip\.popef: offset 152: POPLAR_EXECUTABLE payload crc32: payload checksum mismatch: stored 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8} \[E_CHECKSUM\]/,
+    );
     const report = JSON.parse(r.stdout) as { verify: { ok: boolean } };
     assert.equal(report.verify.ok, false);
   });
@@ -85,7 +95,10 @@ describe('popef dump: options and errors', () => {
     const r = await runCli(['dump', 'mnist/executable.popef', 'malformed/not-popef.bin', 'no/such.popef'], { cwd: FIXTURES });
     assert.equal(r.code, 2);
     assert.match(r.stdout, /^PopEF file: mnist\/executable\.popef$/m);
-    assert.match(r.stderr, /not-popef\.bin: offset 0: blob magic: not a PopEF open-layout file: the blob signature is missing \[E_NOT_POPEF\]\n {2}hint: if the Poplar SDK wrote it, popef reads it with the SDK.s own popef\.Reader where the SDK is enabled, and it is not here \(run "popef doctor" to see why\); or convert it once on a machine with the SDK: popef import FILE/);
+    assert.match(
+      r.stderr,
+      /not-popef\.bin: offset 0: blob magic: not a PopEF open-layout file: the blob signature is missing \[E_NOT_POPEF\]\n {2}hint: if the Poplar SDK wrote it, popef reads it with the SDK.s own popef\.Reader where the SDK is enabled, and it is not here \(run "popef doctor" to see why\); or convert it once on a machine with the SDK: popef import FILE/,
+    );
     assert.match(r.stderr, /no\/such\.popef: cannot open the file: ENOENT \[E_IO\]\n {2}hint: check the path/);
   });
 

@@ -31,7 +31,22 @@ describe('the command-line grammar', () => {
   });
 
   it('every command lists its exit codes in --help', async () => {
-    for (const command of ['dump', 'diff', 'config', 'scaffold', 'validate', 'describe', 'run', 'serve', 'pack', 'unpack', 'import', 'export', 'doctor', 'view']) {
+    for (const command of [
+      'dump',
+      'diff',
+      'config',
+      'scaffold',
+      'validate',
+      'describe',
+      'run',
+      'serve',
+      'pack',
+      'unpack',
+      'import',
+      'export',
+      'doctor',
+      'view',
+    ]) {
       const r = await runCli([command, '--help']);
       assert.equal(r.code, 0);
       assert.match(r.stdout, /Exit codes:/, command);
@@ -59,13 +74,36 @@ describe('the command-line grammar', () => {
   it('builds only the command it runs, and every command for help or a typo', async () => {
     const { Command } = await import('commander');
     const { register } = await import('../../src/cli/commands/index.js');
-    const io: CliIo = { stdout: () => undefined, stderr: () => undefined, stdoutIsTTY: false, stderrIsTTY: false, env: {}, cwd: ROOT, signal: new AbortController().signal };
+    const io: CliIo = {
+      stdout: () => undefined,
+      stderr: () => undefined,
+      stdoutIsTTY: false,
+      stderrIsTTY: false,
+      env: {},
+      cwd: ROOT,
+      signal: new AbortController().signal,
+    };
     const names = (argv: string[]): string[] => {
       const program = new Command('popef');
       register(program, io, () => undefined, argv);
       return program.commands.map((c) => c.name());
     };
-    const all = ['dump', 'diff', 'config', 'scaffold', 'validate', 'describe', 'run', 'serve', 'pack', 'unpack', 'import', 'export', 'doctor', 'view'];
+    const all = [
+      'dump',
+      'diff',
+      'config',
+      'scaffold',
+      'validate',
+      'describe',
+      'run',
+      'serve',
+      'pack',
+      'unpack',
+      'import',
+      'export',
+      'doctor',
+      'view',
+    ];
     assert.deepEqual(names(['dump', 'run']), ['dump']);
     assert.deepEqual(names(['--no-color', 'export', 'a.popef']), ['import', 'export']);
     for (const argv of [[], ['--help'], ['help', 'dump'], ['dmup', 'x.popef']]) assert.deepEqual(names(argv), all, argv.join(' '));

@@ -49,7 +49,9 @@ describe('the launcher keeps compiled code between runs', () => {
   }
 
   it('compiles, writes the cache at exit, and runs from it the next time with the same results', () => {
-    const { bundle, cache } = setUp(`exports.value = () => require('node:path').basename(__filename) + ':' + (module.exports === exports) + ':' + [1, 2, 3].map((x) => x * 2).join(',');`);
+    const { bundle, cache } = setUp(
+      `exports.value = () => require('node:path').basename(__filename) + ':' + (module.exports === exports) + ':' + [1, 2, 3].map((x) => x * 2).join(',');`,
+    );
     const first = launchIn(bundle, cache);
     assert.deepEqual([first.cache, first.value], ['miss', 'bundle.cjs:true:2,4,6']);
     const [file] = cacheFiles(cache);
@@ -89,7 +91,12 @@ describe('the launcher keeps compiled code between runs', () => {
     launchIn(bundle, cache, {}, ['validate', 'models', '--format', '../../x']);
     launchIn(bundle, cache, {}, ['--help']);
     launchIn(bundle, cache, {}, ['../a path/with spaces']);
-    assert.deepEqual(cacheFiles(cache).map((f) => f.split('-')[0]).sort(), ['dump', 'dump.json', 'other', 'validate', 'validate.sarif']);
+    assert.deepEqual(
+      cacheFiles(cache)
+        .map((f) => f.split('-')[0])
+        .sort(),
+      ['dump', 'dump.json', 'other', 'validate', 'validate.sarif'],
+    );
     assert.equal(launchIn(bundle, cache, {}, ['validate']).cache, 'hit');
     assert.equal(launchIn(bundle, cache, {}, ['dump', '--markdown']).cache, 'miss');
   });
@@ -142,7 +149,9 @@ describe('the launcher keeps compiled code between runs', () => {
   });
 
   it('lets the bundle import() packages beside it, as a module would', () => {
-    const { bundle, cache } = setUp(`exports.value = () => (typeof __popefImport === 'function' ? __popefImport : (s) => import(s))('side-package').then((m) => m.default);`);
+    const { bundle, cache } = setUp(
+      `exports.value = () => (typeof __popefImport === 'function' ? __popefImport : (s) => import(s))('side-package').then((m) => m.default);`,
+    );
     const pkg = join(dirname(bundle), 'node_modules/side-package');
     mkdirSync(pkg, { recursive: true });
     writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'side-package', type: 'module', exports: './index.js' }));
@@ -167,10 +176,16 @@ describe('the launcher keeps compiled code between runs', () => {
     utimesSync(killed, 1000, 1000);
     writeFileSync(writing, 'x');
     launchIn(bundle, cache);
-    assert.deepEqual(readdirSync(cache).filter((f) => f.endsWith('.tmp')), ['dump-x.bin.456-def.tmp']);
+    assert.deepEqual(
+      readdirSync(cache).filter((f) => f.endsWith('.tmp')),
+      ['dump-x.bin.456-def.tmp'],
+    );
     const left = cacheFiles(cache);
     assert.equal(left.length, 32);
-    assert.ok(left.some((f) => f.startsWith('dump-')), 'the new cache is kept');
+    assert.ok(
+      left.some((f) => f.startsWith('dump-')),
+      'the new cache is kept',
+    );
     assert.ok(!left.includes('old0-00000000-1-v8-x.bin') && left.includes('old39-00000000-1-v8-x.bin'));
   });
 

@@ -34,7 +34,11 @@ describe('packages load when a command needs them', () => {
   after(() => cleanup());
 
   function loaded(args: string[]): string[] {
-    const r = spawnSync(process.execPath, ['-r', hook, join(ROOT, 'bin/popef.cjs'), ...args], { cwd: dir, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    const r = spawnSync(process.execPath, ['-r', hook, join(ROOT, 'bin/popef.cjs'), ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     assert.ok(r.status === 0 || r.status === 1, `${args.join(' ')}: ${r.stderr}`);
     const line = r.stderr.split('\n').find((l) => l.startsWith('PACKAGES '));
     assert.ok(line !== undefined, r.stderr);

@@ -29,13 +29,21 @@ describe("popef run's default plugin", () => {
   it('is ipu for a model without a graph, whose refusal names --plugin cpu and --reference', async () => {
     const r = await runCli(['run', fixture('weights/executable.popef'), '--random'], { env: NO_SDK });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /plugin "ipu" cannot run here: [^\n]*\[E_PLUGIN_UNAVAILABLE\]\n {2}hint: enable the Poplar SDK[^\n]*; or run the source ONNX graph on this machine with --plugin cpu \(from --reference model\.onnx/);
+    assert.match(
+      r.stderr,
+      /plugin "ipu" cannot run here: [^\n]*\[E_PLUGIN_UNAVAILABLE\]\n {2}hint: enable the Poplar SDK[^\n]*; or run the source ONNX graph on this machine with --plugin cpu \(from --reference model\.onnx/,
+    );
   });
 
   it('names --plugin ipu when cpu cannot run here', async () => {
-    const r = await runCli(['run', fixture('mnist/executable.popef'), '--random', '--plugin', 'cpu'], { env: { ...NO_SDK, POPEF_ONNXRUNTIME_MODULE: 'onnxruntime-node-is-not-here' } });
+    const r = await runCli(['run', fixture('mnist/executable.popef'), '--random', '--plugin', 'cpu'], {
+      env: { ...NO_SDK, POPEF_ONNXRUNTIME_MODULE: 'onnxruntime-node-is-not-here' },
+    });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded[\s\S]*hint: [^\n]*; or run the model itself with --plugin ipu where the Poplar SDK is enabled/);
+    assert.match(
+      r.stderr,
+      /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded[\s\S]*hint: [^\n]*; or run the model itself with --plugin ipu where the Poplar SDK is enabled/,
+    );
   });
 });
 
@@ -78,7 +86,10 @@ describe('popef config never drops the name map', () => {
       const r = await runCli(['config', fixture('mnist/executable.popef'), '-o', dir, '-m', 'mnist', ...renamed]);
       assert.equal(r.code, 0, r.stderr);
       assert.equal(parsePbtxt(await readFile(join(dir, 'mnist/config.pbtxt'), 'utf8')).message.name, 'mnist');
-      assert.equal(parseNameMap(await readFile(join(dir, 'mnist/1/name_map.json'), 'utf8')).entries.find((e) => e.anchor === 'input')?.name, 'digit_image');
+      assert.equal(
+        parseNameMap(await readFile(join(dir, 'mnist/1/name_map.json'), 'utf8')).entries.find((e) => e.anchor === 'input')?.name,
+        'digit_image',
+      );
       assert.match(r.stdout, /put the PopEF file in .*mnist\/1\/ as executable\.popef/);
       // Without -m the directory takes the executable's name, and the config no name (Triton uses the directory's).
       const unnamed = await runCli(['config', fixture('mnist/executable.popef'), '-o', join(dir, 'b')]);

@@ -51,7 +51,7 @@ describe('SDK-written files read through the SDK', { skip }, () => {
     });
   });
 
-  it('dump in every view and format gives the open layout\'s report, and says the SDK read it', async () => {
+  it("dump in every view and format gives the open layout's report, and says the SDK read it", async () => {
     await inTempDir(async (dir) => {
       const file = await sdkMnist(dir);
       for (const view of [[], ['--metadata'], ['--all'], ['--blobs'], ['--markdown']]) {
@@ -60,10 +60,17 @@ describe('SDK-written files read through the SDK', { skip }, () => {
         assert.equal(sdk.code, 0, sdk.stderr);
         if (view.includes('--markdown')) {
           assert.match(sdk.stdout, /: Read with: the Poplar SDK's popef\.Reader \(release 3\.4\.0\), through the IPU bridge/);
-          assert.deepEqual(sdk.stdout.split('\n').filter((l) => l.startsWith('| `input`')), open.stdout.split('\n').filter((l) => l.startsWith('| `input`')));
+          assert.deepEqual(
+            sdk.stdout.split('\n').filter((l) => l.startsWith('| `input`')),
+            open.stdout.split('\n').filter((l) => l.startsWith('| `input`')),
+          );
           continue;
         }
-        assert.match(sdk.stdout, /^ {2}Read with: the Poplar SDK's popef\.Reader \(release 3\.4\.0\), through the IPU bridge; offsets and sizes are those of its open-layout copy$/m, view.join(' '));
+        assert.match(
+          sdk.stdout,
+          /^ {2}Read with: the Poplar SDK's popef\.Reader \(release 3\.4\.0\), through the IPU bridge; offsets and sizes are those of its open-layout copy$/m,
+          view.join(' '),
+        );
         // The copy is written as the open-layout fixture was: even its blob table is the same.
         assert.deepEqual(body(sdk.stdout), body(open.stdout), view.join(' '));
       }
@@ -72,7 +79,10 @@ describe('SDK-written files read through the SDK', { skip }, () => {
       const report = JSON.parse(json.stdout) as { files: { readBy?: unknown }[]; models: unknown[]; tensors: unknown[] };
       assert.deepEqual(schemaErrors('dump', report), []);
       assert.deepEqual(report.files[0]?.readBy, { reader: 'poplar-sdk', sdkVersion: '3.4.0' });
-      const open = JSON.parse((await runCli(['dump', '--json', fixture('mnist/executable.popef')])).stdout) as { files: { readBy?: unknown }[]; models: unknown[] };
+      const open = JSON.parse((await runCli(['dump', '--json', fixture('mnist/executable.popef')])).stdout) as {
+        files: { readBy?: unknown }[];
+        models: unknown[];
+      };
       assert.equal(open.files[0]?.readBy, undefined);
       // The same models, but for the file each part is in.
       const withoutFiles = (v: unknown): unknown => JSON.parse(JSON.stringify(v, (k, x: unknown) => (k === 'file' ? undefined : x)));
@@ -108,11 +118,16 @@ describe('SDK-written files read through the SDK', { skip }, () => {
     await inTempDir(async (dir) => {
       const file = await sdkMnist(dir);
       const repo = join(dir, 'repo');
-      const made = await runCli(['scaffold', file, '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels'], { env: env(dir) });
+      const made = await runCli(
+        ['scaffold', file, '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels'],
+        { env: env(dir) },
+      );
       assert.equal(made.code, 0, made.stderr);
       const rules = async (e: Record<string, string>): Promise<string[]> => {
         const r = await runCli(['validate', repo, '--format', 'json'], { env: e });
-        return (JSON.parse(r.stdout) as { repositories: { models: { findings: { rule: string }[] }[] }[] }).repositories.flatMap((x) => x.models.flatMap((m) => m.findings.map((f) => f.rule)));
+        return (JSON.parse(r.stdout) as { repositories: { models: { findings: { rule: string }[] }[] }[] }).repositories.flatMap((x) =>
+          x.models.flatMap((m) => m.findings.map((f) => f.rule)),
+        );
       };
       // With the SDK: read and cross-checked, so no notice; without it, the notice.
       assert.deepEqual(await rules(env(dir)), []);
@@ -125,7 +140,10 @@ describe('SDK-written files read through the SDK', { skip }, () => {
       assert.equal(described.code, 0, described.stderr);
       const description = JSON.parse(await readFile(`${file}.json`, 'utf8')) as { reader: string; files: { size: number; sha256: string }[] };
       const bytes = await readFile(file);
-      assert.deepEqual(description.files.map((f) => [f.size, f.sha256]), [[bytes.byteLength, createHash('sha256').update(bytes).digest('hex')]]);
+      assert.deepEqual(
+        description.files.map((f) => [f.size, f.sha256]),
+        [[bytes.byteLength, createHash('sha256').update(bytes).digest('hex')]],
+      );
       assert.match(description.reader, /Poplar SDK/);
       assert.deepEqual(await readdir(join(dir, 'tmp')), []);
     });
@@ -150,14 +168,21 @@ describe('SDK-written files read through the SDK', { skip }, () => {
     });
   });
 
-  it('without the SDK: the open layout\'s error, with a hint that names popef doctor', async () => {
+  it("without the SDK: the open layout's error, with a hint that names popef doctor", async () => {
     await inTempDir(async (dir) => {
       const file = await sdkMnist(dir);
-      for (const args of [['dump', file], ['config', file], ['diff', file, fixture('mnist/executable.popef')]]) {
+      for (const args of [
+        ['dump', file],
+        ['config', file],
+        ['diff', file, fixture('mnist/executable.popef')],
+      ]) {
         const r = await runCli(args, { env: env(dir, { PYTHONPATH: '' }) });
         assert.equal(r.code, 2, args.join(' '));
         assert.match(r.stderr, /not a PopEF open-layout file: the blob signature is missing \[E_NOT_POPEF\]/);
-        assert.match(r.stderr, /hint: if the Poplar SDK wrote it, popef reads it with the SDK's own popef\.Reader where the SDK is enabled, and it is not here \(run "popef doctor" to see why\)/);
+        assert.match(
+          r.stderr,
+          /hint: if the Poplar SDK wrote it, popef reads it with the SDK's own popef\.Reader where the SDK is enabled, and it is not here \(run "popef doctor" to see why\)/,
+        );
       }
     });
   });
@@ -180,7 +205,10 @@ describe('SDK-written files read through the SDK', { skip }, () => {
       await copyFile(fixture('malformed/not-popef.bin'), junk);
       const r = await runCli(['dump', junk], { env: env(dir) });
       assert.equal(r.code, 2);
-      assert.match(r.stderr, /not a PopEF open-layout file, and the Poplar SDK's popef\.Reader cannot read it either: .*is not a simulated PopEF file/);
+      assert.match(
+        r.stderr,
+        /not a PopEF open-layout file, and the Poplar SDK's popef\.Reader cannot read it either: .*is not a simulated PopEF file/,
+      );
       assert.deepEqual(await readdir(join(dir, 'tmp')), []);
     });
   });

@@ -25,7 +25,8 @@ interface JsonReport {
   summary: { errors: number; warnings: number; notices: number; models: number; notCrossChecked: number };
 }
 
-const models = async (repo: string): Promise<string[]> => (await readdir(repo, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+const models = async (repo: string): Promise<string[]> =>
+  (await readdir(repo, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
 
 /** Every format exits 0 on a correct repository, reports the notices as notices, and --require-popef exits 1. */
 async function checkAllFormats(repo: string, reason: RegExp): Promise<void> {
@@ -70,7 +71,10 @@ async function checkAllFormats(repo: string, reason: RegExp): Promise<void> {
   assert.equal(sarif.code, 0);
   const log = JSON.parse(sarif.stdout) as { runs: { results: { level: string }[] }[] };
   assert.deepEqual(schemaErrors('sarif-2.1.0-subset', log), []);
-  assert.deepEqual(log.runs[0]?.results.map((r) => r.level), ['note', 'note', 'note', 'note']);
+  assert.deepEqual(
+    log.runs[0]?.results.map((r) => r.level),
+    ['note', 'note', 'note', 'note'],
+  );
 
   const github = await runCli(['validate', repo, '--format', 'github']);
   assert.equal(github.code, 0);
@@ -105,7 +109,10 @@ describe("popef validate without the SDK: Graphcore's example repositories", () 
           const repo = join(dir, 'graphcore-triton');
           await cp(EXAMPLES, repo, { recursive: true });
           for (const m of await models(repo)) await copyFile(standIn, join(repo, m, '1', 'executable.popef'));
-          await checkAllFormats(repo, /^anchors not cross-checked for model '[^']+': [^ ]+\/1\/executable\.popef is not in the PopEF open layout \(written by the Poplar SDK: its encoding is unpublished\)$/);
+          await checkAllFormats(
+            repo,
+            /^anchors not cross-checked for model '[^']+': [^ ]+\/1\/executable\.popef is not in the PopEF open layout \(written by the Poplar SDK: its encoding is unpublished\)$/,
+          );
         });
       } finally {
         await cleanup();
@@ -123,11 +130,17 @@ describe("popef validate without the SDK: Graphcore's example repositories", () 
       const r = await runCli(['validate', repo, '--format', 'json']);
       assert.equal(r.code, 1);
       const report = JSON.parse(r.stdout) as JsonReport;
-      assert.deepEqual(report.repositories[0]?.models[0]?.findings.map((f) => [f.rule, f.severity]), [['popef/unreadable', 'error']]);
+      assert.deepEqual(
+        report.repositories[0]?.models[0]?.findings.map((f) => [f.rule, f.severity]),
+        [['popef/unreadable', 'error']],
+      );
       // An empty file is not an export either.
       await writeFile(join(repo, 'mnist/1/executable.popef'), '');
       const empty = JSON.parse((await runCli(['validate', repo, '--format', 'json'])).stdout) as JsonReport;
-      assert.deepEqual(empty.repositories[0]?.models[0]?.findings.map((f) => f.rule), ['popef/unreadable']);
+      assert.deepEqual(
+        empty.repositories[0]?.models[0]?.findings.map((f) => f.rule),
+        ['popef/unreadable'],
+      );
     });
   });
 });

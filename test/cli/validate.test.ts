@@ -52,7 +52,10 @@ describe('popef validate: the broken repositories cover the rules', () => {
     // config/ensemble-decoupled: an ensemble's steps name its models, which the fixture corpus renames;
     // the tritonserver differential corpus breaks it (test/triton/triton-oracle.test.ts).
     const madeByTheirTests = new Set(['layout/link-outside', 'layout/link-loop', 'config/ensemble-decoupled']);
-    assert.deepEqual(Object.keys(RULES).filter((rule) => !covered.has(rule) && !madeByTheirTests.has(rule)), []);
+    assert.deepEqual(
+      Object.keys(RULES).filter((rule) => !covered.has(rule) && !madeByTheirTests.has(rule)),
+      [],
+    );
   });
 });
 
@@ -92,7 +95,10 @@ describe('popef validate: formats and options', () => {
       await copyFile(fixture('mnist/executable.popef'), join(model, '1', 'executable.popef'));
       await writeFile(join(model, '1', 'name_map.json'), '{}');
       const inputs = Array.from({ length: 150 }, (_, i) => `input { name: "in_${i}" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] }`).join('\n');
-      await writeFile(join(model, 'config.pbtxt'), `name: "many"\nbackend: "poplar"\nmax_batch_size: 1\n${inputs}\noutput { name: "softmax/Softmax:0" data_type: TYPE_FP32 dims: [ 10 ] }\n`);
+      await writeFile(
+        join(model, 'config.pbtxt'),
+        `name: "many"\nbackend: "poplar"\nmax_batch_size: 1\n${inputs}\noutput { name: "softmax/Softmax:0" data_type: TYPE_FP32 dims: [ 10 ] }\n`,
+      );
       const missing = async (extra: string[]): Promise<JsonFinding[]> => {
         const r = await runCli(['validate', join(dir, 'repo'), '--format', 'json', ...extra]);
         assert.equal(r.code, 1, r.stderr);
@@ -121,13 +127,22 @@ describe('popef validate: formats and options', () => {
 
   it('writes GitHub annotations with file, line and column', async () => {
     const r = await runCli(['validate', 'repos/io-dims', '--format', 'github'], { cwd: FIXTURES });
-    assert.match(r.stdout, /^::error file=repos\/io-dims\/mnist\/config\.pbtxt,line=\d+,col=\d+,title=popef validate io\/dims::model input 'digit_image' dimension must be integer >= 1, or -1 to indicate a variable-size dimension for mnist%0Ahint: /m);
+    assert.match(
+      r.stdout,
+      /^::error file=repos\/io-dims\/mnist\/config\.pbtxt,line=\d+,col=\d+,title=popef validate io\/dims::model input 'digit_image' dimension must be integer >= 1, or -1 to indicate a variable-size dimension for mnist%0Ahint: /m,
+    );
   });
 
   it('writes JUnit with one test case per model and rule', async () => {
     const r = await runCli(['validate', 'repos/popef-dims', '--format', 'junit'], { cwd: FIXTURES });
-    assert.match(r.stdout, /^<\?xml version="1\.0" encoding="UTF-8"\?>\n<testsuites name="popef validate" tests="\d+" failures="1" errors="0" skipped="0">/);
-    assert.match(r.stdout, /<testcase classname="repos\/popef-dims\/mnist" name="popef\/dims">\n {6}<failure type="error" message="config input &quot;digit_image&quot; has dims/);
+    assert.match(
+      r.stdout,
+      /^<\?xml version="1\.0" encoding="UTF-8"\?>\n<testsuites name="popef validate" tests="\d+" failures="1" errors="0" skipped="0">/,
+    );
+    assert.match(
+      r.stdout,
+      /<testcase classname="repos\/popef-dims\/mnist" name="popef\/dims">\n {6}<failure type="error" message="config input &quot;digit_image&quot; has dims/,
+    );
     assert.match(r.stdout, /<testcase classname="repos\/popef-dims\/mnist" name="io\/dims"\/>/);
   });
 

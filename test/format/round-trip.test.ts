@@ -132,7 +132,10 @@ describe('append mode', () => {
       const original = await readFile(fixture('seed/executable.popef'));
       await writeFile(path, original);
       const w = await PopefWriter.create(path, { append: true });
-      await assert.rejects(w.writeTensorData({ name: 't', tensorInfo: { dtype: 'F32', shape: [4] } }, new Uint8Array(15)), /payload has 15 bytes, but 16 are required/);
+      await assert.rejects(
+        w.writeTensorData({ name: 't', tensorInfo: { dtype: 'F32', shape: [4] } }, new Uint8Array(15)),
+        /payload has 15 bytes, but 16 are required/,
+      );
       assert.ok((await readFile(path)).equals(original));
     });
   });
@@ -145,7 +148,10 @@ describe('writer safety', () => {
       await writeFile(path, 'keep me');
       await assert.rejects(PopefWriter.create(path), (e: unknown) => e instanceof PopefError && e.code === ErrorCode.Exists);
       const w = await PopefWriter.create(join(dir, 'y.popef'));
-      await assert.rejects(w.writeTensorData({ name: 't', tensorInfo: { dtype: 'U8', shape: [3] } }, new Uint8Array(4)), (e: unknown) => e instanceof PopefError && e.code === ErrorCode.InvalidInput);
+      await assert.rejects(
+        w.writeTensorData({ name: 't', tensorInfo: { dtype: 'U8', shape: [3] } }, new Uint8Array(4)),
+        (e: unknown) => e instanceof PopefError && e.code === ErrorCode.InvalidInput,
+      );
       assert.deepEqual((await readdir(dir)).sort(), ['x.popef']);
       assert.equal(await readFile(path, 'utf8'), 'keep me');
     });
@@ -196,16 +202,19 @@ describe('hostile bytes (property)', () => {
   it('any byte sequence after a valid header gives a model or a typed error, never a crash', async () => {
     const valid = new Uint8Array(await readFile(fixture('weights/executable.popef')));
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(fc.nat(valid.byteLength - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }), async (edits) => {
-        const bytes = valid.slice();
-        for (const [at, value] of edits) bytes[at] = value;
-        try {
-          const set = await ModelSet.open([new MemorySource(bytes, 'fuzz.popef')]);
-          await set.close();
-        } catch (error) {
-          assert.ok(error instanceof PopefError, `untyped error: ${String(error)}`);
-        }
-      }),
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.nat(valid.byteLength - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }),
+        async (edits) => {
+          const bytes = valid.slice();
+          for (const [at, value] of edits) bytes[at] = value;
+          try {
+            const set = await ModelSet.open([new MemorySource(bytes, 'fuzz.popef')]);
+            await set.close();
+          } catch (error) {
+            assert.ok(error instanceof PopefError, `untyped error: ${String(error)}`);
+          }
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -24,7 +24,9 @@ function written(value: number): string[] {
 
 describe('FORMAT.md and the reader', () => {
   it('lists every limit of the reader in section 12, each in its own row, at its value', () => {
-    const rows = section(12).split('\n').filter((line) => line.startsWith('| '));
+    const rows = section(12)
+      .split('\n')
+      .filter((line) => line.startsWith('| '));
     // Each limit's row in the table, by the words it starts with: a limit without a row here fails, as does a row that states another value.
     const rowOf: Record<keyof typeof Limits, string> = {
       maxBlobsPerFile: 'blobs in one file',
@@ -42,15 +44,29 @@ describe('FORMAT.md and the reader', () => {
       assert.ok(label !== undefined, `Limits.${name} has no row in FORMAT.md section 12 (and none in this test)`);
       const row = rows.find((r) => r.startsWith(`| ${label}`));
       assert.ok(row !== undefined, `FORMAT.md section 12 has no row "${label}" for Limits.${name}`);
-      assert.ok(written(value).some((form) => row.includes(`| ${form} |`)), `Limits.${name} is ${value}, but its row says: ${row}`);
+      assert.ok(
+        written(value).some((form) => row.includes(`| ${form} |`)),
+        `Limits.${name} is ${value}, but its row says: ${row}`,
+      );
     }
   });
 
   it('lists every error code a PopEF file can raise in section 13', () => {
     const codes = section(13);
-    const formatCodes = [ErrorCode.NotPopef, ErrorCode.Truncated, ErrorCode.BadStructure, ErrorCode.UnsupportedVersion, ErrorCode.LimitExceeded, ErrorCode.BadFlatBuffer, ErrorCode.Checksum, ErrorCode.Compression, ErrorCode.Model];
+    const formatCodes = [
+      ErrorCode.NotPopef,
+      ErrorCode.Truncated,
+      ErrorCode.BadStructure,
+      ErrorCode.UnsupportedVersion,
+      ErrorCode.LimitExceeded,
+      ErrorCode.BadFlatBuffer,
+      ErrorCode.Checksum,
+      ErrorCode.Compression,
+      ErrorCode.Model,
+    ];
     for (const code of formatCodes) assert.ok(codes.includes(`| \`${code}\` |`), `${code} is not in section 13`);
-    for (const warning of ['W_NEWER_MINOR_VERSION', 'W_UNKNOWN_BLOB_TYPE']) assert.ok(codes.includes(`| \`${warning}\` |`), `${warning} is not in section 13`);
+    for (const warning of ['W_NEWER_MINOR_VERSION', 'W_UNKNOWN_BLOB_TYPE'])
+      assert.ok(codes.includes(`| \`${warning}\` |`), `${warning} is not in section 13`);
   });
 
   it('states one rule for unknown enum codes, in the schema and the spec', async () => {

@@ -18,7 +18,9 @@ async function hostileModel(path: string): Promise<void> {
   await w.writeExecutable(`exe${ESC}[31m`, new Uint8Array(8));
   await w.writeMetadata({
     ...emptyMetadata(`exe${ESC}[31m`),
-    anchors: [{ name: hostileName, handle: `h2d_${ESC}[1A`, tensorInfo: { dtype: 'F32', shape: [1] }, isPerReplica: false, type: 'INPUT', programs: [0] }],
+    anchors: [
+      { name: hostileName, handle: `h2d_${ESC}[1A`, tensorInfo: { dtype: 'F32', shape: [1] }, isPerReplica: false, type: 'INPUT', programs: [0] },
+    ],
     programFlow: { load: [], main: [0], save: [] },
     engineOptions: [{ name: `opt${ESC}[K`, value: `v\r\n${ESC}c` }],
   });
@@ -42,7 +44,12 @@ describe('control characters from files', () => {
     await inTempDir(async (dir) => {
       const path = join(dir, 'hostile.popef');
       await hostileModel(path);
-      for (const args of [['dump', path], ['dump', '--all', path], ['dump', '--markdown', path], ['diff', path, fixture('mnist/executable.popef')]]) {
+      for (const args of [
+        ['dump', path],
+        ['dump', '--all', path],
+        ['dump', '--markdown', path],
+        ['diff', path, fixture('mnist/executable.popef')],
+      ]) {
         const r = await runCli(args);
         assert.ok(r.code === 0 || r.code === 1, `${args.join(' ')}: ${r.stderr}`);
         // eslint-disable-next-line no-control-regex -- looking for raw control characters.
@@ -54,14 +61,17 @@ describe('control characters from files', () => {
     });
   });
 
-  it('keep a JUnit report well-formed XML (checked by Python\'s XML parser) and are escaped in text and GitHub output', async () => {
+  it("keep a JUnit report well-formed XML (checked by Python's XML parser) and are escaped in text and GitHub output", async () => {
     await inTempDir(async (dir) => {
       const model = join(dir, 'repo', 'm');
       await mkdir(join(model, '1'), { recursive: true });
       await copyFile(fixture('mnist/executable.popef'), join(model, '1', 'executable.popef'));
       await writeFile(join(model, '1', 'name_map.json'), '{}');
       // pbtxt escapes put the control characters into the name Triton compares with the directory.
-      await writeFile(join(model, 'config.pbtxt'), 'name: "m\\001\\033[2J\\uFFFE"\nbackend: "poplar"\nmax_batch_size: 1\ninput { name: "input" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] }\noutput { name: "softmax/Softmax:0" data_type: TYPE_FP32 dims: [ 10 ] }\n');
+      await writeFile(
+        join(model, 'config.pbtxt'),
+        'name: "m\\001\\033[2J\\uFFFE"\nbackend: "poplar"\nmax_batch_size: 1\ninput { name: "input" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] }\noutput { name: "softmax/Softmax:0" data_type: TYPE_FP32 dims: [ 10 ] }\n',
+      );
       const junit = await runCli(['validate', join(dir, 'repo'), '--format', 'junit']);
       assert.equal(junit.code, 1, junit.stderr);
       assert.match(junit.stdout, /\\x01\\x1b\[2J\\u\{fffe\}/);

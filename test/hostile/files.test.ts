@@ -29,13 +29,21 @@ describe('hostile local files', () => {
       assertCleanError(await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', `input=${fifo}`]), 2, /cannot read input "input": it is a FIFO/);
       assertCleanError(await spawnPopef(['pack', fifo, '-o', join(dir, 'out.popef')]), 2, /cannot read the manifest: it is a FIFO/);
       assertCleanError(await spawnPopef(['config', fifo]), 2, /it is a FIFO/);
-      assertCleanError(await spawnPopef(['import', fifo, '-o', join(dir, 'imported.popef')], { env: { PYTHONPATH: fixture('sim-sdk') } }), 2, /pipe: cannot read the file: it is a FIFO/);
+      assertCleanError(
+        await spawnPopef(['import', fifo, '-o', join(dir, 'imported.popef')], { env: { PYTHONPATH: fixture('sim-sdk') } }),
+        2,
+        /pipe: cannot read the file: it is a FIFO/,
+      );
       assert.deepEqual((await readdir(dir)).sort(), ['pipe']);
     });
   });
 
   it('refuses a device with no end (/dev/zero) as an input, a model or a manifest', async () => {
-    assertCleanError(await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', 'input=/dev/zero']), 2, /\/dev\/zero: cannot read input "input": it is a character device/);
+    assertCleanError(
+      await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', 'input=/dev/zero']),
+      2,
+      /\/dev\/zero: cannot read input "input": it is a character device/,
+    );
     assertCleanError(await spawnPopef(['dump', '/dev/zero']), 2, /\/dev\/zero: cannot read the file: it is a character device/);
     assertCleanError(await spawnPopef(['pack', '/dev/zero', '-o', '/tmp/never.popef']), 2, /cannot read the manifest: it is a character device/);
   });
@@ -57,7 +65,11 @@ describe('hostile local files', () => {
     await inTempDir(async (dir) => {
       const deep = join(dir, 'deep.json');
       await writeFile(deep, `${'['.repeat(100_000)}${']'.repeat(100_000)}`);
-      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', `input=${deep}`]), 2, /deep\.json: input "input": the lists are nested deeper than the input's 4 dimension\(s\)/);
+      assertCleanError(
+        await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', `input=${deep}`]),
+        2,
+        /deep\.json: input "input": the lists are nested deeper than the input's 4 dimension\(s\)/,
+      );
       const wrapped = join(dir, 'wrapped.json');
       let text = '[0]';
       for (let i = 0; i < 50_000; i++) text = `{"data":${text}}`;
@@ -80,19 +92,31 @@ describe('hostile local files', () => {
       length.writeUInt32BE(cut);
       const truncated = Buffer.concat([image.subarray(0, 33), length, body, crc, image.subarray(41 + idatLength + 4)]);
       await writeFile(join(dir, 'cut.png'), truncated);
-      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', `input=${join(dir, 'cut.png')}`]), 2, /cut\.png: input "input": not a complete PNG: its image data does not inflate completely/);
+      assertCleanError(
+        await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', `input=${join(dir, 'cut.png')}`]),
+        2,
+        /cut\.png: input "input": not a complete PNG: its image data does not inflate completely/,
+      );
       await writeFile(join(dir, 'noend.png'), image.subarray(0, image.length - 12));
-      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', `input=${join(dir, 'noend.png')}`]), 2, /noend\.png: input "input": not a complete PNG: it has no IEND chunk/);
+      assertCleanError(
+        await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', `input=${join(dir, 'noend.png')}`]),
+        2,
+        /noend\.png: input "input": not a complete PNG: it has no IEND chunk/,
+      );
       // A header claiming a huge image is refused before pngjs allocates it.
       const giant = Buffer.from(image);
       giant.writeUInt32BE(100_000, 16);
       giant.writeUInt32BE(100_000, 20);
       await writeFile(join(dir, 'giant.png'), giant);
-      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', `input=${join(dir, 'giant.png')}`]), 2, /giant\.png: input "input": the image is 100000x100000, larger than the whole input/);
+      assertCleanError(
+        await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--input', `input=${join(dir, 'giant.png')}`]),
+        2,
+        /giant\.png: input "input": the image is 100000x100000, larger than the whole input/,
+      );
     });
   });
 
-  it('never packs a payload from outside the manifest\'s directory', async () => {
+  it("never packs a payload from outside the manifest's directory", async () => {
     await inTempDir(async (dir) => {
       const unpacked = join(dir, 'u');
       assert.equal((await spawnPopef(['unpack', MNIST, '-o', unpacked])).code, 0);
@@ -128,7 +152,10 @@ describe('hostile local files', () => {
       await truncate(config, 256 * 1024 ** 2 + 1); // sparse: one byte over the limit, nothing stored
       const run = await spawnPopef(['validate', join(dir, 'repo')]);
       assert.equal(run.code, 1, run.stderr);
-      assert.match(run.stdout, /m\/config\.pbtxt: error: config\.pbtxt is 268435457 bytes or more, over the limit of 268435456 bytes; Triton cannot load model 'm' \[layout\/unreadable\]/);
+      assert.match(
+        run.stdout,
+        /m\/config\.pbtxt: error: config\.pbtxt is 268435457 bytes or more, over the limit of 268435456 bytes; Triton cannot load model 'm' \[layout\/unreadable\]/,
+      );
       assert.ok((run.maxRssMiB ?? 0) < 300, `peak RSS ${run.maxRssMiB ?? '?'} MiB`);
     });
   });
@@ -140,7 +167,10 @@ describe('hostile local files', () => {
         await mkdir(join(repo, model, '1'), { recursive: true });
         await copyFile(MNIST, join(repo, model, '1', 'executable.popef'));
         await writeFile(join(repo, model, '1', 'name_map.json'), '{}');
-        await writeFile(join(repo, model, 'config.pbtxt'), `name: "${model}"\nbackend: "poplar"\nmax_batch_size: 1\ninput [{ name: "input" data_type: TYPE_FP32 dims: [1, 28, 28] }]\noutput [{ name: "softmax/Softmax:0" data_type: TYPE_FP32 dims: [10] }]\n`);
+        await writeFile(
+          join(repo, model, 'config.pbtxt'),
+          `name: "${model}"\nbackend: "poplar"\nmax_batch_size: 1\ninput [{ name: "input" data_type: TYPE_FP32 dims: [1, 28, 28] }]\noutput [{ name: "softmax/Softmax:0" data_type: TYPE_FP32 dims: [10] }]\n`,
+        );
       }
       await rmFile(join(repo, 'a_fifo', 'config.pbtxt'));
       mkfifo(join(repo, 'a_fifo', 'config.pbtxt'));
@@ -151,13 +181,22 @@ describe('hostile local files', () => {
       const run = await spawnPopef(['validate', repo, '--format', 'json']);
       assert.equal(run.hung, false);
       assert.equal(run.code, 1, run.stderr);
-      const report = JSON.parse(run.stdout) as { repositories: { models: { name: string; findings: { rule: string; message: string; file?: string }[] }[] }[] };
+      const report = JSON.parse(run.stdout) as {
+        repositories: { models: { name: string; findings: { rule: string; message: string; file?: string }[] }[] }[];
+      };
       const models = new Map(report.repositories[0]?.models.map((m) => [m.name, m.findings]));
-      const only = (name: string): { rule: string; message: string; file?: string } | undefined => models.get(name)?.find((f) => f.rule === 'layout/unreadable');
-      assert.match(only('a_fifo')?.message ?? '', /cannot read config\.pbtxt: it is a FIFO \(named pipe\), not a regular file; Triton cannot load model 'a_fifo'/);
+      const only = (name: string): { rule: string; message: string; file?: string } | undefined =>
+        models.get(name)?.find((f) => f.rule === 'layout/unreadable');
+      assert.match(
+        only('a_fifo')?.message ?? '',
+        /cannot read config\.pbtxt: it is a FIFO \(named pipe\), not a regular file; Triton cannot load model 'a_fifo'/,
+      );
       assert.equal(only('a_fifo')?.file, 'a_fifo/config.pbtxt');
       // A link to /dev/zero leaves the repository: it is reported as such and never read (layout/link-outside).
-      assert.match(models.get('b_device')?.find((f) => f.rule === 'layout/link-outside')?.message ?? '', /b_device\/config\.pbtxt is a symbolic link that leaves the model repository; it was not read/);
+      assert.match(
+        models.get('b_device')?.find((f) => f.rule === 'layout/link-outside')?.message ?? '',
+        /b_device\/config\.pbtxt is a symbolic link that leaves the model repository; it was not read/,
+      );
       assert.match(only('c_map')?.message ?? '', /cannot read name_map\.json: it is a FIFO/);
       assert.equal(only('d_good'), undefined);
       assert.ok(models.has('d_good'));
@@ -171,7 +210,10 @@ describe('hostile local files', () => {
         const { runCli } = await import('../helpers.js');
         const unpacked = await runCli(['unpack', fixture(`malformed/${name}.popef`), '-o', out]);
         assert.equal(unpacked.code, 0, unpacked.stderr);
-        assert.match(unpacked.stderr, /^popef: warning: .*manifest\.json#\/blobs\/\d+: .* \[E_MODEL\]\n {2}the file breaks a model rule \(FORMAT\.md section 8\): popef dump refuses it, and popef pack will refuse this manifest until it is fixed/);
+        assert.match(
+          unpacked.stderr,
+          /^popef: warning: .*manifest\.json#\/blobs\/\d+: .* \[E_MODEL\]\n {2}the file breaks a model rule \(FORMAT\.md section 8\): popef dump refuses it, and popef pack will refuse this manifest until it is fixed/,
+        );
         const warned = /^popef: warning: (.*) \[E_MODEL\]$/m.exec(unpacked.stderr)?.[1];
         const packed = await runCli(['pack', join(out, 'manifest.json'), '-o', join(dir, `${name}.popef`)]);
         assert.equal(packed.code, 2);

@@ -34,7 +34,11 @@ describe('--force never loses a user file', () => {
       const u = join(dir, 'u');
       assert.equal((await spawnPopef(['unpack', MNIST, '-o', u])).code, 0);
       await writeFile(join(u, 'NOTES.md'), 'mine\n');
-      assertCleanError(await spawnPopef(['unpack', MNIST, '-o', u, '--force']), 2, /holds a file its manifest does not list \("NOTES\.md"\); --force replaces only an earlier unpack/);
+      assertCleanError(
+        await spawnPopef(['unpack', MNIST, '-o', u, '--force']),
+        2,
+        /holds a file its manifest does not list \("NOTES\.md"\); --force replaces only an earlier unpack/,
+      );
       assert.equal(await readFile(join(u, 'NOTES.md'), 'utf8'), 'mine\n');
       // Without the extra file the earlier unpack is replaced.
       const { rm } = await import('node:fs/promises');
@@ -49,7 +53,11 @@ describe('--force never loses a user file', () => {
       const u = join(dir, 'u');
       assert.equal((await spawnPopef(['unpack', MNIST, '-o', u])).code, 0);
       const before = (await readdir(u)).sort();
-      assertCleanError(await spawnPopef(['unpack', MNIST, '-o', '.', '--force'], { cwd: u }), 2, /the output directory is the working directory .*leave the shell in a deleted directory \[E_EXISTS\]/);
+      assertCleanError(
+        await spawnPopef(['unpack', MNIST, '-o', '.', '--force'], { cwd: u }),
+        2,
+        /the output directory is the working directory .*leave the shell in a deleted directory \[E_EXISTS\]/,
+      );
       assertCleanError(await spawnPopef(['unpack', MNIST, '-o', '..', '--force'], { cwd: u }), 2, /is the working directory \(or holds it\)/);
       assert.deepEqual((await readdir(u)).sort(), before);
     });
@@ -60,7 +68,11 @@ describe('--force never loses a user file', () => {
       const u = join(dir, 'u');
       assert.equal((await spawnPopef(['unpack', MNIST, '-o', u])).code, 0);
       const manifest = await readFile(join(u, 'manifest.json'), 'utf8');
-      assertCleanError(await spawnPopef(['pack', join(u, 'manifest.json'), '-o', join(u, 'manifest.json'), '--force']), 2, /the output is the manifest this pack reads; writing it would destroy its own input \[E_EXISTS\]/);
+      assertCleanError(
+        await spawnPopef(['pack', join(u, 'manifest.json'), '-o', join(u, 'manifest.json'), '--force']),
+        2,
+        /the output is the manifest this pack reads; writing it would destroy its own input \[E_EXISTS\]/,
+      );
       assert.equal(await readFile(join(u, 'manifest.json'), 'utf8'), manifest);
     });
   });
@@ -72,7 +84,11 @@ describe('--force never loses a user file', () => {
       const payload = (await readdir(u)).find((name) => name.endsWith('.bin'));
       assert.ok(payload !== undefined);
       const bytes = await readFile(join(u, payload));
-      assertCleanError(await spawnPopef(['pack', 'manifest.json', '-o', payload, '--force'], { cwd: u }), 2, new RegExp(`the output is payload file "${payload.replace('.', '\\.')}" this pack reads`));
+      assertCleanError(
+        await spawnPopef(['pack', 'manifest.json', '-o', payload, '--force'], { cwd: u }),
+        2,
+        new RegExp(`the output is payload file "${payload.replace('.', '\\.')}" this pack reads`),
+      );
       assert.deepEqual(await readFile(join(u, payload)), bytes);
     });
   });
@@ -131,7 +147,11 @@ describe('scaffold: killed, linked, re-run', () => {
       await mkdir(join(dir, 'elsewhere'));
       await mkdir(repo);
       await symlink(join(dir, 'elsewhere'), join(repo, 'mnist'));
-      assertCleanError(await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist']), 2, /the model directory is a symbolic link that leaves the repository \(to .*elsewhere\); scaffold writes only inside the repository/);
+      assertCleanError(
+        await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist']),
+        2,
+        /the model directory is a symbolic link that leaves the repository \(to .*elsewhere\); scaffold writes only inside the repository/,
+      );
       assertCleanError(await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist', '--force']), 2, /leaves the repository/);
       assert.deepEqual(await readdir(join(dir, 'elsewhere')), []);
       assert.deepEqual(await readdir(repo), ['mnist']);

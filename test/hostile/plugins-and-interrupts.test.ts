@@ -71,7 +71,11 @@ describe('plugins: the cases of issue 24', () => {
     await inTempDir(async (dir) => {
       const plugin = await childPlugin(dir, 'huge-json', { hello: 'out.write(header("JSON", 2.5 * 1024 ** 3)); return;' });
       const run = await spawnPopef(['run', MNIST, '--plugin', plugin, '--random']);
-      assertCleanError(run, 2, /plugin "[^"]*huge-json" broke the protocol: a control message \(JSON frame\) of 2684354560 bytes exceeds the limit of 67108864 \[E_PLUGIN\]/);
+      assertCleanError(
+        run,
+        2,
+        /plugin "[^"]*huge-json" broke the protocol: a control message \(JSON frame\) of 2684354560 bytes exceeds the limit of 67108864 \[E_PLUGIN\]/,
+      );
       assert.ok(run.ms < 5000, `took ${run.ms} ms`);
     });
   });
@@ -83,7 +87,11 @@ describe('plugins: the cases of issue 24', () => {
       const opened = await childPlugin(dir, 'big-opened', {
         open: `send({ type: 'opened', id: m.id, ...anchors, tensors: [{ name: 'w', dtype: 'U8', shape: [${twelve}], bytes: ${twelve} }] }); out.write(header('TENS', ${twelve})); return;`,
       });
-      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', opened, '--random']), 2, /broke the protocol: tensor "w", sent whole, of 12884901888 bytes exceeds the limit of 4294967296 \[E_PLUGIN\]/);
+      assertCleanError(
+        await spawnPopef(['run', MNIST, '--plugin', opened, '--random']),
+        2,
+        /broke the protocol: tensor "w", sent whole, of 12884901888 bytes exceeds the limit of 4294967296 \[E_PLUGIN\]/,
+      );
       const result = await childPlugin(dir, 'big-result', {
         run: `send({ type: 'result', id: m.id, tensors: [{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, ${twelve / 4}], bytes: ${twelve} }] }); out.write(header('TENS', ${twelve})); return;`,
       });
@@ -101,17 +109,28 @@ describe('plugins: the cases of issue 24', () => {
         run: "const t = { name: '', dtype: 'U8', shape: [0], bytes: 0 }; send({ type: 'result', id: m.id, tensors: Array.from({ length: 2000000 }, () => t) }); return;",
       });
       const run = await spawnPopef(['run', MNIST, '--plugin', million, '--random']);
-      assertCleanError(run, 2, /plugin "[^"]*million" broke the protocol: a control message \(JSON frame\) of \d+ bytes exceeds the limit of 67108864 \[E_PLUGIN\]/);
+      assertCleanError(
+        run,
+        2,
+        /plugin "[^"]*million" broke the protocol: a control message \(JSON frame\) of \d+ bytes exceeds the limit of 67108864 \[E_PLUGIN\]/,
+      );
       const three = await childPlugin(dir, 'three', {
         run: "const t = { name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10], bytes: 40 }; send({ type: 'result', id: m.id, tensors: [t, t, t] }, [Buffer.alloc(40), Buffer.alloc(40), Buffer.alloc(40)]); return;",
       });
-      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', three, '--random']), 2, /broke the protocol: the reply announces 3 tensors, more than the model's 1 output \(1\) \[E_PLUGIN\]/);
+      assertCleanError(
+        await spawnPopef(['run', MNIST, '--plugin', three, '--random']),
+        2,
+        /broke the protocol: the reply announces 3 tensors, more than the model's 1 output \(1\) \[E_PLUGIN\]/,
+      );
     });
   });
 
   it('a plugin that closes stdin after hello is reported within the timeout, saying so', async () => {
     await inTempDir(async (dir) => {
-      const plugin = await childPlugin(dir, 'deaf', { hello: "send({ type: 'hello', id: m.id, protocol: 'popef-plugin/1', available: true }); process.stdin.destroy(); setImmediate(() => require('fs').closeSync(0)); return;" });
+      const plugin = await childPlugin(dir, 'deaf', {
+        hello:
+          "send({ type: 'hello', id: m.id, protocol: 'popef-plugin/1', available: true }); process.stdin.destroy(); setImmediate(() => require('fs').closeSync(0)); return;",
+      });
       // Before, the report came after 12.2 s with --timeout 5 (2 s for an exit, then 10 s for a close nobody read).
       const run = await spawnPopef(['run', MNIST, '--plugin', plugin, '--random', '--timeout', '10']);
       assertCleanError(run, 2, /plugin "[^"]*deaf" closed its standard input during open without exiting, and was stopped \[E_PLUGIN\]/);
@@ -129,8 +148,16 @@ describe('plugins: the cases of issue 24', () => {
 
   it('an in-process plugin whose open() returns inputs: null is E_PLUGIN, exit 2 (not an internal error)', async () => {
     await inTempDir(async (dir) => {
-      const plugin = await inProcessPlugin(dir, 'nulls', "open: async () => ({ inputs: null, outputs: [], run: async () => new Map(), close: async () => {} })");
-      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', plugin, '--random']), 2, /plugin "nulls" returned from open\(\) "inputs" as null, not a list of tensor specs \[E_PLUGIN\]/);
+      const plugin = await inProcessPlugin(
+        dir,
+        'nulls',
+        'open: async () => ({ inputs: null, outputs: [], run: async () => new Map(), close: async () => {} })',
+      );
+      assertCleanError(
+        await spawnPopef(['run', MNIST, '--plugin', plugin, '--random']),
+        2,
+        /plugin "nulls" returned from open\(\) "inputs" as null, not a list of tensor specs \[E_PLUGIN\]/,
+      );
     });
   });
 });
@@ -138,21 +165,46 @@ describe('plugins: the cases of issue 24', () => {
 describe('misbehaving plugins', () => {
   it('refuses outputs of the wrong dtype, shape or size, even when --expect would pass them', async () => {
     await inTempDir(async (dir) => {
-      const spec = "inputs: [{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10] }]";
+      const spec =
+        "inputs: [{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10] }]";
       const cases: [string, string, RegExp][] = [
-        ['s8', "{ name: 'softmax/Softmax:0', dtype: 'S8', shape: [1, 10], data: new Uint8Array(10) }", /returned output "softmax\/Softmax:0" as S8 \[1, 10\], but the model's anchor is F32 \[1, 10\]/],
-        ['short', "{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10], data: new Uint8Array(12) }", /returned output "softmax\/Softmax:0" with 12 bytes, but F32 \[1, 10\] needs 40/],
-        ['shape', "{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [10], data: new Uint8Array(40) }", /as F32 \[10\], but the model's anchor is F32 \[1, 10\]/],
+        [
+          's8',
+          "{ name: 'softmax/Softmax:0', dtype: 'S8', shape: [1, 10], data: new Uint8Array(10) }",
+          /returned output "softmax\/Softmax:0" as S8 \[1, 10\], but the model's anchor is F32 \[1, 10\]/,
+        ],
+        [
+          'short',
+          "{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10], data: new Uint8Array(12) }",
+          /returned output "softmax\/Softmax:0" with 12 bytes, but F32 \[1, 10\] needs 40/,
+        ],
+        [
+          'shape',
+          "{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [10], data: new Uint8Array(40) }",
+          /as F32 \[10\], but the model's anchor is F32 \[1, 10\]/,
+        ],
       ];
       const expected = join(dir, 'expected.npy');
       assert.equal((await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--random', '--save-outputs', join(dir, 'saved')])).code, 0);
       await copyFile(join(dir, 'saved', 'softmax_Softmax_0.npy'), expected);
       for (const [name, output, message] of cases) {
-        const plugin = await inProcessPlugin(dir, name, `open: async () => ({ ${spec}, run: async () => new Map([['softmax/Softmax:0', ${output}]]), close: async () => {} })`);
+        const plugin = await inProcessPlugin(
+          dir,
+          name,
+          `open: async () => ({ ${spec}, run: async () => new Map([['softmax/Softmax:0', ${output}]]), close: async () => {} })`,
+        );
         assertCleanError(await spawnPopef(['run', MNIST, '--plugin', plugin, '--random', '--expect', expected, '--atol', '1e9']), 2, message);
       }
-      const lying = await inProcessPlugin(dir, 'lying', "open: async () => ({ inputs: [{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'softmax/Softmax:0', dtype: 'F16', shape: [1, 10] }], run: async () => new Map(), close: async () => {} })");
-      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', lying, '--random']), 2, /plugin "lying" declares output "softmax\/Softmax:0" as F16 \[1, 10\], but the model's anchor is F32 \[1, 10\]/);
+      const lying = await inProcessPlugin(
+        dir,
+        'lying',
+        "open: async () => ({ inputs: [{ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }], outputs: [{ name: 'softmax/Softmax:0', dtype: 'F16', shape: [1, 10] }], run: async () => new Map(), close: async () => {} })",
+      );
+      assertCleanError(
+        await spawnPopef(['run', MNIST, '--plugin', lying, '--random']),
+        2,
+        /plugin "lying" declares output "softmax\/Softmax:0" as F16 \[1, 10\], but the model's anchor is F32 \[1, 10\]/,
+      );
     });
   });
 
@@ -162,11 +214,31 @@ describe('misbehaving plugins', () => {
       const output = "{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10] }";
       const tensor = "{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10], data: new Uint8Array(40) }";
       const cases: [string, string, RegExp][] = [
-        ['no-output', `inputs: [${input}], outputs: [${output}], run: async () => new Map()`, /plugin "no-output" returned no output "softmax\/Softmax:0" \[E_PLUGIN\]/],
-        ['extra-output', `inputs: [${input}], outputs: [${output}], run: async () => new Map([['softmax/Softmax:0', ${tensor}], ['other', ${tensor}]])`, /plugin "extra-output" returned an output "other" that the model does not have \[E_PLUGIN\]/],
-        ['no-map', `inputs: [${input}], outputs: [${output}], run: async () => [${tensor}]`, /plugin "no-map" returned something other than a Map of tensors from run\(\) \[E_PLUGIN\]/],
-        ['no-input', `inputs: [], outputs: [${output}], run: async () => new Map()`, /plugin "no-input" does not declare the model's inputs "input" \[E_PLUGIN\]/],
-        ['unknown-input', `inputs: [${input}, { name: 'extra', dtype: 'F32', shape: [1] }], outputs: [${output}], run: async () => new Map()`, /plugin "unknown-input" declares an input "extra" that the model does not have \[E_PLUGIN\]/],
+        [
+          'no-output',
+          `inputs: [${input}], outputs: [${output}], run: async () => new Map()`,
+          /plugin "no-output" returned no output "softmax\/Softmax:0" \[E_PLUGIN\]/,
+        ],
+        [
+          'extra-output',
+          `inputs: [${input}], outputs: [${output}], run: async () => new Map([['softmax/Softmax:0', ${tensor}], ['other', ${tensor}]])`,
+          /plugin "extra-output" returned an output "other" that the model does not have \[E_PLUGIN\]/,
+        ],
+        [
+          'no-map',
+          `inputs: [${input}], outputs: [${output}], run: async () => [${tensor}]`,
+          /plugin "no-map" returned something other than a Map of tensors from run\(\) \[E_PLUGIN\]/,
+        ],
+        [
+          'no-input',
+          `inputs: [], outputs: [${output}], run: async () => new Map()`,
+          /plugin "no-input" does not declare the model's inputs "input" \[E_PLUGIN\]/,
+        ],
+        [
+          'unknown-input',
+          `inputs: [${input}, { name: 'extra', dtype: 'F32', shape: [1] }], outputs: [${output}], run: async () => new Map()`,
+          /plugin "unknown-input" declares an input "extra" that the model does not have \[E_PLUGIN\]/,
+        ],
       ];
       for (const [name, body, message] of cases) {
         const plugin = await inProcessPlugin(dir, name, `open: async () => ({ ${body}, close: async () => {} })`);
@@ -178,7 +250,11 @@ describe('misbehaving plugins', () => {
   it("reports an in-process plugin's exception as its failure, and ends one that never answers at --timeout", async () => {
     await inTempDir(async (dir) => {
       const thrower = await inProcessPlugin(dir, 'thrower', "open: async () => { throw new TypeError('no device'); }");
-      assertCleanError(await spawnPopef(['run', MNIST, '--plugin', thrower, '--random']), 2, /plugin "thrower" failed to open the model: no device \[E_PLUGIN\]/);
+      assertCleanError(
+        await spawnPopef(['run', MNIST, '--plugin', thrower, '--random']),
+        2,
+        /plugin "thrower" failed to open the model: no device \[E_PLUGIN\]/,
+      );
       const hang = await inProcessPlugin(dir, 'hang', 'open: () => new Promise(() => setInterval(() => {}, 1000))');
       const run = await spawnPopef(['run', MNIST, '--plugin', hang, '--random', '--timeout', '1']);
       assertCleanError(run, 2, /plugin "hang" did not open the model within 1 s \[E_TIMEOUT\]/);
@@ -199,7 +275,12 @@ describe('misbehaving plugins', () => {
       await plugin.dispose();
       await until(async () => !(await processRunning(marker)), 2000);
       // The hello may hit the closed pipe before the exit is seen: either way the report is the exit, never a bare EPIPE (exit 3).
-      for (let i = 0; i < 3; i++) assertCleanError(await spawnPopef(['run', MNIST, '--plugin', program, '--random']), 2, /plugin "[^"]*dying-plugin" exited with status 3 during hello \[E_PLUGIN\]/);
+      for (let i = 0; i < 3; i++)
+        assertCleanError(
+          await spawnPopef(['run', MNIST, '--plugin', program, '--random']),
+          2,
+          /plugin "[^"]*dying-plugin" exited with status 3 during hello \[E_PLUGIN\]/,
+        );
       await until(async () => !(await processRunning(marker)), 2000);
     });
   });
@@ -227,14 +308,18 @@ describe('misbehaving plugins', () => {
 
 describe('interrupts', () => {
   it('Ctrl-C stops a timed run within 1 s, with exit 130', async () => {
-    const run = await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--random', '--duration', '100'], { interrupt: { signal: 'SIGINT', afterMs: 1500 } });
+    const run = await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--random', '--duration', '100'], {
+      interrupt: { signal: 'SIGINT', afterMs: 1500 },
+    });
     assert.equal(run.hung, false);
     assert.equal(run.code, 130, run.stderr);
     assert.ok((run.stopMs ?? Infinity) < 1000, `stopped ${run.stopMs ?? '?'} ms after Ctrl-C`);
   });
 
   it('SIGTERM stops a timed run within 1 s, with exit 143', async () => {
-    const run = await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--random', '--duration', '100'], { interrupt: { signal: 'SIGTERM', afterMs: 1500 } });
+    const run = await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--random', '--duration', '100'], {
+      interrupt: { signal: 'SIGTERM', afterMs: 1500 },
+    });
     assert.equal(run.code, 143, run.stderr);
     assert.ok((run.stopMs ?? Infinity) < 1000, `stopped ${run.stopMs ?? '?'} ms after SIGTERM`);
   });
@@ -287,13 +372,37 @@ describe('interrupts', () => {
       const w = await PopefWriter.create(big);
       await w.writeExecutable('exe', new Uint8Array(64));
       const anchors = [
-        { name: 'x', handle: 'h2d_x', tensorInfo: { dtype: 'F32' as const, shape: [1, 4] }, isPerReplica: false, type: 'INPUT' as const, programs: [5] },
-        { name: 'y', handle: 'anchor_d2h_y', tensorInfo: { dtype: 'F32' as const, shape: [1, 4] }, isPerReplica: false, type: 'OUTPUT' as const, programs: [5] },
-        { name: 'w', handle: '', tensorInfo: { dtype: 'F32' as const, shape: [48, 1024, 1024] }, isPerReplica: false, type: 'UNKNOWN' as const, programs: [] },
+        {
+          name: 'x',
+          handle: 'h2d_x',
+          tensorInfo: { dtype: 'F32' as const, shape: [1, 4] },
+          isPerReplica: false,
+          type: 'INPUT' as const,
+          programs: [5],
+        },
+        {
+          name: 'y',
+          handle: 'anchor_d2h_y',
+          tensorInfo: { dtype: 'F32' as const, shape: [1, 4] },
+          isPerReplica: false,
+          type: 'OUTPUT' as const,
+          programs: [5],
+        },
+        {
+          name: 'w',
+          handle: '',
+          tensorInfo: { dtype: 'F32' as const, shape: [48, 1024, 1024] },
+          isPerReplica: false,
+          type: 'UNKNOWN' as const,
+          programs: [],
+        },
       ];
       await w.writeMetadata({ ...emptyMetadata('exe'), anchors, programFlow: { load: [], main: [5], save: [] } });
       const chunk = new Uint8Array(4 * 1024 * 1024).fill(3);
-      await w.writeTensorData({ name: 'w', tensorInfo: { dtype: 'F32', shape: [48, 1024, 1024] } }, Array.from({ length: 48 }, () => chunk));
+      await w.writeTensorData(
+        { name: 'w', tensorInfo: { dtype: 'F32', shape: [48, 1024, 1024] } },
+        Array.from({ length: 48 }, () => chunk),
+      );
       await w.close();
       const ours = (names: string[]): string[] => names.filter((n) => /\.popef-(tmp|staging)-/.test(n));
       const killMidWrite = async (args: string[], where: string): Promise<void> => {
@@ -325,8 +434,16 @@ describe('interrupts', () => {
       const model = join(dir, 'model.popef');
       const w = await PopefWriter.create(model);
       await w.writeExecutable('exe', new Uint8Array(64));
-      await w.writeMetadata({ ...emptyMetadata('exe'), anchors: [{ name: 'w', handle: '', tensorInfo: { dtype: 'F32', shape: [32, 1024, 1024] }, isPerReplica: false, type: 'UNKNOWN', programs: [] }] });
-      await w.writeTensorData({ name: 'w', tensorInfo: { dtype: 'F32', shape: [32, 1024, 1024] } }, Array.from({ length: 32 }, () => new Uint8Array(4 * 1024 * 1024).fill(5)));
+      await w.writeMetadata({
+        ...emptyMetadata('exe'),
+        anchors: [
+          { name: 'w', handle: '', tensorInfo: { dtype: 'F32', shape: [32, 1024, 1024] }, isPerReplica: false, type: 'UNKNOWN', programs: [] },
+        ],
+      });
+      await w.writeTensorData(
+        { name: 'w', tensorInfo: { dtype: 'F32', shape: [32, 1024, 1024] } },
+        Array.from({ length: 32 }, () => new Uint8Array(4 * 1024 * 1024).fill(5)),
+      );
       await w.close();
       const unpacked = join(dir, 'u');
       assert.equal((await spawnPopef(['unpack', model, '-o', unpacked])).code, 0);
@@ -345,9 +462,18 @@ describe('interrupts', () => {
         assert.ok(run.code === 0 || stopped, `${where}: exit ${run.code ?? run.signal ?? '?'}\n${run.stderr}`);
         if (stopped) assert.ok((run.stopMs ?? 0) < 1000, `${where}: stopped ${run.stopMs ?? '?'} ms after Ctrl-C`);
         const names = await readdir(dir);
-        assert.deepEqual(names.filter((n) => /\.popef-(tmp|staging)-/.test(n)), [], `${where}: temporary files left`);
+        assert.deepEqual(
+          names.filter((n) => /\.popef-(tmp|staging)-/.test(n)),
+          [],
+          `${where}: temporary files left`,
+        );
         if (stopped) assert.ok(!names.includes(unpack ? `u${i}` : `p${i}.popef`), `${where}: a partial output was left`);
-        else assert.equal((await spawnPopef(unpack ? ['dump', '--verify', model] : ['dump', '--verify', out])).code, 0, `${where}: the completed output does not verify`);
+        else
+          assert.equal(
+            (await spawnPopef(unpack ? ['dump', '--verify', model] : ['dump', '--verify', out])).code,
+            0,
+            `${where}: the completed output does not verify`,
+          );
       }
     });
   });

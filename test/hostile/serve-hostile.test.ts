@@ -103,7 +103,11 @@ describe('popef serve, stopping', () => {
       half.write('POST /v2/models/mnist/infer HTTP/1.1\r\nHost: x\r\nContent-'); // never finished
       grpcSession = connectHttp2(`http://127.0.0.1:${grpc}`);
       grpcSession.on('error', () => undefined);
-      const stream = grpcSession.request({ ':method': 'POST', ':path': '/inference.GRPCInferenceService/ModelInfer', 'content-type': 'application/grpc' });
+      const stream = grpcSession.request({
+        ':method': 'POST',
+        ':path': '/inference.GRPCInferenceService/ModelInfer',
+        'content-type': 'application/grpc',
+      });
       stream.on('error', () => undefined);
       stream.write(Buffer.from([0, 0, 0, 1, 0])); // a message header promising more than is sent
       await new Promise((r) => setTimeout(r, 300));
@@ -147,15 +151,24 @@ describe('popef serve, memory', () => {
     const run = await withServe(['--max-request-size', String(8 * 1024 * 1024), '--max-buffered', String(16 * 1024 * 1024)], async ({ http }) => {
       const send = (): Promise<void> =>
         new Promise((resolve) => {
-          const req = request({ host: '127.0.0.1', port: http, method: 'POST', path: '/v2/models/mnist/infer', headers: { 'Content-Type': 'application/json', 'Content-Length': 8 * 1024 * 1024 - 1 } }, (res) => {
-            let text = '';
-            res.on('data', (d: Buffer) => (text += d.toString()));
-            res.on('end', () => {
-              statuses.push(res.statusCode ?? 0);
-              messages.push(text);
-              resolve();
-            });
-          });
+          const req = request(
+            {
+              host: '127.0.0.1',
+              port: http,
+              method: 'POST',
+              path: '/v2/models/mnist/infer',
+              headers: { 'Content-Type': 'application/json', 'Content-Length': 8 * 1024 * 1024 - 1 },
+            },
+            (res) => {
+              let text = '';
+              res.on('data', (d: Buffer) => (text += d.toString()));
+              res.on('end', () => {
+                statuses.push(res.statusCode ?? 0);
+                messages.push(text);
+                resolve();
+              });
+            },
+          );
           req.on('error', () => {
             statuses.push(-1);
             resolve();
@@ -178,7 +191,10 @@ describe('popef serve, memory', () => {
     });
     assert.equal(run.code, 0, run.stderr);
     assert.ok(statuses.includes(503), `statuses ${statuses.join(',')}`);
-    assert.ok(messages.some((m) => /the most it buffers at once \(--max-buffered 16777216\)/.test(m)), messages.join('\n'));
+    assert.ok(
+      messages.some((m) => /the most it buffers at once \(--max-buffered 16777216\)/.test(m)),
+      messages.join('\n'),
+    );
     // The last one came after the rest were answered: it was read whole (a JSON error about its content, not 503).
     assert.notEqual(statuses.at(-1), 503, `statuses ${statuses.join(',')}`);
   });

@@ -29,7 +29,11 @@ export interface SpawnOptions {
   /** Kill with SIGKILL after this long and report a hang (default 20 s). */
   readonly timeoutMs?: number;
   /** Send this signal once `when` says so (default: after `afterMs`). */
-  readonly interrupt?: { readonly signal: NodeJS.Signals; readonly afterMs?: number; readonly when?: (child: ChildProcess, stderr: () => string) => Promise<void> };
+  readonly interrupt?: {
+    readonly signal: NodeJS.Signals;
+    readonly afterMs?: number;
+    readonly when?: (child: ChildProcess, stderr: () => string) => Promise<void>;
+  };
 }
 
 /**
@@ -112,4 +116,3 @@ export function assertCleanError(run: PopefRun, code: number, message: RegExp): 
   assert.match(run.stderr, message);
   assert.ok(lines.length <= 2 && !/^\s+at /m.test(run.stderr), `more than a message and a hint:\n${run.stderr}`);
 }
-

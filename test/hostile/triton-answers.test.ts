@@ -30,7 +30,12 @@ async function lyingServer(infer: (req: IncomingMessage, res: ServerResponse) =>
 }
 
 function answer(res: ServerResponse, size: number, binary: Buffer): void {
-  const json = Buffer.from(JSON.stringify({ model_name: 'mnist', outputs: [{ name: 'softmax/Softmax:0', datatype: 'FP32', shape: [1, 10], parameters: { binary_data_size: size } }] }));
+  const json = Buffer.from(
+    JSON.stringify({
+      model_name: 'mnist',
+      outputs: [{ name: 'softmax/Softmax:0', datatype: 'FP32', shape: [1, 10], parameters: { binary_data_size: size } }],
+    }),
+  );
   res.writeHead(200, { 'Inference-Header-Content-Length': json.byteLength, 'Content-Length': json.byteLength + binary.byteLength });
   res.end(Buffer.concat([json, binary]));
 }
@@ -41,7 +46,11 @@ describe('the triton plugin against a lying server', () => {
       (_req, res) => answer(res, 4e9, Buffer.alloc(40)),
       async (url) => {
         const run = await spawnPopef(['run', MNIST, '--plugin', 'triton', '--url', url, '--plugin-option', 'model=mnist', '--random']);
-        assertCleanError(run, 2, /answered: output 'softmax\/Softmax:0' declares binary_data_size 4000000000, but 40 bytes of binary data are left \[E_PLUGIN\]/);
+        assertCleanError(
+          run,
+          2,
+          /answered: output 'softmax\/Softmax:0' declares binary_data_size 4000000000, but 40 bytes of binary data are left \[E_PLUGIN\]/,
+        );
       },
     );
   });
@@ -63,7 +72,9 @@ describe('the triton plugin against a lying server', () => {
         pump();
       },
       async (url) => {
-        const run = await spawnPopef(['run', MNIST, '--plugin', 'triton', '--url', url, '--plugin-option', 'model=mnist', '--random'], { timeoutMs: 60_000 });
+        const run = await spawnPopef(['run', MNIST, '--plugin', 'triton', '--url', url, '--plugin-option', 'model=mnist', '--random'], {
+          timeoutMs: 60_000,
+        });
         assertCleanError(run, 2, /answered: a response of \d+ bytes or more, more than the 16777256 this model's outputs can take/);
         assert.ok((run.maxRssMiB ?? 0) < 400, `peak RSS ${run.maxRssMiB ?? '?'} MiB`);
       },

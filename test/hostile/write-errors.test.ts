@@ -31,7 +31,11 @@ async function withMount<T>(options: string, body: (dir: string) => Promise<T>):
 describe('write errors', { skip: root ? false : 'mounting a tmpfs needs root' }, () => {
   it('scaffold and config on a read-only target say EROFS, not ENOENT', async () => {
     await withMount('size=1m,ro', async (ro) => {
-      assertCleanError(await spawnPopef(['scaffold', MNIST, '-r', join(ro, 'repo'), '-m', 'mnist']), 2, /repo: cannot create the repository directory: EROFS \[E_IO\]\n {2}hint: choose a writable destination/);
+      assertCleanError(
+        await spawnPopef(['scaffold', MNIST, '-r', join(ro, 'repo'), '-m', 'mnist']),
+        2,
+        /repo: cannot create the repository directory: EROFS \[E_IO\]\n {2}hint: choose a writable destination/,
+      );
       assertCleanError(await spawnPopef(['scaffold', MNIST, '-r', ro, '-m', 'mnist']), 2, /cannot write into the repository: EROFS/);
       assertCleanError(await spawnPopef(['config', MNIST, '-o', join(ro, 'a/b')]), 2, /cannot create the directory: EROFS/);
     });
@@ -54,7 +58,9 @@ describe('write errors', { skip: root ? false : 'mounting a tmpfs needs root' },
 describe('write errors through the SDK bridge', { skip: root ? false : 'mounting a tmpfs needs root' }, () => {
   it('export onto a read-only target shows a clear message instead of a raw Python OSError', async () => {
     await withMount('size=1m,ro', async (ro) => {
-      const run = await spawnPopef(['export', MNIST, '-o', join(ro, 'x.popef')], { env: { PYTHONPATH: fixture('sim-sdk'), POPEF_PYTHON: process.env.POPEF_PYTHON ?? '/usr/bin/python3' } });
+      const run = await spawnPopef(['export', MNIST, '-o', join(ro, 'x.popef')], {
+        env: { PYTHONPATH: fixture('sim-sdk'), POPEF_PYTHON: process.env.POPEF_PYTHON ?? '/usr/bin/python3' },
+      });
       assertCleanError(run, 2, /x\.popef: the file system refused it: EROFS \(Read-only file system\) \(E_IO\)/);
       assert.ok(!/OSError|messages above|popef-tmp-/.test(run.stderr), run.stderr);
       assert.match(run.stderr, /hint: choose a writable destination/);

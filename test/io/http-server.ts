@@ -25,7 +25,11 @@ export interface ServerOptions {
   readonly redirects?: ReadonlyMap<string, string>;
 }
 
-export async function startServer(files: ReadonlyMap<string, Uint8Array | { size: number; read: (start: number, end: number) => Uint8Array }>, behaviour: Behaviour = 'ranges', options: ServerOptions = {}): Promise<TestServer> {
+export async function startServer(
+  files: ReadonlyMap<string, Uint8Array | { size: number; read: (start: number, end: number) => Uint8Array }>,
+  behaviour: Behaviour = 'ranges',
+  options: ServerOptions = {},
+): Promise<TestServer> {
   const state = { bytesSent: 0, requests: 0 };
   const sockets = new Set<Socket>();
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {

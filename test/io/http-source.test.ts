@@ -72,7 +72,10 @@ describe('remote reads over HTTP Range requests', () => {
         const r = await runCli(['dump', `${base}/mnist.popef`]);
         assert.equal(r.code, 2, behaviour);
         assert.match(r.stderr, /the server sent more than the \d+ bytes of the range at offset 0 \(reading first block\) \[E_BAD_STRUCTURE\]/);
-        assert.ok(process.memoryUsage().rss - before < 256 * 1024 ** 2, `${behaviour}: memory grew by ${(process.memoryUsage().rss - before) / 1024 ** 2} MiB`);
+        assert.ok(
+          process.memoryUsage().rss - before < 256 * 1024 ** 2,
+          `${behaviour}: memory grew by ${(process.memoryUsage().rss - before) / 1024 ** 2} MiB`,
+        );
       });
     }
   });
@@ -152,7 +155,10 @@ describe('remote reads: requests, deadline, redirects', () => {
         const started = Date.now();
         const r = await runCli(['dump', `${server.base}/many.popef`], { env: { POPEF_HTTP_DEADLINE_MS: '600' } });
         assert.equal(r.code, 2, r.stderr);
-        assert.match(r.stderr, /reading from the server took longer than 0\.6 s in all \(stopped at .*\) \[E_TIMEOUT\]\n {2}hint: the server is slow: raise POPEF_HTTP_DEADLINE_MS/);
+        assert.match(
+          r.stderr,
+          /reading from the server took longer than 0\.6 s in all \(stopped at .*\) \[E_TIMEOUT\]\n {2}hint: the server is slow: raise POPEF_HTTP_DEADLINE_MS/,
+        );
         assert.ok(Date.now() - started < 3000);
       } finally {
         await server.close();
@@ -170,7 +176,10 @@ describe('remote reads: requests, deadline, redirects', () => {
     try {
       const r = await runCli(['dump', `${server.base}/elsewhere`]);
       assert.equal(r.code, 2);
-      assert.match(r.stderr, /redirect 302 to another host \(localhost:\d+\) is not followed: http:\/\/localhost:\d+\/mnist\.popef \[E_IO\]\n {2}hint: if you trust that URL, give it directly/);
+      assert.match(
+        r.stderr,
+        /redirect 302 to another host \(localhost:\d+\) is not followed: http:\/\/localhost:\d+\/mnist\.popef \[E_IO\]\n {2}hint: if you trust that URL, give it directly/,
+      );
       assert.equal(server.requests, 1);
     } finally {
       await server.close();
@@ -186,7 +195,10 @@ describe('remote reads: requests, deadline, redirects', () => {
     });
     try {
       assert.match((await runCli(['dump', `${server.base}/data`])).stderr, /redirect 302 to a data: URL is not followed: data:\.\.\. \[E_IO\]/);
-      assert.match((await runCli(['dump', `${server.base}/file`])).stderr, /redirect 302 to a file: URL is not followed: file:\/\/\/etc\/passwd \[E_IO\]/);
+      assert.match(
+        (await runCli(['dump', `${server.base}/file`])).stderr,
+        /redirect 302 to a file: URL is not followed: file:\/\/\/etc\/passwd \[E_IO\]/,
+      );
     } finally {
       await server.close();
     }

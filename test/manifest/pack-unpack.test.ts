@@ -33,8 +33,14 @@ describe('popef unpack then pack', () => {
       const dumpWarnings = dump.stderr.split('\n').filter((l) => l.startsWith('popef: warning:'));
       assert.ok(dumpWarnings.length > 0, 'dump warns about the newer minor version');
       // The same warning lines as dump, each followed by what unpack and pack do about it.
-      assert.deepEqual(r.stderr.split('\n').filter((l) => l.startsWith('popef: warning:')), dumpWarnings);
-      assert.match(r.stderr, /newer than 1\.0; fields added since are ignored\n {2}they are not kept: the manifest holds the fields this version knows, and popef pack writes the blob without the newer ones\n/);
+      assert.deepEqual(
+        r.stderr.split('\n').filter((l) => l.startsWith('popef: warning:')),
+        dumpWarnings,
+      );
+      assert.match(
+        r.stderr,
+        /newer than 1\.0; fields added since are ignored\n {2}they are not kept: the manifest holds the fields this version knows, and popef pack writes the blob without the newer ones\n/,
+      );
     });
   });
 
@@ -50,7 +56,9 @@ describe('popef unpack then pack', () => {
   it('writes the decompressed executable and marks it for compression', async () => {
     await inTempDir(async (dir) => {
       assert.equal((await runCli(['unpack', fixture('compressed/executable.popef'), '-o', join(dir, 'u')])).code, 0);
-      const manifest = JSON.parse(await readFile(join(dir, 'u/manifest.json'), 'utf8')) as { blobs: { type: string; compress?: boolean; file?: string }[] };
+      const manifest = JSON.parse(await readFile(join(dir, 'u/manifest.json'), 'utf8')) as {
+        blobs: { type: string; compress?: boolean; file?: string }[];
+      };
       const exe = manifest.blobs[0];
       assert.equal(exe?.type, 'POPLAR_EXECUTABLE');
       assert.equal(exe.compress, true);
@@ -64,7 +72,10 @@ describe('popef unpack errors', () => {
     await inTempDir(async (dir) => {
       const r = await runCli(['unpack', fixture('malformed/payload-bitflip.popef'), '-o', join(dir, 'out')]);
       assert.equal(r.code, 2);
-      assert.match(r.stderr, /payload-bitflip\.popef: offset \d+: POPLAR_EXECUTABLE payload crc32: payload checksum mismatch: stored 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8}/);
+      assert.match(
+        r.stderr,
+        /payload-bitflip\.popef: offset \d+: POPLAR_EXECUTABLE payload crc32: payload checksum mismatch: stored 0x[0-9a-f]{8}, computed 0x[0-9a-f]{8}/,
+      );
       assert.deepEqual(await readdir(dir), []);
     });
   });
@@ -80,7 +91,10 @@ describe('popef unpack errors', () => {
       // --force replaces an earlier unpack, never a directory of other files.
       const refused = await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'out'), '--force']);
       assert.equal(refused.code, 2);
-      assert.match(refused.stderr, /holds files that popef unpack did not write \(it has no manifest\.json\); --force replaces only an earlier unpack \[E_EXISTS\]/);
+      assert.match(
+        refused.stderr,
+        /holds files that popef unpack did not write \(it has no manifest\.json\); --force replaces only an earlier unpack \[E_EXISTS\]/,
+      );
       assert.deepEqual(await readdir(join(dir, 'out')), ['keep']);
       assert.equal((await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'fresh')])).code, 0);
       const forced = await runCli(['unpack', fixture('mnist/executable.popef'), '-o', join(dir, 'fresh'), '--force']);
@@ -116,7 +130,10 @@ describe('popef pack errors', () => {
   it('reports schema errors as JSON-pointer paths', async () => {
     const r = await packWith({ ...base, blobs: [{ type: 'DATA_TENSOR', name: 't', tensorInfo: { dtype: 'F33', shape: [2] }, file: 't.bin' }] });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /manifest does not match its schema:\n {2}\/blobs\/0\/tensorInfo\/dtype: must be equal to one of the allowed values \(BOOL, F8/);
+    assert.match(
+      r.stderr,
+      /manifest does not match its schema:\n {2}\/blobs\/0\/tensorInfo\/dtype: must be equal to one of the allowed values \(BOOL, F8/,
+    );
     assert.ok(!r.listing.includes('out.popef'));
   });
 
@@ -129,7 +146,10 @@ describe('popef pack errors', () => {
   it('refuses an inconsistent model before writing anything', async () => {
     const r = await packWith({ ...base, blobs: [{ type: 'OPAQUE', name: 'o', executable: 'nope', file: 'o.bin' }] }, { 'o.bin': 'x' });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /manifest\.json#\/blobs\/0: opaque.executable: opaque blob "o" refers to executable "nope", which is not in the model set/);
+    assert.match(
+      r.stderr,
+      /manifest\.json#\/blobs\/0: opaque.executable: opaque blob "o" refers to executable "nope", which is not in the model set/,
+    );
     assert.deepEqual(r.listing, ['manifest.json', 'o.bin']);
   });
 

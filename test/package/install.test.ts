@@ -24,10 +24,27 @@ describe('the installed package', { skip: process.env.CI === 'true' ? false : mi
       const dump = popef(['dump', '--user-anchors', fixture('mnist/executable.popef')], dir);
       assert.equal(dump.status, 0, dump.stderr);
       assert.match(dump.stdout, /Name: "softmax\/Softmax:0"/);
-      const scaffold = popef(['scaffold', fixture('mnist/executable.popef'), '-r', 'models', '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels'], dir);
+      const scaffold = popef(
+        [
+          'scaffold',
+          fixture('mnist/executable.popef'),
+          '-r',
+          'models',
+          '-m',
+          'mnist',
+          '--name',
+          'input=digit_image',
+          '--name',
+          'softmax/Softmax:0=output_labels',
+        ],
+        dir,
+      );
       assert.equal(scaffold.status, 0, scaffold.stderr);
       for (let n = 0; n < 10; n++) {
-        const run = popef(['run', 'models/mnist', '--plugin', 'cpu', '--input', `digit_image=${fixture(`mnist/img/${n}.png`)}`, '--top-k', '1', '--json'], dir);
+        const run = popef(
+          ['run', 'models/mnist', '--plugin', 'cpu', '--input', `digit_image=${fixture(`mnist/img/${n}.png`)}`, '--top-k', '1', '--json'],
+          dir,
+        );
         assert.equal(run.status, 0, run.stderr);
         const report = JSON.parse(run.stdout) as { outputs: { topK: { index: number }[][] }[] };
         assert.equal(report.outputs[0]?.topK[0]?.[0]?.index, n);

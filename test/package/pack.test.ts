@@ -43,7 +43,16 @@ describe('npm pack', () => {
     ]) {
       assert.ok(files.has(needed), `${needed} is missing from the tarball`);
     }
-    const unwanted = [...files].filter((f) => f.endsWith('.map') || f.startsWith('dist/cli/') || f.startsWith('test/') || f.startsWith('fixtures/') || (f.startsWith('src/') && f.endsWith('.ts')) || f.includes('__pycache__') || f.startsWith('.'));
+    const unwanted = [...files].filter(
+      (f) =>
+        f.endsWith('.map') ||
+        f.startsWith('dist/cli/') ||
+        f.startsWith('test/') ||
+        f.startsWith('fixtures/') ||
+        (f.startsWith('src/') && f.endsWith('.ts')) ||
+        f.includes('__pycache__') ||
+        f.startsWith('.'),
+    );
     assert.deepEqual(unwanted, []);
   });
 
@@ -58,6 +67,9 @@ describe('npm pack', () => {
 
   it('says that it is ES modules only when required', () => {
     const require = createRequire(import.meta.url);
-    assert.throws(() => require('popef-toolkit'), (e: NodeJS.ErrnoException) => e.code === 'ERR_REQUIRE_ESM' && /ES module package .* await import\('popef-toolkit'\)/.test(e.message));
+    assert.throws(
+      () => require('popef-toolkit'),
+      (e: NodeJS.ErrnoException) => e.code === 'ERR_REQUIRE_ESM' && /ES module package .* await import\('popef-toolkit'\)/.test(e.message),
+    );
   });
 });

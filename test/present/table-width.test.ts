@@ -30,9 +30,20 @@ describe('tables fit the terminal', () => {
     assert.ok(longest(wide) > 80, `the test needs a table wider than 80 columns, got ${longest(wide)}`);
     const narrow = renderRunText(runReport(), NO_COLOUR, 80);
     const table = narrow.split('\n').filter((l) => /^[┌│└├]/.test(l));
-    assert.ok(table.every((l) => Array.from(l).length <= 80), table.join('\n'));
+    assert.ok(
+      table.every((l) => Array.from(l).length <= 80),
+      table.join('\n'),
+    );
     // The cells wrapped rather than lost: every digit of the first values is still there.
-    assert.equal(table.join('').replace(/[^0-9]/g, '').length >= wide.split('\n').filter((l) => /^[┌│└├]/.test(l)).join('').replace(/[^0-9]/g, '').length, true);
+    assert.equal(
+      table.join('').replace(/[^0-9]/g, '').length >=
+        wide
+          .split('\n')
+          .filter((l) => /^[┌│└├]/.test(l))
+          .join('')
+          .replace(/[^0-9]/g, '').length,
+      true,
+    );
   });
 
   it('fits the blob table to a narrow terminal, and leaves it alone without a limit', async () => {

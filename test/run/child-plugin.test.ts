@@ -11,7 +11,10 @@ import { ROOT, fixture } from '../helpers.js';
 
 const ECHO = join(ROOT, 'test/run/echo-plugin');
 const MNIST = { files: [fixture('mnist/executable.popef')], executable: '5230962391836378370', options: {} };
-const INPUT = fromNumbers({ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }, new Float64Array(784).map((_, i) => i));
+const INPUT = fromNumbers(
+  { name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] },
+  new Float64Array(784).map((_, i) => i),
+);
 
 function echo(env: Record<string, string> = {}): ChildProcessPlugin {
   return new ChildProcessPlugin({ name: 'echo', command: process.execPath, args: [ECHO], env: { ...process.env, ...env } });
@@ -32,7 +35,10 @@ describe('the child-process plugin', () => {
     } finally {
       await plugin.dispose();
     }
-    await assert.rejects(plugin.probe().then(() => plugin.open(MNIST)), (e: unknown) => e instanceof PluginError && e.failure === 'died');
+    await assert.rejects(
+      plugin.probe().then(() => plugin.open(MNIST)),
+      (e: unknown) => e instanceof PluginError && e.failure === 'died',
+    );
   });
 
   it('takes requests that overlap one at a time, in order, each answered by its own reply', async () => {
@@ -41,7 +47,10 @@ describe('the child-process plugin', () => {
       const model = await plugin.open(MNIST);
       const inputs = [1, 2, 3, 4, 5].map((k) => fromNumbers({ name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] }, new Float64Array(784).fill(k)));
       const outputs = await Promise.all(inputs.map((t) => model.run(new Map([['input', t]]))));
-      assert.deepEqual(outputs.map((o) => toNumbers(o.get('input:echo') ?? INPUT)[0]), [1, 2, 3, 4, 5]);
+      assert.deepEqual(
+        outputs.map((o) => toNumbers(o.get('input:echo') ?? INPUT)[0]),
+        [1, 2, 3, 4, 5],
+      );
     } finally {
       await plugin.dispose();
     }
@@ -62,7 +71,10 @@ describe('the child-process plugin', () => {
     }
     const garbage = echo({ ECHO_PLUGIN_MODE: 'garbage' });
     try {
-      await assert.rejects(garbage.probe(), (e: unknown) => e instanceof PluginError && e.failure === 'protocol' && /broke the protocol: expected a JSON frame/.test(e.message));
+      await assert.rejects(
+        garbage.probe(),
+        (e: unknown) => e instanceof PluginError && e.failure === 'protocol' && /broke the protocol: expected a JSON frame/.test(e.message),
+      );
     } finally {
       await garbage.dispose();
     }

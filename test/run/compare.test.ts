@@ -12,24 +12,20 @@ const tolerance = fc.double({ min: 0, max: 1, noNaN: true }).filter(normal);
 describe('output comparison', () => {
   it('reports the smallest atol and rtol that pass, exactly (property)', () => {
     fc.assert(
-      fc.property(
-        fc.array(fc.tuple(finite, finite), { minLength: 1, maxLength: 30 }),
-        tolerance,
-        tolerance,
-        (pairs, atol, rtol) => {
-          const actual = pairs.map(([a]) => a);
-          const expected = pairs.map(([, e]) => e);
-          const c = compareValues(actual, expected, { atol, rtol });
-          assert.equal(c.passed, c.mismatches === 0);
-          // The reported tolerances pass...
-          assert.equal(compareValues(actual, expected, { atol: c.minAtol, rtol }).mismatches, 0);
-          if (Number.isFinite(c.minRtol)) assert.equal(compareValues(actual, expected, { atol, rtol: c.minRtol }).mismatches, 0);
-          // ...and anything clearly smaller does not. "Clearly": beyond the rounding of |a - e| - rtol * |e|, which cancels.
-          const slack = Math.max(c.minAtol * 1e-6, c.maxAbsError * 1e-12);
-          if (c.minAtol > slack) assert.ok(compareValues(actual, expected, { atol: c.minAtol - slack, rtol }).mismatches > 0);
-          if (c.minRtol > 1e-200 && Number.isFinite(c.minRtol)) assert.ok(compareValues(actual, expected, { atol, rtol: c.minRtol * (1 - 1e-6) }).mismatches > 0);
-        },
-      ),
+      fc.property(fc.array(fc.tuple(finite, finite), { minLength: 1, maxLength: 30 }), tolerance, tolerance, (pairs, atol, rtol) => {
+        const actual = pairs.map(([a]) => a);
+        const expected = pairs.map(([, e]) => e);
+        const c = compareValues(actual, expected, { atol, rtol });
+        assert.equal(c.passed, c.mismatches === 0);
+        // The reported tolerances pass...
+        assert.equal(compareValues(actual, expected, { atol: c.minAtol, rtol }).mismatches, 0);
+        if (Number.isFinite(c.minRtol)) assert.equal(compareValues(actual, expected, { atol, rtol: c.minRtol }).mismatches, 0);
+        // ...and anything clearly smaller does not. "Clearly": beyond the rounding of |a - e| - rtol * |e|, which cancels.
+        const slack = Math.max(c.minAtol * 1e-6, c.maxAbsError * 1e-12);
+        if (c.minAtol > slack) assert.ok(compareValues(actual, expected, { atol: c.minAtol - slack, rtol }).mismatches > 0);
+        if (c.minRtol > 1e-200 && Number.isFinite(c.minRtol))
+          assert.ok(compareValues(actual, expected, { atol, rtol: c.minRtol * (1 - 1e-6) }).mismatches > 0);
+      }),
       { numRuns: 500 },
     );
   });

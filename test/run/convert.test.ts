@@ -26,7 +26,9 @@ function normalised(value: Json): Json {
   // The SDK's writer may order blobs its own way: compare them as a set.
   if (Array.isArray(out.blobs)) {
     out.blobs = out.blobs
-      .map((b) => (b !== null && typeof b === 'object' && !Array.isArray(b) ? Object.fromEntries(Object.entries(b).filter(([k]) => k !== 'index')) : b))
+      .map((b) =>
+        b !== null && typeof b === 'object' && !Array.isArray(b) ? Object.fromEntries(Object.entries(b).filter(([k]) => k !== 'index')) : b,
+      )
       .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
   }
   return out;
@@ -115,7 +117,10 @@ describe('popef export / import (simulated SDK)', () => {
       for (const kind of ['import', 'export']) {
         const r = await runCli([kind, fixture('mnist/executable.popef'), '-o', join(dir, 'out')], { env: NO_SDK });
         assert.equal(r.code, 2);
-        assert.match(r.stderr, /the SDK bridge cannot run here: the Poplar SDK's Python modules cannot be imported: popef \(No module named 'popef'\)/);
+        assert.match(
+          r.stderr,
+          /the SDK bridge cannot run here: the Poplar SDK's Python modules cannot be imported: popef \(No module named 'popef'\)/,
+        );
         assert.match(r.stderr, /hint: enable the Poplar SDK/);
       }
       assert.deepEqual(await readdir(dir), []);
@@ -204,7 +209,10 @@ describe('popef export / import (simulated SDK)', () => {
     await inTempDir(async (dir) => {
       const r = await runCli(['import', fixture('mnist/executable.popef'), '-o', join(dir, 'out.popef')], { env: SIM });
       assert.equal(r.code, 2);
-      assert.match(r.stderr, /the SDK's popef\.Reader cannot read .*mnist\/executable\.popef: RuntimeError: simulated popef: .* is not a simulated PopEF file/);
+      assert.match(
+        r.stderr,
+        /the SDK's popef\.Reader cannot read .*mnist\/executable\.popef: RuntimeError: simulated popef: .* is not a simulated PopEF file/,
+      );
       assert.deepEqual(await readdir(dir), []);
     });
   });
@@ -247,7 +255,10 @@ describe('popef export / import (simulated SDK)', () => {
     const r = spawnSync('bash', ['-c', script], { cwd: ROOT, env: SIM, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout, 'import=2\nexport=2\nm.sdk\n');
-    assert.match(r.stderr, /big\.popef: cannot write the file: EFBIG \[E_IO\]\n {2}hint: the file is larger than this process may write \(ulimit -f\)/);
+    assert.match(
+      r.stderr,
+      /big\.popef: cannot write the file: EFBIG \[E_IO\]\n {2}hint: the file is larger than this process may write \(ulimit -f\)/,
+    );
     assert.match(r.stderr, /File too large/);
   });
 

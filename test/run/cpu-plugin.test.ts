@@ -43,9 +43,14 @@ describe('the MNIST demo model', () => {
 
 describe('the cpu plugin', () => {
   it('says how to install onnxruntime-node when it is missing (exit 2)', async () => {
-    const r = await runCli(['run', MNIST, '--plugin', 'cpu', '--random'], { env: { ...process.env, POPEF_ONNXRUNTIME_MODULE: 'onnxruntime-node-is-not-here' } });
+    const r = await runCli(['run', MNIST, '--plugin', 'cpu', '--random'], {
+      env: { ...process.env, POPEF_ONNXRUNTIME_MODULE: 'onnxruntime-node-is-not-here' },
+    });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded \(.*onnxruntime-node-is-not-here.*\) \[E_PLUGIN_UNAVAILABLE\]\n {2}hint: install it beside popef-toolkit: ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node@1.22.0 /);
+    assert.match(
+      r.stderr,
+      /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded \(.*onnxruntime-node-is-not-here.*\) \[E_PLUGIN_UNAVAILABLE\]\n {2}hint: install it beside popef-toolkit: ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node@1.22.0 /,
+    );
   });
 
   it('takes threads=N for onnxruntime, and refuses what is not a thread count', async () => {
@@ -59,13 +64,19 @@ describe('the cpu plugin', () => {
   it('refuses a graph that does not match the anchors, naming the missing tensor', async () => {
     const r = await runCli(['run', MNIST, '--plugin', 'cpu', '--random', '--reference-map', 'input=pixels']);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /the ONNX graph does not match the anchors: no graph tensor named "pixels" \(graph inputs: input, fc\.weight, fc\.bias; outputs: softmax\/Softmax:0\)/);
+    assert.match(
+      r.stderr,
+      /the ONNX graph does not match the anchors: no graph tensor named "pixels" \(graph inputs: input, fc\.weight, fc\.bias; outputs: softmax\/Softmax:0\)/,
+    );
   });
 
   it('needs a graph: --reference or the "onnx" opaque blob', async () => {
     const r = await runCli(['run', fixture('seed/executable.popef'), '--plugin', 'cpu', '--random']);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /the model has no ONNX graph: no --reference was given and executable "5230962391836378370" has no opaque blob named "onnx"/);
+    assert.match(
+      r.stderr,
+      /the model has no ONNX graph: no --reference was given and executable "5230962391836378370" has no opaque blob named "onnx"/,
+    );
     await inTempDir(async (dir) => {
       // The same graph given as a file runs the seed model (weights are still missing there: a clear error).
       const unpacked = await runCli(['unpack', MNIST, '-o', join(dir, 'u')]);
@@ -75,7 +86,18 @@ describe('the cpu plugin', () => {
       const noWeights = await runCli(['run', fixture('seed/executable.popef'), '--plugin', 'cpu', '--random', '--reference', join(dir, 'u', onnx)]);
       assert.equal(noWeights.code, 2);
       assert.match(noWeights.stderr, /needs inputs that are neither user inputs nor tensor data of the model: fc\.weight, fc\.bias/);
-      const withWeights = await runCli(['run', MNIST, '--plugin', 'cpu', '--input', `input=${fixture('mnist/img/7.png')}`, '--reference', join(dir, 'u', onnx), '--top-k', '1']);
+      const withWeights = await runCli([
+        'run',
+        MNIST,
+        '--plugin',
+        'cpu',
+        '--input',
+        `input=${fixture('mnist/img/7.png')}`,
+        '--reference',
+        join(dir, 'u', onnx),
+        '--top-k',
+        '1',
+      ]);
       assert.equal(withWeights.code, 0, withWeights.stderr);
       assert.match(withWeights.stdout, /Top 1 of softmax\/Softmax:0: 7 /);
     });
@@ -90,16 +112,23 @@ describe('the cpu plugin', () => {
 
 describe('popef run --compare-with', () => {
   it('reports per-output errors and the smallest passing tolerance between the ipu (simulated) and cpu plugins', async () => {
-    const r = await runCli(['run', MNIST, '--plugin', 'ipu', '--compare-with', 'cpu', '--input', `input=${fixture('mnist/img/3.png')}`, '--json'], { env: SIM });
+    const r = await runCli(['run', MNIST, '--plugin', 'ipu', '--compare-with', 'cpu', '--input', `input=${fixture('mnist/img/3.png')}`, '--json'], {
+      env: SIM,
+    });
     assert.equal(r.code, 1, r.stderr);
-    const report = JSON.parse(r.stdout) as { comparedWith: string; comparison: { name: string; passed: boolean; maxAbsError: number; minAtol: number }[] };
+    const report = JSON.parse(r.stdout) as {
+      comparedWith: string;
+      comparison: { name: string; passed: boolean; maxAbsError: number; minAtol: number }[];
+    };
     assert.deepEqual(schemaErrors('run', report), []);
     assert.equal(report.comparedWith, 'cpu');
     const c = report.comparison[0];
     assert.ok(c);
     assert.equal(c.passed, false);
     assert.ok(c.minAtol > 0 && c.minAtol <= c.maxAbsError);
-    const text = await runCli(['run', MNIST, '--plugin', 'ipu', '--compare-with', 'cpu', '--input', `input=${fixture('mnist/img/3.png')}`], { env: SIM });
+    const text = await runCli(['run', MNIST, '--plugin', 'ipu', '--compare-with', 'cpu', '--input', `input=${fixture('mnist/img/3.png')}`], {
+      env: SIM,
+    });
     assert.match(text.stdout, /Comparison with plugin cpu:[\s\S]*FAIL[\s\S]*1 output\(s\) differ beyond the tolerances\./);
   });
 

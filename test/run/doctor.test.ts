@@ -73,7 +73,17 @@ describe('popef doctor', { skip }, () => {
 
 describe('popef doctor on simulated releases without the inferred calls', { skip }, () => {
   // What a -no-inferred release lacks (fixtures/sim-sdk/README.md).
-  const LACKING = ['FeedDataInfo', 'FeedDataInfo.setName', 'FeedDataInfo.setTensorInfo', 'Metadata.setIsPOD', 'Metadata.isPOD', 'Metadata.setNumProcesses', 'Metadata.numProcesses', 'Metadata.setSeedHandle', 'Metadata.seedHandle'];
+  const LACKING = [
+    'FeedDataInfo',
+    'FeedDataInfo.setName',
+    'FeedDataInfo.setTensorInfo',
+    'Metadata.setIsPOD',
+    'Metadata.isPOD',
+    'Metadata.setNumProcesses',
+    'Metadata.numProcesses',
+    'Metadata.setSeedHandle',
+    'Metadata.seedHandle',
+  ];
   for (const version of ['3.2.0-no-inferred', '3.4.0-no-inferred']) {
     it(`SDK ${version}: exit 0, the absent calls named unverified, export of feeds the one thing that cannot proceed`, async () => {
       const { code, report, text } = await doctor({ PYTHONPATH: fixture('sim-sdk'), POPEF_SIM_SDK_VERSION: version });
@@ -84,7 +94,10 @@ describe('popef doctor on simulated releases without the inferred calls', { skip
       const status = Object.fromEntries(report.operations.map((o) => [o.operation, o]));
       for (const op of ['read', 'run', 'import', 'export']) assert.equal(status[op]?.withoutFeeds.ok, true, op);
       for (const op of ['read', 'run', 'import']) assert.equal(status[op]?.anyModel.ok, true, op);
-      assert.deepEqual(status.export?.anyModel, { ok: false, absent: ['popef.FeedDataInfo', 'popef.FeedDataInfo.setName', 'popef.FeedDataInfo.setTensorInfo'] });
+      assert.deepEqual(status.export?.anyModel, {
+        ok: false,
+        absent: ['popef.FeedDataInfo', 'popef.FeedDataInfo.setName', 'popef.FeedDataInfo.setTensorInfo'],
+      });
       assert.match(text, /popef\.FeedDataInfo[ │]+inferred[ │]+export:feed[ │]+no: unverified /);
       assert.match(text, /popef\.Metadata\.isPOD[ │]+inferred[ │]+read, import[ │]+no: unverified \(fallback\)/);
       assert.match(text, /^Unverified: 9 call\(s\) whose Python spelling is inferred/m);
@@ -99,17 +112,33 @@ describe('popef doctor on simulated releases without the inferred calls', { skip
     assert.equal(code, 1);
     assert.deepEqual(report.problems, ['popef.Anchor.setHandle is absent (an inferred spelling, unverified): run cannot proceed']);
     assert.deepEqual(report.unverified, ['popef.Anchor.setHandle']);
-    const run = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'ipu', '--random'], { env: env({ PYTHONPATH: fixture('sim-sdk'), POPEF_SIM_SDK_DROP: 'popef.Anchor.setHandle' }) });
+    const run = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'ipu', '--random'], {
+      env: env({ PYTHONPATH: fixture('sim-sdk'), POPEF_SIM_SDK_DROP: 'popef.Anchor.setHandle' }),
+    });
     assert.equal(run.code, 2);
-    assert.match(run.stderr, /has no popef\.Anchor\.setHandle \(inferred from the C\+\+ API: its Python spelling is unverified\), which the bridge needs/);
+    assert.match(
+      run.stderr,
+      /has no popef\.Anchor\.setHandle \(inferred from the C\+\+ API: its Python spelling is unverified\), which the bridge needs/,
+    );
   });
 });
 
 describe('src/run/bridge/SDK-API.md', () => {
   it('has one row per SDK call of the bridge, with the same need and the same operations', async () => {
     const table = await readFile(join(ROOT, 'src/run/bridge/SDK-API.md'), 'utf8');
-    const rows = [...table.matchAll(/^\| `(popef|model_runtime)` \| `([^`]+)` \| (required|guarded|inferred) \| ([^|]+) \|/gm)].map((m) => `${m[1] ?? ''} ${m[2] ?? ''} ${m[3] ?? ''} ${(m[4] ?? '').trim()}`);
-    const listed = spawnSync('python3', ['-B', '-c', 'import sys; sys.path.insert(0, sys.argv[1]); from popef_bridge import sdk as b; print("\\n".join("%s %s %s %s" % (c[0], c[1], c[2], ", ".join(c[3])) for c in b.SDK_CALLS))', join(ROOT, 'src/run/bridge')], { encoding: 'utf8' });
+    const rows = [...table.matchAll(/^\| `(popef|model_runtime)` \| `([^`]+)` \| (required|guarded|inferred) \| ([^|]+) \|/gm)].map(
+      (m) => `${m[1] ?? ''} ${m[2] ?? ''} ${m[3] ?? ''} ${(m[4] ?? '').trim()}`,
+    );
+    const listed = spawnSync(
+      'python3',
+      [
+        '-B',
+        '-c',
+        'import sys; sys.path.insert(0, sys.argv[1]); from popef_bridge import sdk as b; print("\\n".join("%s %s %s %s" % (c[0], c[1], c[2], ", ".join(c[3])) for c in b.SDK_CALLS))',
+        join(ROOT, 'src/run/bridge'),
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(listed.status, 0, listed.stderr);
     assert.deepEqual([...rows].sort(), listed.stdout.trim().split('\n').sort());
     assert.equal(new Set(rows).size, rows.length, 'no row twice');

@@ -23,7 +23,10 @@ function json(message: object): Buffer {
 /** The bridge's exit status and standard error after being sent `bytes`. */
 function bridge(bytes: Buffer): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.env.POPEF_PYTHON ?? 'python3', ['-u', '-B', ipuBridgePath()], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, PYTHONPATH: '' } });
+    const child = spawn(process.env.POPEF_PYTHON ?? 'python3', ['-u', '-B', ipuBridgePath()], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, PYTHONPATH: '' },
+    });
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.stdout.resume();
@@ -43,7 +46,10 @@ describe('frame size limits', () => {
     const pipe = new PassThrough();
     const reader = new FrameReader(pipe);
     pipe.write(header('JSON', BigInt(MAX_JSON_FRAME_BYTES + 1)));
-    await assert.rejects(reader.nextMessage(), (e: unknown) => e instanceof ProtocolError && /control message \(JSON frame\) of 67108865 bytes exceeds the limit of 67108864/.test(e.message));
+    await assert.rejects(
+      reader.nextMessage(),
+      (e: unknown) => e instanceof ProtocolError && /control message \(JSON frame\) of 67108865 bytes exceeds the limit of 67108864/.test(e.message),
+    );
   });
 
   it('the bridge stops with status 2 on a JSON frame over its cap, naming it', async () => {

@@ -27,16 +27,31 @@ describe('the plugin guard', () => {
     const opened = await guardPlugin(declaring(tensors)).open({ files: ['/no/such/file.popef'], executable: 'x', options: {}, tensors });
     assert.deepEqual(opened.inputs, [INPUT]);
     await assert.rejects(
-      guardPlugin(declaring({ inputs: [{ ...INPUT, dtype: 'S8' }], outputs: [OUTPUT] })).open({ files: ['/no/such/file.popef'], executable: 'x', options: {}, tensors }),
+      guardPlugin(declaring({ inputs: [{ ...INPUT, dtype: 'S8' }], outputs: [OUTPUT] })).open({
+        files: ['/no/such/file.popef'],
+        executable: 'x',
+        options: {},
+        tensors,
+      }),
       /plugin "declaring" declares input "input" as S8 \[1, 1, 28, 28\], but the model's anchor is F32 \[1, 1, 28, 28\]/,
     );
   });
 
   it('reads the files for the tensors when the caller gives none', async () => {
     const files = [fixture('mnist/executable.popef')];
-    const opened = await guardPlugin(declaring({ inputs: [INPUT], outputs: [OUTPUT] })).open({ files, executable: '5230962391836378370', options: {} });
+    const opened = await guardPlugin(declaring({ inputs: [INPUT], outputs: [OUTPUT] })).open({
+      files,
+      executable: '5230962391836378370',
+      options: {},
+    });
     assert.deepEqual(opened.outputs, [OUTPUT]);
-    await assert.rejects(guardPlugin(declaring({ inputs: [INPUT], outputs: [] })).open({ files, executable: '5230962391836378370', options: {} }), /does not declare the model's outputs "softmax\/Softmax:0"/);
-    await assert.rejects(guardPlugin(declaring({ inputs: [INPUT], outputs: [OUTPUT] })).open({ files: ['/no/such/file.popef'], executable: 'x', options: {} }), /ENOENT/);
+    await assert.rejects(
+      guardPlugin(declaring({ inputs: [INPUT], outputs: [] })).open({ files, executable: '5230962391836378370', options: {} }),
+      /does not declare the model's outputs "softmax\/Softmax:0"/,
+    );
+    await assert.rejects(
+      guardPlugin(declaring({ inputs: [INPUT], outputs: [OUTPUT] })).open({ files: ['/no/such/file.popef'], executable: 'x', options: {} }),
+      /ENOENT/,
+    );
   });
 });

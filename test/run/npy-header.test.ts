@@ -29,7 +29,8 @@ async function numpyReads(bytes: Buffer): Promise<string> {
   return inTempDir(async (dir) => {
     const path = join(dir, 'x.npy');
     await writeFile(path, bytes);
-    const script = 'import sys, numpy\ntry:\n  a = numpy.load(sys.argv[1])\n  print(a.dtype.str, list(a.shape))\nexcept Exception:\n  print("refused")';
+    const script =
+      'import sys, numpy\ntry:\n  a = numpy.load(sys.argv[1])\n  print(a.dtype.str, list(a.shape))\nexcept Exception:\n  print("refused")';
     return execFileSync(PYTHON, ['-c', script, path], { encoding: 'utf8' }).trim();
   });
 }

@@ -49,7 +49,12 @@ describe('chunked tensors in the plugin protocol', () => {
       const writing = writeMessage(pipe, { type: 'result', id: 1, tensors: [announce('y', size), announce('z', 50)] }, [data, other]);
       const lent = new Uint8Array(size);
       const wrongSize = new Uint8Array(49);
-      const got = await reader.next(new Map([['y', lent], ['z', wrongSize]]));
+      const got = await reader.next(
+        new Map([
+          ['y', lent],
+          ['z', wrongSize],
+        ]),
+      );
       await writing;
       const y = got.tensors.find((t) => t.name === 'y')?.data;
       const z = got.tensors.find((t) => t.name === 'z')?.data;

@@ -32,7 +32,9 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
   it('opens the model through popef.Writer + ModelRunner and runs it', async () => {
     await inTempDir(async (dir) => {
       await writeFile(join(dir, 'x.json'), JSON.stringify([[1, 2, 3, 4]]));
-      const r = await runCli(['run', fixture('weights/executable.popef'), '--input', `x=${join(dir, 'x.json')}`, '--json', '--iterations', '3'], { env: SIM });
+      const r = await runCli(['run', fixture('weights/executable.popef'), '--input', `x=${join(dir, 'x.json')}`, '--json', '--iterations', '3'], {
+        env: SIM,
+      });
       assert.equal(r.code, 0, r.stderr);
       const report = JSON.parse(r.stdout) as RunJson;
       const s = 10 + (await storedByteSum(fixture('weights/executable.popef')));
@@ -73,7 +75,10 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
   it('exits 2 naming what is missing when the SDK cannot be imported', async () => {
     const r = await runCli(['run', fixture('weights/executable.popef'), '--random'], { env: NO_SDK });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /plugin "ipu" cannot run here: the Poplar SDK's Python modules cannot be imported: popef \(No module named 'popef'\); model_runtime \(No module named 'model_runtime'\) \[E_PLUGIN_UNAVAILABLE\]\n {2}hint: enable the Poplar SDK/);
+    assert.match(
+      r.stderr,
+      /plugin "ipu" cannot run here: the Poplar SDK's Python modules cannot be imported: popef \(No module named 'popef'\); model_runtime \(No module named 'model_runtime'\) \[E_PLUGIN_UNAVAILABLE\]\n {2}hint: enable the Poplar SDK/,
+    );
   });
 
   it('reports a bridge that dies mid-run, with exit 128 + the signal', async () => {
@@ -84,7 +89,9 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
 
   it('stops a bridge that hangs, after --timeout', async () => {
     const started = Date.now();
-    const r = await runCli(['run', fixture('mnist/executable.popef'), '--random', '--timeout', '1'], { env: { ...SIM, SIM_SDK_FAIL: 'hang-on-run' } });
+    const r = await runCli(['run', fixture('mnist/executable.popef'), '--random', '--timeout', '1'], {
+      env: { ...SIM, SIM_SDK_FAIL: 'hang-on-run' },
+    });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /plugin "ipu" did not answer "run" within 1 s and was stopped \[E_TIMEOUT\]/);
     assert.ok(Date.now() - started < 15_000, 'the host must not wait for the child');
@@ -98,7 +105,18 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
 
   it('runs a Triton model directory with the client names of name_map.json', async () => {
     await inTempDir(async (dir) => {
-      const s = await runCli(['scaffold', fixture('weights/executable.popef'), '-r', join(dir, 'repo'), '-m', 'w', '--name', 'x=pixels', '--name', 'y=scores']);
+      const s = await runCli([
+        'scaffold',
+        fixture('weights/executable.popef'),
+        '-r',
+        join(dir, 'repo'),
+        '-m',
+        'w',
+        '--name',
+        'x=pixels',
+        '--name',
+        'y=scores',
+      ]);
       assert.equal(s.code, 0, s.stderr);
       await writeFile(join(dir, 'x.json'), JSON.stringify([[0, 0, 0, 1]]));
       const r = await runCli(['run', join(dir, 'repo/w'), '--input', `pixels=${join(dir, 'x.json')}`, '--json', '--top-k', '1'], { env: SIM });
@@ -122,14 +140,18 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
       // Shift the expectation by exactly 0.5: the smallest passing atol (rtol 0) is 0.5.
       const shifted = toNumbers(golden).map((v) => v + 0.5);
       await writeFile(join(dir, 'shifted.npy'), writeNpy(fromNumbers({ name: 'y', dtype: 'F32', shape: [1, 3] }, shifted)));
-      const differ = await runCli(['run', model, '--random', '--seed', '5', '--expect', join(dir, 'shifted.npy'), '--rtol', '0', '--json'], { env: SIM });
+      const differ = await runCli(['run', model, '--random', '--seed', '5', '--expect', join(dir, 'shifted.npy'), '--rtol', '0', '--json'], {
+        env: SIM,
+      });
       assert.equal(differ.code, 1);
       const c = (JSON.parse(differ.stdout) as RunJson).comparison?.[0];
       assert.ok(c !== undefined);
       assert.equal(c.passed, false);
       assert.equal(c.mismatches, 3);
       assert.equal(c.minAtol, 0.5);
-      const loose = await runCli(['run', model, '--random', '--seed', '5', '--expect', join(dir, 'shifted.npy'), '--rtol', '0', '--atol', 'y=0.5'], { env: SIM });
+      const loose = await runCli(['run', model, '--random', '--seed', '5', '--expect', join(dir, 'shifted.npy'), '--rtol', '0', '--atol', 'y=0.5'], {
+        env: SIM,
+      });
       assert.equal(loose.code, 0, loose.stdout);
       assert.match(loose.stdout, /All outputs match\./);
       const again = await runCli(['run', model, '--random', '--seed', '5', '--save-outputs', join(dir, 'golden')], { env: SIM });
@@ -208,11 +230,15 @@ describe('popef run with other plugins', () => {
   it("refuses an out-of-process plugin whose outputs are not the model's, and saves those of one whose are", async () => {
     await inTempDir(async (dir) => {
       // The echo plugin's default answer names its outputs after the inputs: not the model's anchors.
-      const echo = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random', '--save-outputs', dir], { env: process.env as Record<string, string> });
+      const echo = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random', '--save-outputs', dir], {
+        env: process.env as Record<string, string>,
+      });
       assert.equal(echo.code, 2);
       assert.match(echo.stderr, /plugin "[^"]*echo-plugin" declares an output "input:echo" that the model does not have \[E_PLUGIN\]/);
       assert.deepEqual(await readdir(dir), []);
-      const zeros = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random', '--seed', '9', '--save-outputs', dir], { env: { ...(process.env as Record<string, string>), ECHO_PLUGIN_MODE: 'zeros' } });
+      const zeros = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random', '--seed', '9', '--save-outputs', dir], {
+        env: { ...(process.env as Record<string, string>), ECHO_PLUGIN_MODE: 'zeros' },
+      });
       assert.equal(zeros.code, 0, zeros.stderr);
       const saved = (await readdir(dir)).sort();
       assert.ok(saved.length > 0 && saved.every((f) => f.endsWith('.npy')), saved.join());
@@ -221,10 +247,14 @@ describe('popef run with other plugins', () => {
   });
 
   it('reports a plugin that breaks the protocol or speaks another version', async () => {
-    const garbage = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random'], { env: { ...process.env, ECHO_PLUGIN_MODE: 'garbage' } });
+    const garbage = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random'], {
+      env: { ...process.env, ECHO_PLUGIN_MODE: 'garbage' },
+    });
     assert.equal(garbage.code, 2);
     assert.match(garbage.stderr, /broke the protocol: expected a JSON frame/);
-    const old = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random'], { env: { ...process.env, ECHO_PLUGIN_MODE: 'old' } });
+    const old = await runCli(['run', fixture('bert/executable.popef'), '--plugin', ECHO, '--random'], {
+      env: { ...process.env, ECHO_PLUGIN_MODE: 'old' },
+    });
     assert.match(old.stderr, /speaks "popef-plugin\/0", not popef-plugin\/1/);
   });
 

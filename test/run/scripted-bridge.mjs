@@ -22,7 +22,8 @@ for await (const chunk of process.stdin) {
     if (buffered.length < 12 + n) break;
     const m = JSON.parse(buffered.subarray(12, 12 + n).toString('utf8'));
     buffered = buffered.subarray(12 + n);
-    if (m.type === 'hello') process.stdout.write(json({ type: 'hello', id: m.id, protocol: 'popef-plugin/1', plugin: 'scripted', version: '1', available: true }));
+    if (m.type === 'hello')
+      process.stdout.write(json({ type: 'hello', id: m.id, protocol: 'popef-plugin/1', plugin: 'scripted', version: '1', available: true }));
     else if (m.type === 'close') {
       process.stdout.write(json({ type: 'closed', id: m.id }), () => process.exit(0));
     } else if (m.type === 'import') {

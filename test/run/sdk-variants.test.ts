@@ -58,13 +58,23 @@ describe('the IPU bridge in every simulated SDK release', { skip }, () => {
           );
         } else assert.equal(imported.stderr, '');
         const dump = await runCli(['dump', back, '--json']);
-        const md = (JSON.parse(dump.stdout) as { models: { metadata: { deviceIterations: number; engineOptions: { name: string; value: string }[] } }[] }).models[0]?.metadata;
-        const original = (JSON.parse((await runCli(['dump', fixture('bert/executable.popef'), '--json'])).stdout) as { models: { metadata: { deviceIterations: number; engineOptions: unknown[] } }[] }).models[0]?.metadata;
+        const md = (
+          JSON.parse(dump.stdout) as { models: { metadata: { deviceIterations: number; engineOptions: { name: string; value: string }[] } }[] }
+        ).models[0]?.metadata;
+        const original = (
+          JSON.parse((await runCli(['dump', fixture('bert/executable.popef'), '--json'])).stdout) as {
+            models: { metadata: { deviceIterations: number; engineOptions: unknown[] } }[];
+          }
+        ).models[0]?.metadata;
         // Options survive everywhere (read through name()/value()); deviceIterations only where the SDK has it.
         assert.deepEqual(md?.engineOptions, original?.engineOptions);
         const modern = version >= '3.3';
         assert.equal(md?.deviceIterations, modern ? original?.deviceIterations : 1);
-        if (!modern) assert.match(exported.stderr, /popef: warning: this SDK \(release 3\.\d\.0(-no-inferred)?\) has no Metadata.setDeviceIterations \(SDK 3.3 and later\): deviceIterations 16 is not stored/);
+        if (!modern)
+          assert.match(
+            exported.stderr,
+            /popef: warning: this SDK \(release 3\.\d\.0(-no-inferred)?\) has no Metadata.setDeviceIterations \(SDK 3.3 and later\): deviceIterations 16 is not stored/,
+          );
         else assert.equal(exported.stderr, '');
       });
     });
@@ -99,15 +109,23 @@ describe('the IPU bridge in every simulated SDK release', { skip }, () => {
       ].join('\n');
     const path = join(ROOT, 'node_modules', '.popef-sim-sdk-test.popef');
     py(make(path));
-    fails(`import model_runtime\nr = model_runtime.ModelRunner(${JSON.stringify(path)})\nr.execute({"x": None})`, /TypeError: execute\(\): incompatible function arguments/);
-    fails('import model_runtime\nmodel_runtime.DeviceWaitConfig(model_runtime.DeviceWaitStrategy.WAIT_WITH_TIMEOUT, 60.0, 1.0)', /TypeError: .*timeout must be a datetime.timedelta/);
+    fails(
+      `import model_runtime\nr = model_runtime.ModelRunner(${JSON.stringify(path)})\nr.execute({"x": None})`,
+      /TypeError: execute\(\): incompatible function arguments/,
+    );
+    fails(
+      'import model_runtime\nmodel_runtime.DeviceWaitConfig(model_runtime.DeviceWaitStrategy.WAIT_WITH_TIMEOUT, 60.0, 1.0)',
+      /TypeError: .*timeout must be a datetime.timedelta/,
+    );
     fails('import popef\npopef.Writer("/nonexistent-dir/x.popef")', /create the file first/);
     fails('import popef\no = popef.Option("a", "b")\nimport json\njson.dumps(o.name)', /not JSON serializable/);
     assert.equal(py('import popef\no = popef.Option("a", "b")\nprint(o.name(), o.value())'), 'a b');
     fails('import popef\npopef.Metadata().setAnchors([])', /AttributeError/);
     // Outputs are byte buffers, not arrays of values.
     assert.equal(
-      py(`import model_runtime, numpy\nr = model_runtime.ModelRunner(${JSON.stringify(path)})\nv = model_runtime.InputMemoryView()\nv["x"] = numpy.zeros(2, dtype=numpy.float32)\nprint(type(r.execute(v)).__name__)`),
+      py(
+        `import model_runtime, numpy\nr = model_runtime.ModelRunner(${JSON.stringify(path)})\nv = model_runtime.InputMemoryView()\nv["x"] = numpy.zeros(2, dtype=numpy.float32)\nprint(type(r.execute(v)).__name__)`,
+      ),
       'dict',
     );
   });
@@ -126,7 +144,10 @@ describe('a simulated release without the inferred calls, on a model with feeds'
       const imported = await runCli(['import', sdkFile, '-o', back], { env });
       assert.equal(imported.code, 0, imported.stderr);
       const dump = JSON.parse((await runCli(['dump', back, '--json'])).stdout) as { blobs: { type: string }[] };
-      assert.ok(dump.blobs.some((b) => b.type === 'DATA_FEED'), 'the feed came through');
+      assert.ok(
+        dump.blobs.some((b) => b.type === 'DATA_FEED'),
+        'the feed came through',
+      );
     });
   });
 
@@ -135,7 +156,10 @@ describe('a simulated release without the inferred calls, on a model with feeds'
       const out = join(dir, 'sdk.popef');
       const r = await runCli(['export', fixture('feed/executable.popef'), '-o', out], { env });
       assert.equal(r.code, 2);
-      assert.match(r.stderr, /this Poplar SDK \(release 3\.4\.0-no-inferred\) has no popef\.FeedDataInfo \(inferred from the C\+\+ API: its Python spelling is unverified\), popef\.FeedDataInfo\.setName .*which the bridge needs for this/);
+      assert.match(
+        r.stderr,
+        /this Poplar SDK \(release 3\.4\.0-no-inferred\) has no popef\.FeedDataInfo \(inferred from the C\+\+ API: its Python spelling is unverified\), popef\.FeedDataInfo\.setName .*which the bridge needs for this/,
+      );
       assert.deepEqual(await readdir(dir), [], 'no output and no temporary file');
     });
   });
@@ -172,7 +196,9 @@ describe('popef import leaves nothing when the SDK fails at any stage', { skip }
       await inTempDir(async (dir) => {
         const sdkFile = join(dir, 'sdk.popef');
         // A model with every kind of blob.
-        const source = fixture(stage === 'feed' ? 'feed/executable.popef' : stage === 'opaque' || stage === 'tensor' ? 'mnist/executable.popef' : 'bert/executable.popef');
+        const source = fixture(
+          stage === 'feed' ? 'feed/executable.popef' : stage === 'opaque' || stage === 'tensor' ? 'mnist/executable.popef' : 'bert/executable.popef',
+        );
         const exported = await runCli(['export', source, '-o', sdkFile], { env: sim('3.4.0') });
         assert.equal(exported.code, 0, exported.stderr);
         const before = await readdir(dir);
@@ -200,7 +226,14 @@ describe('the IPU bridge receiving large inputs', { skip }, () => {
         programFlow: { load: [], main: [5], save: [] },
         anchors: [
           { name: 'x', handle: 'h2d_x', tensorInfo: { dtype: 'F32', shape }, isPerReplica: false, type: 'INPUT', programs: [5] },
-          { name: 'y', handle: 'anchor_d2h_y', tensorInfo: { dtype: 'F32', shape: [2, 1024, 1024] }, isPerReplica: false, type: 'OUTPUT', programs: [5] },
+          {
+            name: 'y',
+            handle: 'anchor_d2h_y',
+            tensorInfo: { dtype: 'F32', shape: [2, 1024, 1024] },
+            isPerReplica: false,
+            type: 'OUTPUT',
+            programs: [5],
+          },
         ],
       });
       await w.close();

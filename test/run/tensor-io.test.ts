@@ -13,7 +13,14 @@ import { DATA_TYPES } from '../../src/schema/model.js';
 import { inTempDir } from '../helpers.js';
 
 const NUMERIC = DATA_TYPES.filter((d) => !d.startsWith('F8'));
-const sample = (dtype: string): number[] => (dtype === 'BOOL' ? [0, 1, 1, 0, 1, 0] : dtype.startsWith('F') ? [0, -1.5, 2.25, 1024, -0.5, 3] : dtype.startsWith('U') ? [0, 1, 2, 200, 7, 9] : [0, -1, 2, -100, 7, 9]);
+const sample = (dtype: string): number[] =>
+  dtype === 'BOOL'
+    ? [0, 1, 1, 0, 1, 0]
+    : dtype.startsWith('F')
+      ? [0, -1.5, 2.25, 1024, -0.5, 3]
+      : dtype.startsWith('U')
+        ? [0, 1, 2, 200, 7, 9]
+        : [0, -1, 2, -100, 7, 9];
 
 describe('.npy', () => {
   it('round-trips every numeric dtype, and reads back what it wrote', () => {
@@ -30,7 +37,10 @@ describe('.npy', () => {
     fc.assert(
       fc.property(fc.constantFrom(...NUMERIC), fc.array(fc.integer({ min: 0, max: 4 }), { maxLength: 4 }), (dtype, shape) => {
         const n = shape.reduce((p, d) => p * d, 1);
-        const t = fromNumbers({ name: 'x', dtype, shape }, Array.from({ length: n }, (_, i) => i % 2));
+        const t = fromNumbers(
+          { name: 'x', dtype, shape },
+          Array.from({ length: n }, (_, i) => i % 2),
+        );
         const back = readNpy(writeNpy(t), 'x.npy');
         assert.deepEqual(back.shape, shape);
         assert.ok(Buffer.from(back.data).equals(Buffer.from(t.data)));
@@ -64,7 +74,18 @@ describe('input files', () => {
 
   it('reads JSON as nested arrays, as {shape, data}, and as a flat list', async () => {
     const values = [1, 2, 3, 4, 5, 6];
-    for (const json of [[[[[1, 2, 3], [4, 5, 6]]]], { shape: [1, 1, 2, 3], data: values }, values]) {
+    for (const json of [
+      [
+        [
+          [
+            [1, 2, 3],
+            [4, 5, 6],
+          ],
+        ],
+      ],
+      { shape: [1, 1, 2, 3], data: values },
+      values,
+    ]) {
       await withFile('x.json', JSON.stringify(json), async (path) => {
         assert.deepEqual(Array.from(toNumbers(await loadInput(spec, path, 'digit_image'))), values);
       });
@@ -89,7 +110,11 @@ describe('input files', () => {
 
   it('checks a .npy against the expected dtype and shape, naming both', async () => {
     await withFile('x.npy', writeNpy(fromNumbers({ name: 'x', dtype: 'F64', shape: [1, 1, 2, 3] }, [1, 2, 3, 4, 5, 6])), async (path) => {
-      await assert.rejects(loadInput(spec, path, 'digit_image'), (e: unknown) => e instanceof PopefError && /input "digit_image" is F64 \[1, 1, 2, 3\], but the model expects F32 \[1, 1, 2, 3\]/.test(e.message));
+      await assert.rejects(
+        loadInput(spec, path, 'digit_image'),
+        (e: unknown) =>
+          e instanceof PopefError && /input "digit_image" is F64 \[1, 1, 2, 3\], but the model expects F32 \[1, 1, 2, 3\]/.test(e.message),
+      );
     });
   });
 
@@ -99,14 +124,20 @@ describe('input files', () => {
     const bytes = PNG.sync.write(png);
     await withFile('x.png', bytes, async (path) => {
       const gray = await loadInput(spec, path, 'x');
-      assert.deepEqual(Array.from(toNumbers(gray)).map((v) => Math.round(v * 1000) / 1000), [0, 0.196, 0.392, 0.588, 0.784, 0.98]);
+      assert.deepEqual(
+        Array.from(toNumbers(gray)).map((v) => Math.round(v * 1000) / 1000),
+        [0, 0.196, 0.392, 0.588, 0.784, 0.98],
+      );
       const rgb = await loadInput({ name: 'x', dtype: 'U8', shape: [1, 2, 3, 3] }, path, 'x');
       assert.deepEqual(Array.from(toNumbers(rgb)).slice(0, 6), [0, 0, 0, 50, 50, 50]);
       const hw = await loadInput({ name: 'x', dtype: 'F32', shape: [2, 3] }, path, 'x', { scale: 1, mean: [100], std: [2] });
       assert.deepEqual(Array.from(toNumbers(hw)), [-50, -25, 0, 25, 50, 75]);
       const batch = await loadInput({ name: 'x', dtype: 'U8', shape: [2, 1, 2, 3] }, path, 'x');
       assert.deepEqual(Array.from(toNumbers(batch)), [0, 50, 100, 150, 200, 250, 0, 50, 100, 150, 200, 250]);
-      await assert.rejects(loadInput({ name: 'x', dtype: 'F32', shape: [1, 1, 28, 28] }, path, 'digit_image'), /the image is 3x2, but the input is \[1, 1, 28, 28\]/);
+      await assert.rejects(
+        loadInput({ name: 'x', dtype: 'F32', shape: [1, 1, 28, 28] }, path, 'digit_image'),
+        /the image is 3x2, but the input is \[1, 1, 28, 28\]/,
+      );
     });
   });
 

@@ -20,7 +20,12 @@ import { scaffoldMnist, serveCli, type Serving } from './serving.js';
 
 const triton = findTritonServer();
 const hasCc = spawnSync('cc', ['--version']).status === 0;
-const missing = triton === undefined ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)' : !hasCc ? 'no C compiler for the stand-in backend' : undefined;
+const missing =
+  triton === undefined
+    ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)'
+    : !hasCc
+      ? 'no C compiler for the stand-in backend'
+      : undefined;
 
 /** Model name -> what its config adds to the scaffolded MNIST config. */
 const MODELS: Record<string, { maxBatchSize: number; batching: string }> = {
@@ -31,10 +36,18 @@ const MODELS: Record<string, { maxBatchSize: number; batching: string }> = {
   capped: { maxBatchSize: 4, batching: 'dynamic_batching { max_queue_delay_microseconds: 1500000 default_queue_policy { max_queue_size: 2 } }' },
   timeouts: {
     maxBatchSize: 4,
-    batching: 'dynamic_batching { max_queue_delay_microseconds: 600000 default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 5000000 allow_timeout_override: true } }',
+    batching:
+      'dynamic_batching { max_queue_delay_microseconds: 600000 default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 5000000 allow_timeout_override: true } }',
   },
-  delayed: { maxBatchSize: 4, batching: 'dynamic_batching { max_queue_delay_microseconds: 400000 default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 100000 } }' },
-  expiring: { maxBatchSize: 4, batching: 'dynamic_batching { max_queue_delay_microseconds: 2000000 default_queue_policy { default_timeout_microseconds: 300000 } }' },
+  delayed: {
+    maxBatchSize: 4,
+    batching:
+      'dynamic_batching { max_queue_delay_microseconds: 400000 default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 100000 } }',
+  },
+  expiring: {
+    maxBatchSize: 4,
+    batching: 'dynamic_batching { max_queue_delay_microseconds: 2000000 default_queue_policy { default_timeout_microseconds: 300000 } }',
+  },
 };
 
 /** One request of an arrival pattern: when it is sent (ms after the first), and its parameters. */
@@ -45,7 +58,10 @@ interface Arrival {
 
 function body(arrival: Arrival): string {
   const data = new Array<number>(28 * 28).fill(0.5);
-  return JSON.stringify({ ...(arrival.parameters === undefined ? {} : { parameters: arrival.parameters }), inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data }] });
+  return JSON.stringify({
+    ...(arrival.parameters === undefined ? {} : { parameters: arrival.parameters }),
+    inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data }],
+  });
 }
 
 /** Sends the pattern; each answer as [status, error message or 'ok']. */
@@ -91,7 +107,11 @@ const CASES: [string, string, Arrival[]][] = [
   ['preferred', 'six requests 100 ms apart: each preferred size of 2 is sent at once', every(6, 100)],
   ['nodelay', 'no delay: each request 100 ms apart runs alone', every(3, 100)],
   ['capped', 'a third request finds the queue (max_queue_size 2) full', every(3, 50)],
-  ['timeouts', "a request's own timeout shortens the queue's: rejected while the other waits out the delay", [{ at: 0, parameters: { timeout: 100000 } }, { at: 20 }]],
+  [
+    'timeouts',
+    "a request's own timeout shortens the queue's: rejected while the other waits out the delay",
+    [{ at: 0, parameters: { timeout: 100000 } }, { at: 20 }],
+  ],
   ['delayed', 'timeout_action DELAY: expired requests still run, together', every(2, 30)],
   ['expiring', 'default timeout below the delay: the lone request is rejected at its timeout', [{ at: 0 }]],
 ];

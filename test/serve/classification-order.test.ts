@@ -41,15 +41,30 @@ describe('classification order', () => {
       assert.equal(built.status, 0, built.error?.message ?? built.stderr);
       const values = fc.oneof(fc.constantFrom(Number.NaN, Infinity, -Infinity, 0, 1, 0.5), fc.double({ noNaN: true, min: -10, max: 10 }));
       const cases = fc.sample(fc.array(values, { minLength: 0, maxLength: 200 }), 400);
-      cases.push([Number.NaN, Infinity, -Infinity], [Infinity, Number.NaN, -Infinity, 0.5], Array.from({ length: 40 }, (_, i) => (i % 7 === 0 ? Number.NaN : i % 5)));
-      const input = cases.map((c) => `${c.length} ${c.map((x) => (Number.isNaN(x) ? 'nan' : x === Infinity ? 'inf' : x === -Infinity ? '-inf' : String(x))).join(' ')}`).join('\n');
+      cases.push(
+        [Number.NaN, Infinity, -Infinity],
+        [Infinity, Number.NaN, -Infinity, 0.5],
+        Array.from({ length: 40 }, (_, i) => (i % 7 === 0 ? Number.NaN : i % 5)),
+      );
+      const input = cases
+        .map(
+          (c) => `${c.length} ${c.map((x) => (Number.isNaN(x) ? 'nan' : x === Infinity ? 'inf' : x === -Infinity ? '-inf' : String(x))).join(' ')}`,
+        )
+        .join('\n');
       const run = spawnSync(join(dir, 'sort'), { input: `${input}\n`, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
       assert.equal(run.status, 0, run.stderr);
       const expected = run.stdout.trimEnd().split('\n');
       cases.forEach((c, i) => {
         const order = Array.from({ length: c.length }, (_, k) => k);
         stdSort(order, (a, b) => (c[a] ?? 0) > (c[b] ?? 0));
-        assert.equal(order.map((k) => `${k} `).join('').trimEnd(), (expected[i] ?? '').trimEnd(), `values ${JSON.stringify(c.map(String))}`);
+        assert.equal(
+          order
+            .map((k) => `${k} `)
+            .join('')
+            .trimEnd(),
+          (expected[i] ?? '').trimEnd(),
+          `values ${JSON.stringify(c.map(String))}`,
+        );
       });
     });
   });

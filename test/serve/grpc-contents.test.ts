@@ -35,7 +35,10 @@ describe('gRPC typed contents', () => {
     assert.deepEqual(bytesOf('BOOL', { bool_contents: [true, false] }), [1, 0]);
   });
 
-  it('refuses contents of another type than the input, in Triton\'s words', () => {
-    assert.throws(() => bytesOf('FP32', { int_contents: [1] }), /unexpected explicit tensor data for input tensor 'x' for model 'm' of type 'INT32', expected datatype 'FP32'/);
+  it("refuses contents of another type than the input, in Triton's words", () => {
+    assert.throws(
+      () => bytesOf('FP32', { int_contents: [1] }),
+      /unexpected explicit tensor data for input tensor 'x' for model 'm' of type 'INT32', expected datatype 'FP32'/,
+    );
   });
 });

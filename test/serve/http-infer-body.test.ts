@@ -18,25 +18,91 @@ function binaryBody(header: unknown, ...sections: Buffer[]): [Buffer, string] {
 
 const input = (extra: Record<string, unknown>): Record<string, unknown> => ({ name: 'x', datatype: 'FP32', shape: [2], ...extra });
 
-describe('HTTP infer body: refused bodies, with Triton\'s status class and message', () => {
+describe("HTTP infer body: refused bodies, with Triton's status class and message", () => {
   const rows: [string, Buffer, string | undefined, RequestError['status'], RegExp][] = [
     ['an empty document', Buffer.from('  '), undefined, 'INTERNAL', /^failed to parse the request JSON buffer: The document is empty\. at 2$/],
-    ['a NUL byte, which ends the document', Buffer.from('\0{"inputs": []}'), undefined, 'INTERNAL', /^failed to parse the request JSON buffer: The document is empty\. at 0$/],
+    [
+      'a NUL byte, which ends the document',
+      Buffer.from('\0{"inputs": []}'),
+      undefined,
+      'INTERNAL',
+      /^failed to parse the request JSON buffer: The document is empty\. at 0$/,
+    ],
     ['a syntax error', Buffer.from('{"inputs": ['), undefined, 'INTERNAL', /^failed to parse the request JSON buffer: .* at 12$/],
-    ['a root that is not an object, which has no inputs', json([null, null]), undefined, 'INTERNAL', /^Unable to parse 'inputs': attempt to access non-existing object member 'inputs'$/],
+    [
+      'a root that is not an object, which has no inputs',
+      json([null, null]),
+      undefined,
+      'INTERNAL',
+      /^Unable to parse 'inputs': attempt to access non-existing object member 'inputs'$/,
+    ],
     ['no inputs', json({}), undefined, 'INTERNAL', /^Unable to parse 'inputs': attempt to access non-existing object member 'inputs'$/],
     ['inputs not an array', json({ inputs: 3 }), undefined, 'INTERNAL', /^Unable to parse 'inputs': attempt to access JSON non-array as array$/],
     ['an input that is not an object, which has no data', json({ inputs: [[null, null]] }), undefined, 'INVALID_ARG', /But no field is set$/],
     ['an input with no data', json({ inputs: [input({})] }), undefined, 'INVALID_ARG', /But no field is set$/],
-    ['an input with data and binary_data_size', json({ inputs: [input({ data: [1, 2], parameters: { binary_data_size: 8 } })] }), undefined, 'INVALID_ARG', /But set 'data' 'binary_data_size'$/],
-    ['a name that is not a string', json({ inputs: [{ name: 1, datatype: 'FP32', shape: [1], data: [1] }] }), undefined, 'INTERNAL', /^Unable to parse 'name': attempt to access JSON non-string as string$/],
-    ['a negative dimension', json({ inputs: [input({ shape: [-1], data: [1] })] }), undefined, 'INTERNAL', /non-unsigned-integer as unsigned-integer/],
-    ['a reserved parameter', json({ parameters: { triton_x: 1 }, inputs: [input({ data: [1, 2] })] }), undefined, 'INVALID_ARG', /reserved for Triton usage and should not be specified\.$/],
-    ['parameters that are not an object', json({ parameters: [1], inputs: [] }), undefined, 'INTERNAL', /^failed to get request params\.: attempt to get members for non-object$/],
-    ['a parameter of object type', json({ parameters: { a: { b: 1 } }, inputs: [] }), undefined, 'INVALID_ARG', /^parameter 'a' has invalid type\. It should be either 'int', 'bool', or 'string'\.$/],
-    ['a priority that is not unsigned', json({ parameters: { priority: -1 }, inputs: [] }), undefined, 'INTERNAL', /^Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer$/],
-    ['a sequence_end that is not a boolean', json({ parameters: { sequence_end: 1 }, inputs: [] }), undefined, 'INTERNAL', /^Unable to parse 'sequence_end': attempt to access JSON non-boolean as boolean$/],
-    ['binary data without the header length', json({ inputs: [input({ parameters: { binary_data_size: 8 } })] }), undefined, 'INVALID_ARG', /must specify valid 'Infer-Header-Content-Length'/],
+    [
+      'an input with data and binary_data_size',
+      json({ inputs: [input({ data: [1, 2], parameters: { binary_data_size: 8 } })] }),
+      undefined,
+      'INVALID_ARG',
+      /But set 'data' 'binary_data_size'$/,
+    ],
+    [
+      'a name that is not a string',
+      json({ inputs: [{ name: 1, datatype: 'FP32', shape: [1], data: [1] }] }),
+      undefined,
+      'INTERNAL',
+      /^Unable to parse 'name': attempt to access JSON non-string as string$/,
+    ],
+    [
+      'a negative dimension',
+      json({ inputs: [input({ shape: [-1], data: [1] })] }),
+      undefined,
+      'INTERNAL',
+      /non-unsigned-integer as unsigned-integer/,
+    ],
+    [
+      'a reserved parameter',
+      json({ parameters: { triton_x: 1 }, inputs: [input({ data: [1, 2] })] }),
+      undefined,
+      'INVALID_ARG',
+      /reserved for Triton usage and should not be specified\.$/,
+    ],
+    [
+      'parameters that are not an object',
+      json({ parameters: [1], inputs: [] }),
+      undefined,
+      'INTERNAL',
+      /^failed to get request params\.: attempt to get members for non-object$/,
+    ],
+    [
+      'a parameter of object type',
+      json({ parameters: { a: { b: 1 } }, inputs: [] }),
+      undefined,
+      'INVALID_ARG',
+      /^parameter 'a' has invalid type\. It should be either 'int', 'bool', or 'string'\.$/,
+    ],
+    [
+      'a priority that is not unsigned',
+      json({ parameters: { priority: -1 }, inputs: [] }),
+      undefined,
+      'INTERNAL',
+      /^Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer$/,
+    ],
+    [
+      'a sequence_end that is not a boolean',
+      json({ parameters: { sequence_end: 1 }, inputs: [] }),
+      undefined,
+      'INTERNAL',
+      /^Unable to parse 'sequence_end': attempt to access JSON non-boolean as boolean$/,
+    ],
+    [
+      'binary data without the header length',
+      json({ inputs: [input({ parameters: { binary_data_size: 8 } })] }),
+      undefined,
+      'INVALID_ARG',
+      /must specify valid 'Infer-Header-Content-Length'/,
+    ],
     ['a header length past the body', json({}), '999', 'INVALID_ARG', /^inference header size should be in range \(0, 2\), got: 999$/],
   ];
   for (const [what, body, headerLength, status, message] of rows) {
@@ -50,7 +116,10 @@ describe('HTTP infer body: refused bodies, with Triton\'s status class and messa
 
   it('binary sections shorter or longer than their sizes', () => {
     const [short, shortLength] = binaryBody({ inputs: [input({ parameters: { binary_data_size: 8 } })] }, fp32(1));
-    assert.throws(() => fromInferBody('m', '', short, shortLength), /^RequestError: unexpected size for input 'x', expecting 4 additional bytes for model 'm'$/);
+    assert.throws(
+      () => fromInferBody('m', '', short, shortLength),
+      /^RequestError: unexpected size for input 'x', expecting 4 additional bytes for model 'm'$/,
+    );
     const [long, longLength] = binaryBody({ inputs: [input({ parameters: { binary_data_size: 8 } })] }, fp32(1, 2, 3));
     assert.throws(() => fromInferBody('m', '', long, longLength), /^RequestError: unexpected additional input data for model 'm'$/);
   });
@@ -58,7 +127,14 @@ describe('HTTP infer body: refused bodies, with Triton\'s status class and messa
 
 describe('HTTP infer body: accepted bodies', () => {
   it('reads JSON data, the id and the requested outputs with their parameters', () => {
-    const body = json({ id: 'r1', inputs: [input({ data: [1.5, -2] })], outputs: [{ name: 'y', parameters: { classification: 2 } }, { name: 'z', parameters: { binary_data: true } }] });
+    const body = json({
+      id: 'r1',
+      inputs: [input({ data: [1.5, -2] })],
+      outputs: [
+        { name: 'y', parameters: { classification: 2 } },
+        { name: 'z', parameters: { binary_data: true } },
+      ],
+    });
     const { request, binaryOutputs } = fromInferBody('m', '3', body, undefined);
     assert.equal(request.id, 'r1');
     assert.equal(request.modelVersion, '3');
@@ -70,17 +146,23 @@ describe('HTTP infer body: accepted bodies', () => {
     assert.equal(binaryOutputs, false);
   });
 
-  it('takes binary sections in order, and binary_data_output as every output\'s default', () => {
+  it("takes binary sections in order, and binary_data_output as every output's default", () => {
     const [body, headerLength] = binaryBody(
-      { parameters: { binary_data_output: true }, inputs: [input({ parameters: { binary_data_size: 8 } }), { ...input({ parameters: { binary_data_size: 4 } }), name: 'w', shape: [1] }] },
+      {
+        parameters: { binary_data_output: true },
+        inputs: [input({ parameters: { binary_data_size: 8 } }), { ...input({ parameters: { binary_data_size: 4 } }), name: 'w', shape: [1] }],
+      },
       fp32(1, 2),
       fp32(3),
     );
     const { request, binaryOutputs } = fromInferBody('m', '', body, headerLength);
-    assert.deepEqual(request.inputs.map((i) => [i.name, [...i.data]]), [
-      ['x', [...fp32(1, 2)]],
-      ['w', [...fp32(3)]],
-    ]);
+    assert.deepEqual(
+      request.inputs.map((i) => [i.name, [...i.data]]),
+      [
+        ['x', [...fp32(1, 2)]],
+        ['w', [...fp32(3)]],
+      ],
+    );
     assert.equal(binaryOutputs, true);
   });
 
@@ -90,7 +172,7 @@ describe('HTTP infer body: accepted bodies', () => {
     assert.equal(binaryOutputs, true);
   });
 
-  it('reads the header length as C\'s atoi does: the leading integer', () => {
+  it("reads the header length as C's atoi does: the leading integer", () => {
     const [body, headerLength] = binaryBody({ inputs: [input({ parameters: { binary_data_size: 8 } })] }, fp32(1, 2));
     const { request } = fromInferBody('m', '', body, ` ${headerLength}abc`);
     assert.equal(request.inputs[0]?.data.byteLength, 8);

@@ -12,7 +12,8 @@ import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { ROOT, tempDir } from '../helpers.js';
 import { scaffoldMnist } from './serving.js';
 
-const promClientLoaded = (): boolean => Object.keys(createRequire(import.meta.url).cache).some((f) => f.includes(join('node_modules', 'prom-client')));
+const promClientLoaded = (): boolean =>
+  Object.keys(createRequire(import.meta.url).cache).some((f) => f.includes(join('node_modules', 'prom-client')));
 
 describe('popef serve metrics', () => {
   let server: RunningServer;
@@ -22,7 +23,14 @@ describe('popef serve metrics', () => {
     const temp = await tempDir();
     cleanup = temp.cleanup;
     const repo = await scaffoldMnist(temp.dir);
-    server = await startServer({ repositories: [repo], createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }), host: '127.0.0.1', httpPort: 0, metricsPort: 0, maxRequestSize: 1 << 20 });
+    server = await startServer({
+      repositories: [repo],
+      createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }),
+      host: '127.0.0.1',
+      httpPort: 0,
+      metricsPort: 0,
+      maxRequestSize: 1 << 20,
+    });
   });
 
   after(async () => {
@@ -33,11 +41,13 @@ describe('popef serve metrics', () => {
   it('loads prom-client at the first scrape; counts each success; other paths and methods as Triton', async () => {
     assert.equal(promClientLoaded(), false);
     const metrics = `http://127.0.0.1:${server.metricsPort ?? 0}`;
-    const count = async (): Promise<number> => Number(/^nv_inference_request_success\{model="mnist",version="1"\} (\d+)$/m.exec(await (await fetch(`${metrics}/metrics`)).text())?.[1]);
+    const count = async (): Promise<number> =>
+      Number(/^nv_inference_request_success\{model="mnist",version="1"\} (\d+)$/m.exec(await (await fetch(`${metrics}/metrics`)).text())?.[1]);
     const before = await count();
     assert.equal(promClientLoaded(), true);
     const body = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data: new Array<number>(784).fill(0) }] });
-    for (let i = 0; i < 3; i++) assert.equal((await fetch(`http://127.0.0.1:${server.httpPort ?? 0}/v2/models/mnist/infer`, { method: 'POST', body })).status, 200);
+    for (let i = 0; i < 3; i++)
+      assert.equal((await fetch(`http://127.0.0.1:${server.httpPort ?? 0}/v2/models/mnist/infer`, { method: 'POST', body })).status, 200);
     assert.equal((await count()) - before, 3);
     const other = await fetch(`${metrics}/other`);
     assert.deepEqual([other.status, await other.text()], [200, '']);

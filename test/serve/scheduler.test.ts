@@ -32,14 +32,56 @@ const MS = 1e6;
 describe('chooseBatch (GetDynamicBatch)', () => {
   const cases: [string, ModelConfig, number[], number, ReturnType<typeof chooseBatch>][] = [
     // [title, config, rows of the queued requests, ms since the oldest arrived, choice]
-    ['a preferred size reached is sent at once', { max_batch_size: 8, dynamic_batching: { preferred_batch_size: [2, 4], max_queue_delay_microseconds: 100_000 } }, [1, 1, 1], 0, { take: 2 }],
-    ['the largest preferred size reached wins', { max_batch_size: 8, dynamic_batching: { preferred_batch_size: [2, 4], max_queue_delay_microseconds: 100_000 } }, [1, 1, 1, 1, 1], 0, { take: 4 }],
-    ['below every preferred size it waits for the rest of the delay', { max_batch_size: 8, dynamic_batching: { preferred_batch_size: [4], max_queue_delay_microseconds: 100_000 } }, [1, 1], 30, { waitUs: 70_000 }],
-    ['once the delay is over, all that fits is sent', { max_batch_size: 8, dynamic_batching: { preferred_batch_size: [4], max_queue_delay_microseconds: 100_000 } }, [1, 1, 1, 1, 1], 100, { take: 5 }],
-    ['no preferred size: max_batch_size is the preferred one', { max_batch_size: 4, dynamic_batching: { max_queue_delay_microseconds: 100_000 } }, [1, 1, 1, 1, 1], 0, { take: 4 }],
+    [
+      'a preferred size reached is sent at once',
+      { max_batch_size: 8, dynamic_batching: { preferred_batch_size: [2, 4], max_queue_delay_microseconds: 100_000 } },
+      [1, 1, 1],
+      0,
+      { take: 2 },
+    ],
+    [
+      'the largest preferred size reached wins',
+      { max_batch_size: 8, dynamic_batching: { preferred_batch_size: [2, 4], max_queue_delay_microseconds: 100_000 } },
+      [1, 1, 1, 1, 1],
+      0,
+      { take: 4 },
+    ],
+    [
+      'below every preferred size it waits for the rest of the delay',
+      { max_batch_size: 8, dynamic_batching: { preferred_batch_size: [4], max_queue_delay_microseconds: 100_000 } },
+      [1, 1],
+      30,
+      { waitUs: 70_000 },
+    ],
+    [
+      'once the delay is over, all that fits is sent',
+      { max_batch_size: 8, dynamic_batching: { preferred_batch_size: [4], max_queue_delay_microseconds: 100_000 } },
+      [1, 1, 1, 1, 1],
+      100,
+      { take: 5 },
+    ],
+    [
+      'no preferred size: max_batch_size is the preferred one',
+      { max_batch_size: 4, dynamic_batching: { max_queue_delay_microseconds: 100_000 } },
+      [1, 1, 1, 1, 1],
+      0,
+      { take: 4 },
+    ],
     ['no delay: whatever is queued goes', { max_batch_size: 4, dynamic_batching: {} }, [1, 1], 0, { take: 2 }],
-    ['a request that would pass max_batch_size starts the next batch', { max_batch_size: 4, dynamic_batching: { preferred_batch_size: [4], max_queue_delay_microseconds: 100_000 } }, [3, 2], 0, { take: 1 }],
-    ['a request larger than every preferred size still starts a batch', { max_batch_size: 8, dynamic_batching: { preferred_batch_size: [2], max_queue_delay_microseconds: 100_000 } }, [5, 1], 0, { take: 1 }],
+    [
+      'a request that would pass max_batch_size starts the next batch',
+      { max_batch_size: 4, dynamic_batching: { preferred_batch_size: [4], max_queue_delay_microseconds: 100_000 } },
+      [3, 2],
+      0,
+      { take: 1 },
+    ],
+    [
+      'a request larger than every preferred size still starts a batch',
+      { max_batch_size: 8, dynamic_batching: { preferred_batch_size: [2], max_queue_delay_microseconds: 100_000 } },
+      [5, 1],
+      0,
+      { take: 1 },
+    ],
   ];
   for (const [title, config, rows, ageMs, expected] of cases) {
     it(title, () => {
@@ -54,20 +96,40 @@ describe('chooseBatch (GetDynamicBatch)', () => {
 describe('PriorityQueue (scheduler_utils.cc)', () => {
   it('takes lower levels first, each in arrival order; a priority of 0 or above priority_levels is the default level', () => {
     const settings = settingsOf({ max_batch_size: 8, dynamic_batching: { priority_levels: 3, default_priority_level: 2 } });
-    assert.deepEqual([0, 1, 2, 3, 4].map((p) => priorityOf(settings, p)), [2, 1, 2, 3, 2]);
+    assert.deepEqual(
+      [0, 1, 2, 3, 4].map((p) => priorityOf(settings, p)),
+      [2, 1, 2, 3, 2],
+    );
     const queue = new PriorityQueue<Item>(settings);
-    for (const [id, p] of [['a', 3], ['b', 2], ['c', 1], ['d', 2]] as const) queue.enqueue(priorityOf(settings, p), item(id));
-    assert.deepEqual(queue.take(4).map((i) => i.id), ['c', 'b', 'd', 'a']);
+    for (const [id, p] of [
+      ['a', 3],
+      ['b', 2],
+      ['c', 1],
+      ['d', 2],
+    ] as const)
+      queue.enqueue(priorityOf(settings, p), item(id));
+    assert.deepEqual(
+      queue.take(4).map((i) => i.id),
+      ['c', 'b', 'd', 'a'],
+    );
   });
 
-  it('max_queue_size per level, with Triton\'s message; other levels are not affected', () => {
+  it("max_queue_size per level, with Triton's message; other levels are not affected", () => {
     const settings = settingsOf({
       max_batch_size: 8,
-      dynamic_batching: { priority_levels: 2, default_priority_level: 1, default_queue_policy: { max_queue_size: 1 }, priority_queue_policy: [{ key: 2, value: { max_queue_size: 2 } }] },
+      dynamic_batching: {
+        priority_levels: 2,
+        default_priority_level: 1,
+        default_queue_policy: { max_queue_size: 1 },
+        priority_queue_policy: [{ key: 2, value: { max_queue_size: 2 } }],
+      },
     });
     const queue = new PriorityQueue<Item>(settings);
     queue.enqueue(1, item('a'));
-    assert.throws(() => queue.enqueue(1, item('b')), (e: unknown) => e instanceof RequestError && e.status === 'UNAVAILABLE' && e.message === '[request id: b] Exceeds maximum queue size');
+    assert.throws(
+      () => queue.enqueue(1, item('b')),
+      (e: unknown) => e instanceof RequestError && e.status === 'UNAVAILABLE' && e.message === '[request id: b] Exceeds maximum queue size',
+    );
     queue.enqueue(2, item('c'));
     queue.enqueue(2, item('d'));
     assert.throws(() => queue.enqueue(2, item('e')), /Exceeds maximum queue size/);
@@ -76,19 +138,28 @@ describe('PriorityQueue (scheduler_utils.cc)', () => {
 
   it('expired requests: REJECT takes them out, DELAY puts them behind the unexpired ones; a request may only shorten the timeout', () => {
     const now = performance.now() * 1e6;
-    const reject = settingsOf({ max_batch_size: 8, dynamic_batching: { default_queue_policy: { default_timeout_microseconds: 1000, allow_timeout_override: true } } });
+    const reject = settingsOf({
+      max_batch_size: 8,
+      dynamic_batching: { default_queue_policy: { default_timeout_microseconds: 1000, allow_timeout_override: true } },
+    });
     const q1 = new PriorityQueue<Item>(reject);
     q1.enqueue(0, item('a'));
     q1.enqueue(0, item('b', 1, 0, 10_000_000));
     const skipped = q1.sweep(now + 5 * MS);
     assert.deepEqual([skipped.rejected.map((i) => i.id), q1.size], [['a', 'b'], 0]);
 
-    const delay = settingsOf({ max_batch_size: 8, dynamic_batching: { default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 5_000_000, allow_timeout_override: true } } });
+    const delay = settingsOf({
+      max_batch_size: 8,
+      dynamic_batching: { default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 5_000_000, allow_timeout_override: true } },
+    });
     const q2 = new PriorityQueue<Item>(delay);
     q2.enqueue(0, item('a', 1, 0, 1000));
     q2.enqueue(0, item('b'));
     assert.deepEqual(q2.sweep(now + 5 * MS).rejected, []);
-    assert.deepEqual(q2.take(2).map((i) => i.id), ['b', 'a']);
+    assert.deepEqual(
+      q2.take(2).map((i) => i.id),
+      ['b', 'a'],
+    );
 
     // With no default timeout there is nothing to shorten: the request's own timeout is ignored.
     const none = settingsOf({ max_batch_size: 8, dynamic_batching: { default_queue_policy: { allow_timeout_override: true } } });
@@ -102,7 +173,12 @@ describe('ModelScheduler', () => {
   /** Two instances of a plugin double whose runs take as long as the first input value says (ms); it records the order runs finish in. */
   function setup(config: ModelConfig, finished: number[]): ModelScheduler {
     const opened = (): StartedInstance => ({
-      plugin: { name: 'double', probe: () => Promise.resolve({ available: true }), open: () => Promise.reject(new Error('unused')), dispose: () => Promise.resolve() },
+      plugin: {
+        name: 'double',
+        probe: () => Promise.resolve({ available: true }),
+        open: () => Promise.reject(new Error('unused')),
+        dispose: () => Promise.resolve(),
+      },
       model: {
         inputs: [{ name: 'x', dtype: 'F32', shape: [1, 1] }],
         outputs: [{ name: 'y', dtype: 'F32', shape: [1, 1] }],
@@ -123,7 +199,14 @@ describe('ModelScheduler', () => {
       layout: { inputs: [{ name: 'x', dtype: 'F32', shape: [1, 1] }], outputs: [{ name: 'y', dtype: 'F32', shape: [1, 1] }], batched: true },
       stats: emptyStats(),
     });
-    scheduler.attach(new InstanceSet([opened(), opened()], { model: 'm', start: () => Promise.resolve(opened()), onChange: () => undefined, onAllDown: () => undefined }));
+    scheduler.attach(
+      new InstanceSet([opened(), opened()], {
+        model: 'm',
+        start: () => Promise.resolve(opened()),
+        onChange: () => undefined,
+        onAllDown: () => undefined,
+      }),
+    );
     return scheduler;
   }
 
@@ -146,8 +229,22 @@ describe('ModelScheduler', () => {
 
   it('joins a batch in priority order; each request gets its own row back', async () => {
     const finished: number[] = [];
-    const scheduler = setup({ max_batch_size: 4, dynamic_batching: { max_queue_delay_microseconds: 100_000, priority_levels: 2, default_priority_level: 2 } }, finished);
-    const answers = await Promise.all([[1, 2], [2, 1], [3, 0], [4, 1]].map(([ms, p]) => scheduler.enqueue(request(ms ?? 0, p)).then((out) => new DataView((out.get('y')?.data ?? new Uint8Array(4)).buffer).getFloat32((out.get('y')?.data.byteOffset ?? 0), true))));
+    const scheduler = setup(
+      { max_batch_size: 4, dynamic_batching: { max_queue_delay_microseconds: 100_000, priority_levels: 2, default_priority_level: 2 } },
+      finished,
+    );
+    const answers = await Promise.all(
+      [
+        [1, 2],
+        [2, 1],
+        [3, 0],
+        [4, 1],
+      ].map(([ms, p]) =>
+        scheduler
+          .enqueue(request(ms ?? 0, p))
+          .then((out) => new DataView((out.get('y')?.data ?? new Uint8Array(4)).buffer).getFloat32(out.get('y')?.data.byteOffset ?? 0, true)),
+      ),
+    );
     // One batch of four, run row by row: level 1 first (2, 4), then level 2 (1, 3).
     assert.deepEqual(finished, [2, 4, 1, 3]);
     assert.deepEqual(answers, [1, 2, 3, 4]);

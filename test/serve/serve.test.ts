@@ -22,11 +22,25 @@ const IMAGE_BYTES = 28 * 28 * 4;
 /** The seed's repository (scaffolded MNIST), plus a copy whose config breaks a Triton rule. */
 async function mnistRepository(dir: string): Promise<string> {
   const repo = join(dir, 'models');
-  const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels']);
+  const r = await runCli([
+    'scaffold',
+    fixture('mnist/executable.popef'),
+    '-r',
+    repo,
+    '-m',
+    'mnist',
+    '--name',
+    'input=digit_image',
+    '--name',
+    'softmax/Softmax:0=output_labels',
+  ]);
   assert.equal(r.code, 0, r.stderr);
   await cp(join(repo, 'mnist'), join(repo, 'broken'), { recursive: true });
   const config = await readFile(join(repo, 'broken', 'config.pbtxt'), 'utf8');
-  await writeFile(join(repo, 'broken', 'config.pbtxt'), config.replace('name: "mnist"', 'name: "broken"').replace('max_batch_size: 1', 'max_batch_size: -1'));
+  await writeFile(
+    join(repo, 'broken', 'config.pbtxt'),
+    config.replace('name: "mnist"', 'name: "broken"').replace('max_batch_size: 1', 'max_batch_size: -1'),
+  );
   return repo;
 }
 
@@ -94,8 +108,18 @@ describe('popef serve over HTTP, cpu plugin', () => {
     assert.equal(config.backend, 'poplar');
     assert.equal(config.max_batch_size, 1);
     assert.deepEqual((config.input as { dims: number[] }[])[0]?.dims, [1, 28, 28]);
-    assert.deepEqual(config.optimization, { priority: 'PRIORITY_DEFAULT', input_pinned_memory: { enable: true }, output_pinned_memory: { enable: true }, gather_kernel_buffer_threshold: 0, eager_batching: false });
-    const index = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as { name: string; state: string; reason?: string }[];
+    assert.deepEqual(config.optimization, {
+      priority: 'PRIORITY_DEFAULT',
+      input_pinned_memory: { enable: true },
+      output_pinned_memory: { enable: true },
+      gather_kernel_buffer_threshold: 0,
+      eager_batching: false,
+    });
+    const index = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as {
+      name: string;
+      state: string;
+      reason?: string;
+    }[];
     assert.deepEqual(
       index.map((m) => [m.name, m.state]),
       [
@@ -133,8 +157,17 @@ describe('popef serve over HTTP, cpu plugin', () => {
 
   it('infers with binary tensors (Inference-Header-Content-Length), the bytes the plugin gives', async () => {
     const image = await digit(7);
-    const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }], outputs: [{ name: 'output_labels', parameters: { binary_data: true } }] }));
-    const res = await fetch(`${base}/v2/models/mnist/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': String(header.byteLength) }, body: Buffer.concat([header, image]) });
+    const header = Buffer.from(
+      JSON.stringify({
+        inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }],
+        outputs: [{ name: 'output_labels', parameters: { binary_data: true } }],
+      }),
+    );
+    const res = await fetch(`${base}/v2/models/mnist/infer`, {
+      method: 'POST',
+      headers: { 'Inference-Header-Content-Length': String(header.byteLength) },
+      body: Buffer.concat([header, image]),
+    });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/octet-stream');
     const body = Buffer.from(await res.arrayBuffer());
@@ -145,13 +178,21 @@ describe('popef serve over HTTP, cpu plugin', () => {
     assert.equal(scores.length, 10);
     assert.equal(argmax(scores), 7);
     // The same request through gzip gives the same answer.
-    const zipped = await fetch(`${base}/v2/models/mnist/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': String(header.byteLength), 'Content-Encoding': 'gzip' }, body: gzipSync(Buffer.concat([header, image])) });
+    const zipped = await fetch(`${base}/v2/models/mnist/infer`, {
+      method: 'POST',
+      headers: { 'Inference-Header-Content-Length': String(header.byteLength), 'Content-Encoding': 'gzip' },
+      body: gzipSync(Buffer.concat([header, image])),
+    });
     assert.equal(zipped.status, 200);
     assert.deepEqual(Buffer.from(await zipped.arrayBuffer()), body);
   });
 
   it("takes Triton's raw binary request: header length 0, the body is the one input", async () => {
-    const res = await fetch(`${base}/v2/models/mnist/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': '0' }, body: await digit(4) });
+    const res = await fetch(`${base}/v2/models/mnist/infer`, {
+      method: 'POST',
+      headers: { 'Inference-Header-Content-Length': '0' },
+      body: await digit(4),
+    });
     assert.equal(res.status, 200);
     const body = Buffer.from(await res.arrayBuffer());
     const jsonLength = Number(res.headers.get('inference-header-content-length'));
@@ -162,7 +203,10 @@ describe('popef serve over HTTP, cpu plugin', () => {
     const data = Array.from(floats(await digit(3)));
     const res = await fetch(`${base}/v2/models/mnist/infer`, {
       method: 'POST',
-      body: JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data }], outputs: [{ name: 'output_labels', parameters: { classification: 3 } }] }),
+      body: JSON.stringify({
+        inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data }],
+        outputs: [{ name: 'output_labels', parameters: { classification: 3 } }],
+      }),
     });
     const body = (await res.json()) as InferBody;
     const out = body.outputs[0];
@@ -171,7 +215,10 @@ describe('popef serve over HTTP, cpu plugin', () => {
     assert.equal(classes[0]?.[1], '3');
     for (const [value] of classes) assert.match(value ?? '', /^\d+\.\d{6}$/);
     const values = classes.map(([v]) => Number(v));
-    assert.deepEqual([...values].sort((a, b) => b - a), values);
+    assert.deepEqual(
+      [...values].sort((a, b) => b - a),
+      values,
+    );
   });
 
   it("refuses bad requests with Triton's status and message, and stays up", async () => {
@@ -185,21 +232,32 @@ describe('popef serve over HTTP, cpu plugin', () => {
     assert.equal(s1, 500);
     assert.match(m1, /^failed to parse the request JSON buffer: /);
     // An empty body is a raw binary request (header length 0) with no data.
-    assert.deepEqual(await post(''), [400, "[request id: <id_unknown>] input byte size mismatch for input 'raw_input' for model 'mnist'. Expected 3136, got 0"]);
-    const header = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }] });
-    assert.deepEqual(await post(Buffer.concat([Buffer.from(header), Buffer.alloc(100)]), { 'Inference-Header-Content-Length': String(header.length) }), [
+    assert.deepEqual(await post(''), [
       400,
-      "unexpected size for input 'digit_image', expecting 3036 additional bytes for model 'mnist'",
+      "[request id: <id_unknown>] input byte size mismatch for input 'raw_input' for model 'mnist'. Expected 3136, got 0",
     ]);
-    assert.deepEqual(await post(Buffer.concat([Buffer.from(header), Buffer.alloc(IMAGE_BYTES + 4)]), { 'Inference-Header-Content-Length': String(header.length) }), [
+    const header = JSON.stringify({
+      inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }],
+    });
+    assert.deepEqual(
+      await post(Buffer.concat([Buffer.from(header), Buffer.alloc(100)]), { 'Inference-Header-Content-Length': String(header.length) }),
+      [400, "unexpected size for input 'digit_image', expecting 3036 additional bytes for model 'mnist'"],
+    );
+    assert.deepEqual(
+      await post(Buffer.concat([Buffer.from(header), Buffer.alloc(IMAGE_BYTES + 4)]), { 'Inference-Header-Content-Length': String(header.length) }),
+      [400, "unexpected additional input data for model 'mnist'"],
+    );
+    assert.deepEqual(await post(header, { 'Inference-Header-Content-Length': '99999' }), [
       400,
-      "unexpected additional input data for model 'mnist'",
+      `inference header size should be in range (0, ${header.length}), got: 99999`,
     ]);
-    assert.deepEqual(await post(header, { 'Inference-Header-Content-Length': '99999' }), [400, `inference header size should be in range (0, ${header.length}), got: 99999`]);
     const json = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data: [1, 2, 3] }] });
     assert.deepEqual(await post(json), [500, "Unable to parse 'data': Shape does not match true shape of 'data' field"]);
     const both = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1], data: [1], parameters: { binary_data_size: 4 } }] });
-    assert.deepEqual(await post(both), [400, "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set 'data' 'binary_data_size'"]);
+    assert.deepEqual(await post(both), [
+      400,
+      "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', 'shared_memory_region' in 'parameters'. But set 'data' 'binary_data_size'",
+    ]);
     // Bigger than --max-request-size (1 MiB here): refused without reading it all; a gzip bomb too.
     const [s2] = await post(Buffer.alloc(2 * 1024 * 1024));
     assert.equal(s2, 413);
@@ -224,15 +282,26 @@ describe('popef serve over HTTP, cpu plugin', () => {
     const answers = await Promise.all(
       Array.from({ length: 40 }, async (_, i) => {
         const n = i % 10;
-        const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }], parameters: { binary_data_output: true } }));
-        const res = await fetch(`${base}/v2/models/mnist/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': String(header.byteLength) }, body: Buffer.concat([header, images[n] ?? new Uint8Array()]) });
+        const header = Buffer.from(
+          JSON.stringify({
+            inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }],
+            parameters: { binary_data_output: true },
+          }),
+        );
+        const res = await fetch(`${base}/v2/models/mnist/infer`, {
+          method: 'POST',
+          headers: { 'Inference-Header-Content-Length': String(header.byteLength) },
+          body: Buffer.concat([header, images[n] ?? new Uint8Array()]),
+        });
         const body = Buffer.from(await res.arrayBuffer());
         const jsonLength = Number(res.headers.get('inference-header-content-length'));
         return [n, argmax(floats(body.subarray(jsonLength)))];
       }),
     );
     for (const [n, predicted] of answers) assert.equal(predicted, n);
-    const stats = (await (await fetch(`${base}/v2/models/mnist/stats`)).json()) as { model_stats: { inference_count: number; execution_count: number; inference_stats: { success: { count: number } } }[] };
+    const stats = (await (await fetch(`${base}/v2/models/mnist/stats`)).json()) as {
+      model_stats: { inference_count: number; execution_count: number; inference_stats: { success: { count: number } } }[];
+    };
     assert.equal((stats.model_stats[0]?.inference_count ?? 0) - (before.model_stats[0]?.inference_count ?? 0), 40);
   });
 });
@@ -258,9 +327,15 @@ describe('popef serve: a model whose plugin dies', () => {
         onInstanceEvent: (e) => restarted.push(`${e.instance} ${e.state}`),
       });
       const base = `http://127.0.0.1:${server.httpPort ?? 0}`;
-      const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }] }));
+      const header = Buffer.from(
+        JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }] }),
+      );
       const infer = (model: string): Promise<Response> =>
-        fetch(`${base}/v2/models/${model}/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': String(header.byteLength) }, body: Buffer.concat([header, Buffer.alloc(IMAGE_BYTES)]) });
+        fetch(`${base}/v2/models/${model}/infer`, {
+          method: 'POST',
+          headers: { 'Inference-Header-Content-Length': String(header.byteLength) },
+          body: Buffer.concat([header, Buffer.alloc(IMAGE_BYTES)]),
+        });
       assert.equal((await infer('mnist')).status, 200);
       const died = await infer('mnist');
       assert.equal(died.status, 500);
@@ -289,7 +364,13 @@ describe('popef run --plugin triton, without a server', () => {
     assert.equal(badUrl.code, 2);
     assert.match(badUrl.stderr, /--url "ftp:\/\/x" is not grpc:\/\/HOST:PORT or http:\/\/HOST:PORT/);
     // A port nothing listens on: one that was free a moment ago.
-    const probe = await startServer({ repositories: [], createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }), host: '127.0.0.1', httpPort: 0, maxRequestSize: 1024 });
+    const probe = await startServer({
+      repositories: [],
+      createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }),
+      host: '127.0.0.1',
+      httpPort: 0,
+      maxRequestSize: 1024,
+    });
     const port = probe.httpPort ?? 0;
     await probe.stop();
     for (const url of [`http://127.0.0.1:${port}`, `grpc://127.0.0.1:${port}`]) {
@@ -330,16 +411,33 @@ describe('popef serve: requests queue per model instance', () => {
                 most = Math.max(most, running);
                 await new Promise((r) => setTimeout(r, 5));
                 running -= 1;
-                return new Map([['softmax/Softmax:0', { name: 'softmax/Softmax:0', dtype: 'F32' as const, shape: [1, 10], data: new Uint8Array(40) }]]);
+                return new Map([
+                  ['softmax/Softmax:0', { name: 'softmax/Softmax:0', dtype: 'F32' as const, shape: [1, 10], data: new Uint8Array(40) }],
+                ]);
               },
               close: () => Promise.resolve(),
             }),
         };
-        server = await startServer({ repositories: [repo], models: ['mnist'], createPlugin: () => Promise.resolve(plugin), host: '127.0.0.1', httpPort: 0, maxRequestSize: 1024 * 1024 });
-        const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }] }));
+        server = await startServer({
+          repositories: [repo],
+          models: ['mnist'],
+          createPlugin: () => Promise.resolve(plugin),
+          host: '127.0.0.1',
+          httpPort: 0,
+          maxRequestSize: 1024 * 1024,
+        });
+        const header = Buffer.from(
+          JSON.stringify({
+            inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: IMAGE_BYTES } }],
+          }),
+        );
         const statuses = await Promise.all(
           Array.from({ length: 16 }, async () => {
-            const res = await fetch(`http://127.0.0.1:${server?.httpPort ?? 0}/v2/models/mnist/infer`, { method: 'POST', headers: { 'Inference-Header-Content-Length': String(header.byteLength) }, body: Buffer.concat([header, Buffer.alloc(IMAGE_BYTES)]) });
+            const res = await fetch(`http://127.0.0.1:${server?.httpPort ?? 0}/v2/models/mnist/infer`, {
+              method: 'POST',
+              headers: { 'Inference-Header-Content-Length': String(header.byteLength) },
+              body: Buffer.concat([header, Buffer.alloc(IMAGE_BYTES)]),
+            });
             await res.arrayBuffer();
             return res.status;
           }),
@@ -361,9 +459,17 @@ describe('popef serve: what it refuses', () => {
       [['--no-http', '--no-grpc'], {}, /--no-http and --no-grpc leave nothing to serve/],
       [['--http-port', '9123', '--grpc-port', '9123'], {}, /--http-port and --grpc-port are both 9123/],
       [['--plugin-option', 'nokey'], {}, /--plugin-option "nokey" is not KEY=VALUE/],
-      [['--http-port', '0', '--grpc-port', '0'], { POPEF_ONNXRUNTIME_MODULE: 'onnxruntime-node-is-not-here' }, /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded/],
+      [
+        ['--http-port', '0', '--grpc-port', '0'],
+        { POPEF_ONNXRUNTIME_MODULE: 'onnxruntime-node-is-not-here' },
+        /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded/,
+      ],
       [['--load-model', 'mnist'], {}, /--load-model needs --model-control-mode explicit/],
-      [['--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--model-control-mode', 'explicit', '--load-model', 'nosuch'], {}, /no model directory named "nosuch" in .*\n {2}hint: check --load-model/],
+      [
+        ['--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--model-control-mode', 'explicit', '--load-model', 'nosuch'],
+        {},
+        /no model directory named "nosuch" in .*\n {2}hint: check --load-model/,
+      ],
       [['--model-control-mode', 'sometimes'], {}, /--model-control-mode/],
     ];
     for (const [args, env, message] of cases) {
@@ -381,18 +487,39 @@ describe('popef serve: what it refuses', () => {
       const second = await mnistRepository(join(temp.dir, 'b'));
       const config = await readFile(join(second, 'broken', 'config.pbtxt'), 'utf8');
       await cp(join(second, 'broken'), join(second, 'other-backend'), { recursive: true });
-      await writeFile(join(second, 'other-backend', 'config.pbtxt'), config.replace('name: "broken"', 'name: "other-backend"').replace('max_batch_size: -1', 'max_batch_size: 1').replace('backend: "poplar"', 'backend: "python"'));
+      await writeFile(
+        join(second, 'other-backend', 'config.pbtxt'),
+        config
+          .replace('name: "broken"', 'name: "other-backend"')
+          .replace('max_batch_size: -1', 'max_batch_size: 1')
+          .replace('backend: "poplar"', 'backend: "python"'),
+      );
       // A Python model: its code, no PopEF.
       await rm(join(second, 'other-backend', '1', 'executable.popef'));
       await writeFile(join(second, 'other-backend', '1', 'model.py'), '');
-      server = await startServer({ repositories: [first, second], models: ['mnist', 'other-backend'], createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }), host: '127.0.0.1', httpPort: 0, maxRequestSize: 1024 * 1024 });
+      server = await startServer({
+        repositories: [first, second],
+        models: ['mnist', 'other-backend'],
+        createPlugin: () => loadPlugin('cpu', { cwd: ROOT, env: {} }),
+        host: '127.0.0.1',
+        httpPort: 0,
+        maxRequestSize: 1024 * 1024,
+      });
       const base = `http://127.0.0.1:${server.httpPort ?? 0}`;
-      const index = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as { name: string; state: string; reason?: string }[];
+      const index = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as {
+        name: string;
+        state: string;
+        reason?: string;
+      }[];
       // As Triton's index: every model directory (one not loaded by name only), no empty fields.
       assert.deepEqual(index, [
         { name: 'broken' },
         { name: 'mnist', state: 'UNAVAILABLE', reason: "model 'mnist' appears in more than one model repository" },
-        { name: 'other-backend', state: 'UNAVAILABLE', reason: "popef serve runs models of the poplar backend only; this one names backend 'python'" },
+        {
+          name: 'other-backend',
+          state: 'UNAVAILABLE',
+          reason: "popef serve runs models of the poplar backend only; this one names backend 'python'",
+        },
       ]);
       const readyOnly = (await (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{"ready": true}' })).json()) as unknown[];
       assert.deepEqual(readyOnly, []);
@@ -404,9 +531,15 @@ describe('popef serve: what it refuses', () => {
 });
 
 describe('popef run --plugin triton checks what the server returns', () => {
-  it('refuses an output whose datatype, shape or size is not the anchor\'s, naming both', async () => {
+  it("refuses an output whose datatype, shape or size is not the anchor's, naming both", async () => {
     // A server that answers every infer with FP32 [1, 5]: half of what the MNIST anchor holds.
-    const json = Buffer.from(JSON.stringify({ model_name: 'mnist', model_version: '1', outputs: [{ name: 'softmax/Softmax:0', datatype: 'FP32', shape: [1, 5], parameters: { binary_data_size: 20 } }] }));
+    const json = Buffer.from(
+      JSON.stringify({
+        model_name: 'mnist',
+        model_version: '1',
+        outputs: [{ name: 'softmax/Softmax:0', datatype: 'FP32', shape: [1, 5], parameters: { binary_data_size: 20 } }],
+      }),
+    );
     const wrong = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
@@ -418,9 +551,22 @@ describe('popef run --plugin triton checks what the server returns', () => {
     try {
       const address = wrong.address();
       const port = typeof address === 'object' && address !== null ? address.port : 0;
-      const r = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'triton', '--url', `http://127.0.0.1:${port}`, '--plugin-option', 'model=mnist', '--random']);
+      const r = await runCli([
+        'run',
+        fixture('mnist/executable.popef'),
+        '--plugin',
+        'triton',
+        '--url',
+        `http://127.0.0.1:${port}`,
+        '--plugin-option',
+        'model=mnist',
+        '--random',
+      ]);
       assert.equal(r.code, 2);
-      assert.match(r.stderr, /output 'softmax\/Softmax:0' is FP32 \[1, 5\] in 20 bytes, but the model's anchor "softmax\/Softmax:0" is FP32 \[1, 10\] in 40 bytes/);
+      assert.match(
+        r.stderr,
+        /output 'softmax\/Softmax:0' is FP32 \[1, 5\] in 20 bytes, but the model's anchor "softmax\/Softmax:0" is FP32 \[1, 10\] in 40 bytes/,
+      );
     } finally {
       await new Promise((resolve) => wrong.close(resolve));
     }
@@ -447,10 +593,17 @@ async function answering(headers: Record<string, string>, body: Buffer, use: (ur
 }
 
 describe('popef run --plugin triton: the cases of issue 24', () => {
-  const run = (url: string): ReturnType<typeof runCli> => runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'triton', '--url', url, '--plugin-option', 'model=mnist', '--random']);
+  const run = (url: string): ReturnType<typeof runCli> =>
+    runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'triton', '--url', url, '--plugin-option', 'model=mnist', '--random']);
 
   it('refuses a response declaring binary_data_size 4e9 with 40 bytes of data', async () => {
-    const json = Buffer.from(JSON.stringify({ model_name: 'mnist', model_version: '1', outputs: [{ name: 'softmax/Softmax:0', datatype: 'FP32', shape: [1, 10], parameters: { binary_data_size: 4e9 } }] }));
+    const json = Buffer.from(
+      JSON.stringify({
+        model_name: 'mnist',
+        model_version: '1',
+        outputs: [{ name: 'softmax/Softmax:0', datatype: 'FP32', shape: [1, 10], parameters: { binary_data_size: 4e9 } }],
+      }),
+    );
     await answering({ 'Inference-Header-Content-Length': String(json.byteLength) }, Buffer.concat([json, Buffer.alloc(40)]), async (url) => {
       const r = await run(url);
       assert.equal(r.code, 2, r.stderr);
@@ -464,7 +617,10 @@ describe('popef run --plugin triton: the cases of issue 24', () => {
       const started = Date.now();
       const r = await run(url);
       assert.equal(r.code, 2, r.stderr);
-      assert.match(r.stderr, /answered: a response of 2147483648 bytes or more, more than the 16777256 this model's outputs can take \(their bytes and 16777216 for the JSON header\) \[E_PLUGIN\]/);
+      assert.match(
+        r.stderr,
+        /answered: a response of 2147483648 bytes or more, more than the 16777256 this model's outputs can take \(their bytes and 16777216 for the JSON header\) \[E_PLUGIN\]/,
+      );
       assert.ok(Date.now() - started < 10_000);
     });
   });
@@ -472,10 +628,28 @@ describe('popef run --plugin triton: the cases of issue 24', () => {
 
 describe('JSON tensor data (Triton HTTP frontend rules)', () => {
   it('reads nested or flat arrays and refuses values of the wrong kind, count or range', () => {
-    assert.deepEqual([...new Int32Array(readJsonData('x', 'INT32', [2, 2], [[1, 2], [3, 4]]).slice().buffer)], [1, 2, 3, 4]);
+    assert.deepEqual(
+      [
+        ...new Int32Array(
+          readJsonData(
+            'x',
+            'INT32',
+            [2, 2],
+            [
+              [1, 2],
+              [3, 4],
+            ],
+          ).slice().buffer,
+        ),
+      ],
+      [1, 2, 3, 4],
+    );
     assert.deepEqual([...readJsonData('b', 'BOOL', [2], [true, false])], [1, 0]);
     const refused = (datatype: string, shape: number[], data: unknown, message: RegExp): void => {
-      assert.throws(() => readJsonData('x', datatype, shape, data), (e: Error) => message.test(e.message));
+      assert.throws(
+        () => readJsonData('x', datatype, shape, data),
+        (e: Error) => message.test(e.message),
+      );
     };
     refused('BOOL', [1], [1], /attempt to access JSON non-boolean as boolean/);
     refused('INT8', [1], [300], /non-signed-integer as signed-integer/);
@@ -494,8 +668,11 @@ describe('JSON tensor data (Triton HTTP frontend rules)', () => {
 describe('popef serve model control: poll and explicit modes', () => {
   const cpu = (): Promise<ExecutionPlugin> => loadPlugin('cpu', { cwd: ROOT, env: {} });
   const index = async (base: string): Promise<unknown> => (await fetch(`${base}/v2/repository/index`, { method: 'POST', body: '{}' })).json();
-  const body = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data: Array.from(new Float32Array(28 * 28)) }] });
-  const infer = async (base: string, model: string): Promise<number> => (await fetch(`${base}/v2/models/${model}/infer`, { method: 'POST', body })).status;
+  const body = JSON.stringify({
+    inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data: Array.from(new Float32Array(28 * 28)) }],
+  });
+  const infer = async (base: string, model: string): Promise<number> =>
+    (await fetch(`${base}/v2/models/${model}/infer`, { method: 'POST', body })).status;
 
   it('poll mode loads a model directory that appears and unloads one that goes away', async () => {
     const temp = await tempDir();
@@ -503,7 +680,14 @@ describe('popef serve model control: poll and explicit modes', () => {
     try {
       const repo = await mnistRepository(temp.dir);
       await rm(join(repo, 'broken'), { recursive: true });
-      server = await startServer({ repositories: [repo], createPlugin: cpu, host: '127.0.0.1', httpPort: 0, maxRequestSize: 1 << 20, modelControl: { mode: 'poll', pollSeconds: 1 } });
+      server = await startServer({
+        repositories: [repo],
+        createPlugin: cpu,
+        host: '127.0.0.1',
+        httpPort: 0,
+        maxRequestSize: 1 << 20,
+        modelControl: { mode: 'poll', pollSeconds: 1 },
+      });
       const base = `http://127.0.0.1:${server.httpPort ?? 0}`;
       await cp(join(repo, 'mnist'), join(repo, 'second'), { recursive: true });
       const config = await readFile(join(repo, 'second', 'config.pbtxt'), 'utf8');
@@ -524,7 +708,10 @@ describe('popef serve model control: poll and explicit modes', () => {
       assert.deepEqual(await until(both), both);
       assert.equal(await infer(base, 'second'), 200);
       await rm(join(repo, 'second'), { recursive: true });
-      const gone = [{ name: 'mnist', version: '1', state: 'READY' }, { name: 'second', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' }];
+      const gone = [
+        { name: 'mnist', version: '1', state: 'READY' },
+        { name: 'second', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' },
+      ];
       assert.deepEqual(await until(gone), gone);
       // Load and unload are refused while polling, with Triton's message.
       const load = await fetch(`${base}/v2/repository/models/mnist/load`, { method: 'POST' });
@@ -540,11 +727,24 @@ describe('popef serve model control: poll and explicit modes', () => {
     let server: RunningServer | undefined;
     try {
       const repo = await mnistRepository(temp.dir);
-      server = await startServer({ repositories: [repo], createPlugin: cpu, host: '127.0.0.1', httpPort: 0, maxRequestSize: 1 << 20, modelControl: { mode: 'explicit', loadModels: ['mnist'] } });
+      server = await startServer({
+        repositories: [repo],
+        createPlugin: cpu,
+        host: '127.0.0.1',
+        httpPort: 0,
+        maxRequestSize: 1 << 20,
+        modelControl: { mode: 'explicit', loadModels: ['mnist'] },
+      });
       const base = `http://127.0.0.1:${server.httpPort ?? 0}`;
       assert.deepEqual(await index(base), [{ name: 'broken' }, { name: 'mnist', version: '1', state: 'READY' }]);
       // Requests given to the core are checked and queued on the model (one instance, one run at a time) at once.
-      const request = { modelName: 'mnist', modelVersion: '', id: '', inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data: new Uint8Array(IMAGE_BYTES) }], outputs: [] };
+      const request = {
+        modelName: 'mnist',
+        modelVersion: '',
+        id: '',
+        inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], data: new Uint8Array(IMAGE_BYTES) }],
+        outputs: [],
+      };
       const core = server.core;
       const queued = Array.from({ length: 8 }, () => core.infer(request).then((r) => r.outputs.length));
       const unload = await fetch(`${base}/v2/repository/models/mnist/unload`, { method: 'POST' });

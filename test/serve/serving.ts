@@ -8,7 +8,18 @@ import { ROOT, fixture, runCli } from '../helpers.js';
 /** `popef scaffold` of the MNIST fixture into `<dir>/models`, with the walkthrough's tensor names. */
 export async function scaffoldMnist(dir: string): Promise<string> {
   const repo = join(dir, 'models');
-  const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels']);
+  const r = await runCli([
+    'scaffold',
+    fixture('mnist/executable.popef'),
+    '-r',
+    repo,
+    '-m',
+    'mnist',
+    '--name',
+    'input=digit_image',
+    '--name',
+    'softmax/Softmax:0=output_labels',
+  ]);
   assert.equal(r.code, 0, r.stderr);
   return repo;
 }
@@ -25,14 +36,19 @@ export interface Serving {
 
 /** Starts `popef serve` (cpu plugin) on free ports; resolves once it says it is ready. */
 export async function serveCli(repo: string, extra: readonly string[] = []): Promise<Serving> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu', ...extra],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const deadline = Date.now() + 60_000;
   for (;;) {
     const m = /HTTP on [^:]+:(\d+), gRPC on [^:]+:(\d+)(?:, metrics on [^:]+:(\d+))?;/.exec(stderr);
-    if (m !== null) return { child, http: Number(m[1]), grpc: Number(m[2]), metrics: m[3] === undefined ? undefined : Number(m[3]), stderr: () => stderr, exited };
+    if (m !== null)
+      return { child, http: Number(m[1]), grpc: Number(m[2]), metrics: m[3] === undefined ? undefined : Number(m[3]), stderr: () => stderr, exited };
     if (child.exitCode !== null) throw new Error(`popef serve exited with ${child.exitCode}: ${stderr}`);
     if (Date.now() > deadline) throw new Error(`popef serve did not get ready: ${stderr}`);
     await new Promise((r) => setTimeout(r, 50));

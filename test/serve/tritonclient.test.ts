@@ -55,25 +55,63 @@ describe("the walkthrough's tritonclient program against popef serve", { skip: p
     const img = fixture('mnist/img');
     assert.equal(python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.grpc}`, img]).trim(), WALKTHROUGH);
     assert.equal(python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.http}`, img, '--protocol', 'http']).trim(), WALKTHROUGH);
-    assert.equal(python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.http}`, img, '--protocol', 'http', '--no-binary']).trim(), WALKTHROUGH);
+    assert.equal(
+      python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.http}`, img, '--protocol', 'http', '--no-binary']).trim(),
+      WALKTHROUGH,
+    );
   });
 
   it('popef run --plugin triton sends the inputs to it and compares with the cpu plugin, over gRPC and HTTP', async () => {
     for (const url of [`grpc://127.0.0.1:${server.grpc}`, `http://127.0.0.1:${server.http}`]) {
-      const r = await runCli(['run', join(repo, 'mnist'), '--plugin', 'triton', '--url', url, '--input', `digit_image=${fixture('mnist/img/6.png')}`, '--top-k', '1', '--compare-with', 'cpu', '--json']);
+      const r = await runCli([
+        'run',
+        join(repo, 'mnist'),
+        '--plugin',
+        'triton',
+        '--url',
+        url,
+        '--input',
+        `digit_image=${fixture('mnist/img/6.png')}`,
+        '--top-k',
+        '1',
+        '--compare-with',
+        'cpu',
+        '--json',
+      ]);
       assert.equal(r.code, 0, r.stderr);
-      const report = JSON.parse(r.stdout) as { plugin: string; outputs: { name: string; topK: [{ index: number }][] }[]; comparison: { passed: boolean }[] };
+      const report = JSON.parse(r.stdout) as {
+        plugin: string;
+        outputs: { name: string; topK: [{ index: number }][] }[];
+        comparison: { passed: boolean }[];
+      };
       assert.equal(report.plugin, 'triton');
       assert.equal(report.outputs[0]?.topK[0]?.[0].index, 6);
-      assert.deepEqual(report.comparison.map((c) => c.passed), [true]);
+      assert.deepEqual(
+        report.comparison.map((c) => c.passed),
+        [true],
+      );
     }
-    const wrong = await runCli(['run', join(repo, 'mnist'), '--plugin', 'triton', '--url', `grpc://127.0.0.1:${server.grpc}`, '--plugin-option', 'model=nosuch', '--random']);
+    const wrong = await runCli([
+      'run',
+      join(repo, 'mnist'),
+      '--plugin',
+      'triton',
+      '--url',
+      `grpc://127.0.0.1:${server.grpc}`,
+      '--plugin-option',
+      'model=nosuch',
+      '--random',
+    ]);
     assert.equal(wrong.code, 2);
     assert.match(wrong.stderr, /answered: Request for unknown model: 'nosuch' is not found/);
   });
 
   it('refuses a port in use with exit 2 and a message naming it', () => {
-    const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', String(server.http), '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', String(server.http), '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu'],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, new RegExp(`cannot serve HTTP on 127\\.0\\.0\\.1:${server.http}: the port is in use`));
     assert.doesNotMatch(r.stderr, /\n\s+at /);
@@ -89,7 +127,13 @@ describe("the walkthrough's tritonclient program against popef serve", { skip: p
 
 const triton = findTritonServer();
 const hasCc = spawnSync('cc', ['--version']).status === 0;
-const noTriton = missing ?? (triton === undefined ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)' : !hasCc ? 'no C compiler for the stand-in backend' : undefined);
+const noTriton =
+  missing ??
+  (triton === undefined
+    ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)'
+    : !hasCc
+      ? 'no C compiler for the stand-in backend'
+      : undefined);
 
 /** One JSON input of the MNIST image, all zeros, under a name. */
 function json784(name: string): string {
@@ -102,20 +146,40 @@ function json784(name: string): string {
  */
 function rawCases(): [string, string, RequestInit][] {
   const image = Buffer.alloc(28 * 28 * 4);
-  const header = JSON.stringify({ inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: image.byteLength } }] });
+  const header = JSON.stringify({
+    inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [1, 1, 28, 28], parameters: { binary_data_size: image.byteLength } }],
+  });
   const post = (body: string | Buffer, headers: Record<string, string> = {}): RequestInit => ({ method: 'POST', body, headers });
   return [
     ['empty body', '/v2/models/mnist/infer', post('')],
     ['no inputs', '/v2/models/mnist/infer', post('{"outputs": []}')],
-    ['short binary', '/v2/models/mnist/infer', post(Buffer.concat([Buffer.from(header), image.subarray(0, 100)]), { 'Inference-Header-Content-Length': String(header.length) })],
-    ['extra binary', '/v2/models/mnist/infer', post(Buffer.concat([Buffer.from(header), image, Buffer.alloc(8)]), { 'Inference-Header-Content-Length': String(header.length) })],
+    [
+      'short binary',
+      '/v2/models/mnist/infer',
+      post(Buffer.concat([Buffer.from(header), image.subarray(0, 100)]), { 'Inference-Header-Content-Length': String(header.length) }),
+    ],
+    [
+      'extra binary',
+      '/v2/models/mnist/infer',
+      post(Buffer.concat([Buffer.from(header), image, Buffer.alloc(8)]), { 'Inference-Header-Content-Length': String(header.length) }),
+    ],
     ['header length too big', '/v2/models/mnist/infer', post(header, { 'Inference-Header-Content-Length': '100000' })],
-    ['data and binary', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1],"data":[1],"parameters":{"binary_data_size":4}}]}')],
+    [
+      'data and binary',
+      '/v2/models/mnist/infer',
+      post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1],"data":[1],"parameters":{"binary_data_size":4}}]}'),
+    ],
     ['no data', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28]}]}')],
     ['json count', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"data":[1,2,3]}]}')],
     ['fp16 json', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP16","shape":[1],"data":[1]}]}')],
     ['triton_ parameter', '/v2/models/mnist/infer', post(`{"parameters":{"triton_x":1},"inputs":[]}`)],
-    ['byte size', '/v2/models/mnist/infer', post(Buffer.concat([Buffer.from(header.replace(String(image.byteLength), '400')), image.subarray(0, 400)]), { 'Inference-Header-Content-Length': String(header.length - String(image.byteLength).length + 3) })],
+    [
+      'byte size',
+      '/v2/models/mnist/infer',
+      post(Buffer.concat([Buffer.from(header.replace(String(image.byteLength), '400')), image.subarray(0, 400)]), {
+        'Inference-Header-Content-Length': String(header.length - String(image.byteLength).length + 3),
+      }),
+    ],
     ['unknown model', '/v2/models/nosuch/infer', post('{}')],
     ['unknown model metadata', '/v2/models/nosuch', { method: 'GET' }],
     ['unknown version config', '/v2/models/mnist/versions/3/config', { method: 'GET' }],
@@ -135,9 +199,23 @@ function rawCases(): [string, string, RequestInit][] {
     ['cuda register, no raw_handle', '/v2/cudasharedmemory/region/g/register', post('{"byte_size":4,"device_id":0}')],
     ['cuda register, short raw_handle', '/v2/cudasharedmemory/region/g/register', post('{"raw_handle":{"b64":"AAAA"},"byte_size":4,"device_id":0}')],
     ['cuda status', '/v2/cudasharedmemory/status', { method: 'GET' }],
-    ['infer, input in an unknown region', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"parameters":{"shared_memory_region":"nosuch","shared_memory_byte_size":3136}}]}')],
-    ['infer, region not a string', '/v2/models/mnist/infer', post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"parameters":{"shared_memory_region":1}}]}')],
-    ['infer, output in shm and binary', '/v2/models/mnist/infer', post('{"inputs":[],"outputs":[{"name":"output_labels","parameters":{"shared_memory_region":"r","binary_data":true}}]}')],
+    [
+      'infer, input in an unknown region',
+      '/v2/models/mnist/infer',
+      post(
+        '{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"parameters":{"shared_memory_region":"nosuch","shared_memory_byte_size":3136}}]}',
+      ),
+    ],
+    [
+      'infer, region not a string',
+      '/v2/models/mnist/infer',
+      post('{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"parameters":{"shared_memory_region":1}}]}'),
+    ],
+    [
+      'infer, output in shm and binary',
+      '/v2/models/mnist/infer',
+      post('{"inputs":[],"outputs":[{"name":"output_labels","parameters":{"shared_memory_region":"r","binary_data":true}}]}'),
+    ],
     ['index, ready not a bool', '/v2/repository/index', post('{"ready":1}')],
     ['index by GET', '/v2/repository/index', { method: 'GET' }],
     ['load in mode none', '/v2/repository/models/mnist/load', post('')],
@@ -193,7 +271,8 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
   });
 
   it('the same status and message for every tritonclient request, good or bad; the same metadata and config fields', () => {
-    const run = (grpc: number, http: number): Record<string, unknown> => JSON.parse(python([join(CLIENTS, 'request_cases.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<string, unknown>;
+    const run = (grpc: number, http: number): Record<string, unknown> =>
+      JSON.parse(python([join(CLIENTS, 'request_cases.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<string, unknown>;
     const a = run(ours.grpc, ours.http);
     const b = run(theirs.grpcPort, theirs.httpPort);
     assert.deepEqual(Object.keys(a).sort(), Object.keys(b).sort());
@@ -230,9 +309,20 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
 
   it("perf_analyzer's requests in each of its modes (its binary cannot run here) succeed on both", () => {
     const run = (grpc: number, http: number): Record<string, { ok: boolean; sum?: number }> =>
-      JSON.parse(python([join(CLIENTS, 'perf_requests.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<string, { ok: boolean; sum?: number }>;
+      JSON.parse(python([join(CLIENTS, 'perf_requests.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<
+        string,
+        { ok: boolean; sum?: number }
+      >;
     const [mine, real] = [run(ours.grpc, ours.http), run(theirs.grpcPort, theirs.httpPort)];
-    assert.deepEqual(Object.keys(mine).sort(), ['grpc-async', 'grpc-shm-system', 'grpc-streaming', 'grpc-sync', 'http-async', 'http-shm-system', 'http-sync']);
+    assert.deepEqual(Object.keys(mine).sort(), [
+      'grpc-async',
+      'grpc-shm-system',
+      'grpc-streaming',
+      'grpc-sync',
+      'http-async',
+      'http-shm-system',
+      'http-sync',
+    ]);
     // The stand-in backend writes no output into the region: ours holds the softmax.
     for (const mode of ['grpc-shm-system', 'http-shm-system']) assert.deepEqual([mine[mode]?.sum, real[mode]?.sum], [1, 0], mode);
     const outcome = (r: typeof mine): Record<string, unknown> => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, { ...v, sum: undefined }]));
@@ -240,8 +330,9 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     for (const [mode, answer] of Object.entries(mine)) assert.equal(answer.ok, true, `${mode}: ${JSON.stringify(answer)}`);
   });
 
-  it('the same answers to gRPC request parameters, perf_analyzer\'s triton_enable_empty_final_response among them', () => {
-    const run = (grpc: number): Record<string, string> => JSON.parse(python([join(CLIENTS, 'grpc_raw_cases.py'), `127.0.0.1:${grpc}`, 'mnist'])) as Record<string, string>;
+  it("the same answers to gRPC request parameters, perf_analyzer's triton_enable_empty_final_response among them", () => {
+    const run = (grpc: number): Record<string, string> =>
+      JSON.parse(python([join(CLIENTS, 'grpc_raw_cases.py'), `127.0.0.1:${grpc}`, 'mnist'])) as Record<string, string>;
     const [mine, real] = [run(ours.grpc), run(theirs.grpcPort)];
     assert.equal(real['empty-final-response-true'], 'OK');
     assert.deepEqual(mine, real);
@@ -259,10 +350,14 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     }
   });
 
-  it('the same extensions, in Triton\'s order, listing only those served', async () => {
-    const extensions = async (port: number): Promise<string[]> => ((await (await fetch(`http://127.0.0.1:${port}/v2`)).json()) as { extensions: string[] }).extensions;
+  it("the same extensions, in Triton's order, listing only those served", async () => {
+    const extensions = async (port: number): Promise<string[]> =>
+      ((await (await fetch(`http://127.0.0.1:${port}/v2`)).json()) as { extensions: string[] }).extensions;
     const [mine, real] = [await extensions(ours.http), await extensions(theirs.httpPort)];
-    assert.deepEqual(mine, real.filter((e) => mine.includes(e)));
+    assert.deepEqual(
+      mine,
+      real.filter((e) => mine.includes(e)),
+    );
     assert.ok(mine.includes('parameters') && mine.includes('statistics'));
   });
 
@@ -280,14 +375,19 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
       const out: string[] = [];
       for (const [path, init] of cases) {
         // node:http's client, which does not undo the encoding (fetch would).
-        out.push(await new Promise<string>((resolve, reject) => {
-          const req = httpRequest({ host: '127.0.0.1', port, path, method: init.method, headers: init.headers as Record<string, string> }, (res) => {
-            res.resume();
-            resolve(`${path} ${res.statusCode ?? 0} ${res.headers['content-encoding'] ?? 'identity'}`);
-          });
-          req.on('error', reject);
-          req.end(init.body as string | undefined);
-        }));
+        out.push(
+          await new Promise<string>((resolve, reject) => {
+            const req = httpRequest(
+              { host: '127.0.0.1', port, path, method: init.method, headers: init.headers as Record<string, string> },
+              (res) => {
+                res.resume();
+                resolve(`${path} ${res.statusCode ?? 0} ${res.headers['content-encoding'] ?? 'identity'}`);
+              },
+            );
+            req.on('error', reject);
+            req.end(init.body as string | undefined);
+          }),
+        );
       }
       return out;
     };
@@ -311,7 +411,8 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
         return [res.status, message];
       };
       const [mine, real] = [await answer(ours.http), await answer(theirs.httpPort)];
-      if (mine[0] !== real[0] || mine[1] !== real[1]) differences.push(`${name}: popef serve ${JSON.stringify(mine)}, Triton ${JSON.stringify(real)}`);
+      if (mine[0] !== real[0] || mine[1] !== real[1])
+        differences.push(`${name}: popef serve ${JSON.stringify(mine)}, Triton ${JSON.stringify(real)}`);
     }
     assert.deepEqual(differences, []);
   });
@@ -325,7 +426,11 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
       return {
         meta: lines.filter((l) => l.startsWith('#')),
         series: samples.map(([, series]) => series ?? ''),
-        counts: new Map(samples.filter(([, series]) => /^nv_inference_(request_success|request_failure|count|exec_count|pending_request_count)[{ ]/.test(series ?? '')).map(([, series, value]) => [series ?? '', Number(value)])),
+        counts: new Map(
+          samples
+            .filter(([, series]) => /^nv_inference_(request_success|request_failure|count|exec_count|pending_request_count)[{ ]/.test(series ?? ''))
+            .map(([, series, value]) => [series ?? '', Number(value)]),
+        ),
       };
     };
     // The counts move alike for the same requests (earlier tests sent some requests to Triton alone).
@@ -333,7 +438,9 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
       const before = await scrape(port);
       const body = `{"inputs":[${json784('digit_image')}]}`;
       for (const path of ['/v2/models/mnist/infer', '/v2/models/mnist/infer', '/v2/models/mnist/versions/1/infer', '/v2/models/mnist/infer']) {
-        await (await fetch(`http://127.0.0.1:${httpPort}${path}`, { method: 'POST', body: path.includes('versions') ? '{"inputs":[]}' : body })).text();
+        await (
+          await fetch(`http://127.0.0.1:${httpPort}${path}`, { method: 'POST', body: path.includes('versions') ? '{"inputs":[]}' : body })
+        ).text();
       }
       const after = await scrape(port);
       return [...after.counts].map(([series, value]) => [series, value - (before.counts.get(series) ?? 0)]);
@@ -344,61 +451,75 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     assert.ok(real.meta.length >= 30, real.meta.join('\n'));
     const [mineMoved, realMoved] = [await moved(ours.metrics ?? 0, ours.http), await moved(theirs.metricsPort, theirs.httpPort)];
     assert.deepEqual(mineMoved, realMoved);
-    assert.deepEqual(realMoved.find(([series]) => series.startsWith('nv_inference_request_success')), ['nv_inference_request_success{model="mnist",version="1"}', 3]);
+    assert.deepEqual(
+      realMoved.find(([series]) => series.startsWith('nv_inference_request_success')),
+      ['nv_inference_request_success{model="mnist",version="1"}', 3],
+    );
   });
 });
 
-describe('model control answers as the real Triton server does (--model-control-mode explicit)', { skip: process.env.CI === 'true' ? false : noTriton }, () => {
-  let ours: Serving;
-  let theirs: RunningTriton;
-  let repo: string;
-  let cleanup: () => Promise<void>;
+describe(
+  'model control answers as the real Triton server does (--model-control-mode explicit)',
+  { skip: process.env.CI === 'true' ? false : noTriton },
+  () => {
+    let ours: Serving;
+    let theirs: RunningTriton;
+    let repo: string;
+    let cleanup: () => Promise<void>;
 
-  before(async () => {
-    const temp = await tempDir();
-    cleanup = temp.cleanup;
-    repo = await scaffoldMnist(temp.dir);
-    // Two models that fail: one while Triton polls (its config does not parse), one when it loads (no GPU).
-    const config = await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8');
-    for (const [name, text] of [['broken', config.replace('TYPE_FP32', 'TYPE_NOPE')], ['gpu', config.replace('KIND_CPU', 'KIND_GPU')]] as const) {
-      await cp(join(repo, 'mnist'), join(repo, name), { recursive: true });
-      await writeFile(join(repo, name, 'config.pbtxt'), text.replace('name: "mnist"', `name: "${name}"`));
-    }
-    const backends = join(temp.dir, 'backends');
-    await buildStandInBackends(backends, ['poplar']);
-    theirs = await startTriton(triton ?? '', repo, backends, 120_000, ['--model-control-mode=explicit']);
-    ours = await serve(repo, ['--model-control-mode', 'explicit']);
-  });
+    before(async () => {
+      const temp = await tempDir();
+      cleanup = temp.cleanup;
+      repo = await scaffoldMnist(temp.dir);
+      // Two models that fail: one while Triton polls (its config does not parse), one when it loads (no GPU).
+      const config = await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8');
+      for (const [name, text] of [
+        ['broken', config.replace('TYPE_FP32', 'TYPE_NOPE')],
+        ['gpu', config.replace('KIND_CPU', 'KIND_GPU')],
+      ] as const) {
+        await cp(join(repo, 'mnist'), join(repo, name), { recursive: true });
+        await writeFile(join(repo, name, 'config.pbtxt'), text.replace('name: "mnist"', `name: "${name}"`));
+      }
+      const backends = join(temp.dir, 'backends');
+      await buildStandInBackends(backends, ['poplar']);
+      theirs = await startTriton(triton ?? '', repo, backends, 120_000, ['--model-control-mode=explicit']);
+      ours = await serve(repo, ['--model-control-mode', 'explicit']);
+    });
 
-  after(async () => {
-    ours.child.kill('SIGKILL');
-    await ours.exited;
-    await theirs.stop();
-    await cleanup();
-  });
+    after(async () => {
+      ours.child.kill('SIGKILL');
+      await ours.exited;
+      await theirs.stop();
+      await cleanup();
+    });
 
-  it('loads, reloads and unloads with the same answers, and the same repository index at each step', () => {
-    assert.deepEqual(protocolCases(ours.grpc, ours.http, 'explicit'), protocolCases(theirs.grpcPort, theirs.httpPort, 'explicit'));
-  });
+    it('loads, reloads and unloads with the same answers, and the same repository index at each step', () => {
+      assert.deepEqual(protocolCases(ours.grpc, ours.http, 'explicit'), protocolCases(theirs.grpcPort, theirs.httpPort, 'explicit'));
+    });
 
-  it('refuses a model whose config does not parse as not polled, and one that fails to load with its reason', () => {
-    const script = [
-      'import json, sys, tritonclient.grpc as g',
-      'c = g.InferenceServerClient(sys.argv[1])',
-      'out = []',
-      'for m in ["broken", "gpu"]:',
-      '    try:',
-      '        c.load_model(m); out.append("ok")',
-      '    except Exception as e:',
-      '        out.append([str(e.status()), e.message()])',
-      'out.append(c.get_model_repository_index(as_json=True))',
-      'print(json.dumps(out))',
-    ].join('\n');
-    const run = (port: number): unknown => JSON.parse(python(['-c', script, `127.0.0.1:${port}`]));
-    const [mine, real] = [run(ours.grpc), run(theirs.grpcPort)] as [unknown[], unknown[]];
-    // Which version a failed model is listed with waits for the shared model-directory reader.
-    const withoutFailedVersion = (r: unknown[]): unknown[] =>
-      r.map((x) => (typeof x === 'object' && x !== null && 'models' in x ? (x as { models: { name: string; version?: string }[] }).models.map((m) => (m.name === 'gpu' ? { ...m, version: undefined } : m)) : x));
-    assert.deepEqual(withoutFailedVersion(mine), withoutFailedVersion(real));
-  });
-});
+    it('refuses a model whose config does not parse as not polled, and one that fails to load with its reason', () => {
+      const script = [
+        'import json, sys, tritonclient.grpc as g',
+        'c = g.InferenceServerClient(sys.argv[1])',
+        'out = []',
+        'for m in ["broken", "gpu"]:',
+        '    try:',
+        '        c.load_model(m); out.append("ok")',
+        '    except Exception as e:',
+        '        out.append([str(e.status()), e.message()])',
+        'out.append(c.get_model_repository_index(as_json=True))',
+        'print(json.dumps(out))',
+      ].join('\n');
+      const run = (port: number): unknown => JSON.parse(python(['-c', script, `127.0.0.1:${port}`]));
+      const [mine, real] = [run(ours.grpc), run(theirs.grpcPort)] as [unknown[], unknown[]];
+      // Which version a failed model is listed with waits for the shared model-directory reader.
+      const withoutFailedVersion = (r: unknown[]): unknown[] =>
+        r.map((x) =>
+          typeof x === 'object' && x !== null && 'models' in x
+            ? (x as { models: { name: string; version?: string }[] }).models.map((m) => (m.name === 'gpu' ? { ...m, version: undefined } : m))
+            : x,
+        );
+      assert.deepEqual(withoutFailedVersion(mine), withoutFailedVersion(real));
+    });
+  },
+);

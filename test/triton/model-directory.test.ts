@@ -72,22 +72,34 @@ describe('validate, run and serve agree on the versions a policy selects', () =>
   it('specific: { versions: [1] } with 1/ and 2/ present: validated, resolved and served as version 1', async () => {
     await inTempDir(async (dir) => {
       const repo = await twoVersions(dir, { specific: { versions: [1] } });
-      assert.deepEqual((await readModelDirectory(join(repo, 'mnist'), 'mnist')).selected.map((v) => v.version), [1]);
+      assert.deepEqual(
+        (await readModelDirectory(join(repo, 'mnist'), 'mnist')).selected.map((v) => v.version),
+        [1],
+      );
       const report = await validateRepository(repo);
       assert.deepEqual(report.models[0]?.findings, []);
       assert.deepEqual(report.models[0].versions, [1]);
       const target = await resolveTarget([join(repo, 'mnist')], dir);
       assert.equal(target.version, 1);
-      assert.ok(target.files.every((f) => f.includes(`${sep}1${sep}`)), target.files.join());
+      assert.ok(
+        target.files.every((f) => f.includes(`${sep}1${sep}`)),
+        target.files.join(),
+      );
       // Asked for by number, a version the policy leaves out still runs.
       assert.equal((await resolveTarget([join(repo, 'mnist')], dir, 2)).version, 2);
       const opened: string[][] = [];
       const served = new ModelRepository();
       await served.load([repo], { createPlugin: () => Promise.resolve(recordingPlugin(opened)) });
       try {
-        assert.deepEqual(served.list().map((m) => [m.name, m.version, m.state]), [['mnist', '1', 'READY']]);
+        assert.deepEqual(
+          served.list().map((m) => [m.name, m.version, m.state]),
+          [['mnist', '1', 'READY']],
+        );
         assert.equal(served.get('mnist', '').version, '1');
-        assert.ok(opened.flat().every((f) => f.includes(`${sep}1${sep}`)), opened.flat().join());
+        assert.ok(
+          opened.flat().every((f) => f.includes(`${sep}1${sep}`)),
+          opened.flat().join(),
+        );
       } finally {
         await served.close();
       }
@@ -102,7 +114,13 @@ describe('validate, run and serve agree on the versions a policy selects', () =>
       const served = new ModelRepository();
       await served.load([repo], { createPlugin: () => Promise.resolve(recordingPlugin([])) });
       try {
-        assert.deepEqual(served.list().map((m) => [m.version, m.state]), [['1', 'READY'], ['2', 'READY']]);
+        assert.deepEqual(
+          served.list().map((m) => [m.version, m.state]),
+          [
+            ['1', 'READY'],
+            ['2', 'READY'],
+          ],
+        );
         assert.equal(served.get('mnist', '').version, '2');
         assert.equal(served.get('mnist', '-1').version, '2');
         assert.equal(served.get('mnist', '1').version, '1');

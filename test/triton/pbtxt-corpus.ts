@@ -160,7 +160,37 @@ export function validSnippet(seed: number): string {
   return renderMessageBody(r, 'inference.ModelConfig', 0);
 }
 
-const INSERTS = ['}', '{', ']', '[', ':', ',', ';', '"', "'", '<', '>', '-', 'foo: 1', 'name: "x"', 'TYPE_FLOAT', '1.5', '0x', '08', '1e', '\\', '\n', '#', 'max_batch_size', '{}', '"\\q"', '[ext.y]', 'é', '\u0001', '1abc'];
+const INSERTS = [
+  '}',
+  '{',
+  ']',
+  '[',
+  ':',
+  ',',
+  ';',
+  '"',
+  "'",
+  '<',
+  '>',
+  '-',
+  'foo: 1',
+  'name: "x"',
+  'TYPE_FLOAT',
+  '1.5',
+  '0x',
+  '08',
+  '1e',
+  '\\',
+  '\n',
+  '#',
+  'max_batch_size',
+  '{}',
+  '"\\q"',
+  '[ext.y]',
+  'é',
+  '\u0001',
+  '1abc',
+];
 
 /** A valid snippet damaged by one to three random edits (most, but not all, are then invalid). */
 export function mutatedSnippet(seed: number): string {

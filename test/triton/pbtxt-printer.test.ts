@@ -99,11 +99,20 @@ parameters [
         return error.message;
       }
     };
-    assert.equal(tryPrint({ input: [{ name: 'a', optional: true }] }), 'field "input[0].optional" was introduced in Triton 22.01; the target is Triton 21.05');
+    assert.equal(
+      tryPrint({ input: [{ name: 'a', optional: true }] }),
+      'field "input[0].optional" was introduced in Triton 22.01; the target is Triton 21.05',
+    );
     assert.equal(tryPrint({ input: [{ name: 'a', optional: true }] }, '22.01'), 'printed');
     assert.equal(tryPrint({ response_cache: { enable: true } }), 'field "response_cache" was introduced in Triton 21.10; the target is Triton 21.05');
-    assert.equal(tryPrint({ input: [{ data_type: 'TYPE_BF16' }] }), 'value TYPE_BF16 of input[0].data_type was introduced in Triton 22.05; the target is Triton 21.05');
-    assert.equal(tryPrint({ sequence_batching: { iterative_sequence: true } }, '23.08'), 'field "sequence_batching.iterative_sequence" was introduced in Triton 23.11; the target is Triton 23.08');
+    assert.equal(
+      tryPrint({ input: [{ data_type: 'TYPE_BF16' }] }),
+      'value TYPE_BF16 of input[0].data_type was introduced in Triton 22.05; the target is Triton 21.05',
+    );
+    assert.equal(
+      tryPrint({ sequence_batching: { iterative_sequence: true } }, '23.08'),
+      'field "sequence_batching.iterative_sequence" was introduced in Triton 23.11; the target is Triton 23.08',
+    );
     assert.equal(tryPrint({ sequence_batching: { iterative_sequence: true } }, '23.11'), 'printed');
     // A default value is not printed, so it cannot trip the check.
     assert.equal(tryPrint({ input: [{ name: 'a', optional: false }] }), 'printed');

@@ -14,7 +14,10 @@ export function protocEncode(text: string): OracleResult {
   });
   if (r.error !== undefined) throw new Error(`protoc could not run (${r.error.message}): install Debian's protobuf-compiler`);
   if (r.status === 0) return { ok: true, bytes: new Uint8Array(r.stdout) };
-  const first = r.stderr.toString('utf8').split('\n').find((l) => l.startsWith('input:'));
+  const first = r.stderr
+    .toString('utf8')
+    .split('\n')
+    .find((l) => l.startsWith('input:'));
   const m = first === undefined ? null : /^input:(\d+):(\d+): (.*)$/.exec(first);
   if (m === null) throw new Error(`unexpected protoc output: ${r.stderr.toString('utf8')}`);
   return { ok: false, line: Number(m[1]), column: Number(m[2]), message: m[3] ?? '' };

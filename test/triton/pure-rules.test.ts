@@ -5,10 +5,23 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { backendLibraryRules, backendSearchPath } from '../../src/triton/repository/backend-rules.js';
 import { FindingSink } from '../../src/triton/repository/finding-sink.js';
-import { notCrossCheckedRule, popefBackendRule, versionFileRules, versionNameRules, versionPolicyRules } from '../../src/triton/repository/layout-rules.js';
+import {
+  notCrossCheckedRule,
+  popefBackendRule,
+  versionFileRules,
+  versionNameRules,
+  versionPolicyRules,
+} from '../../src/triton/repository/layout-rules.js';
 import { versionVerdict } from '../../src/triton/repository/model-directory.js';
 import { anchorsByName, nameMapRules } from '../../src/triton/repository/name-map-rules.js';
-import { dynamicBatchingWithoutBatch, duplicateIoNames, fileEscapesModel, instanceGroupCount, modelMetricsRules, parameterRules } from '../../src/triton/repository/own-rules.js';
+import {
+  dynamicBatchingWithoutBatch,
+  duplicateIoNames,
+  fileEscapesModel,
+  instanceGroupCount,
+  modelMetricsRules,
+  parameterRules,
+} from '../../src/triton/repository/own-rules.js';
 
 const rules = (fs: readonly { rule: string }[]): string[] => fs.map((f) => f.rule);
 
@@ -27,7 +40,13 @@ describe('layout rules', () => {
 
   it('version policy: a specific version that is absent; nothing selected', () => {
     const candidates = [versionVerdict('1')];
-    assert.deepEqual(versionPolicyRules({ name: 'm', candidates, selected: [{ dir: '1', version: 1, files: [], popefFiles: [] }] }, { version_policy: { specific: { versions: [1] } } }), []);
+    assert.deepEqual(
+      versionPolicyRules(
+        { name: 'm', candidates, selected: [{ dir: '1', version: 1, files: [], popefFiles: [] }] },
+        { version_policy: { specific: { versions: [1] } } },
+      ),
+      [],
+    );
     const missing = versionPolicyRules({ name: 'm', candidates, selected: [] }, { version_policy: { specific: { versions: [2] } } });
     assert.deepEqual(rules(missing), ['layout/specific-version-missing', 'layout/no-version']);
     assert.equal(missing[0]?.message, "version 2 is specified for model 'm', but the version directory is not present");
@@ -37,17 +56,35 @@ describe('layout rules', () => {
   it('version files: a poplar version needs a name_map.json, a .popef under --require-popef (named executable.popef); others need neither', () => {
     const poplar = { backend: 'poplar' };
     assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: [], popefFiles: [] }, poplar)), ['layout/name-map-missing']);
-    assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: [], popefFiles: [] }, poplar, { requirePopef: true })), ['layout/popef-missing', 'layout/name-map-missing']);
-    assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: ['model.popef', 'name_map.json'], popefFiles: ['model.popef'] }, poplar)), ['layout/popef-name']);
+    assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: [], popefFiles: [] }, poplar, { requirePopef: true })), [
+      'layout/popef-missing',
+      'layout/name-map-missing',
+    ]);
+    assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: ['model.popef', 'name_map.json'], popefFiles: ['model.popef'] }, poplar)), [
+      'layout/popef-name',
+    ]);
     assert.deepEqual(versionFileRules('m', { dir: '1', files: ['executable.popef', 'name_map.json'], popefFiles: ['executable.popef'] }, poplar), []);
     assert.deepEqual(versionFileRules('m', { dir: '1', files: ['model.onnx'], popefFiles: [] }, { backend: 'onnxruntime' }), []);
     // PopEF files make it a poplar version whatever the config says.
-    assert.deepEqual(rules(versionFileRules('m', { dir: '1', files: ['executable.popef'], popefFiles: ['executable.popef'] }, { backend: 'python' })), ['layout/name-map-missing']);
+    assert.deepEqual(
+      rules(versionFileRules('m', { dir: '1', files: ['executable.popef'], popefFiles: ['executable.popef'] }, { backend: 'python' })),
+      ['layout/name-map-missing'],
+    );
   });
 
-  it('popef/not-cross-checked: one notice for all of a model\'s reasons; an error under --require-popef', () => {
-    const notice = notCrossCheckedRule('m', [{ kind: 'no-popef', versionPath: 'm/1' }, { kind: 'foreign', file: 'm/2/executable.popef' }], false);
-    assert.equal(notice.message, "anchors not cross-checked for model 'm': no PopEF file in m/1; m/2/executable.popef is not in the PopEF open layout (written by the Poplar SDK: its encoding is unpublished)");
+  it("popef/not-cross-checked: one notice for all of a model's reasons; an error under --require-popef", () => {
+    const notice = notCrossCheckedRule(
+      'm',
+      [
+        { kind: 'no-popef', versionPath: 'm/1' },
+        { kind: 'foreign', file: 'm/2/executable.popef' },
+      ],
+      false,
+    );
+    assert.equal(
+      notice.message,
+      "anchors not cross-checked for model 'm': no PopEF file in m/1; m/2/executable.popef is not in the PopEF open layout (written by the Poplar SDK: its encoding is unpublished)",
+    );
     assert.equal(notice.severity, undefined);
     assert.equal(notice.file, 'm/1');
     assert.match(notice.hint ?? '', /--require-popef makes this an error$/);
@@ -58,7 +95,10 @@ describe('layout rules', () => {
     const selected = [{ dir: '1', version: 1, files: ['executable.popef'], popefFiles: ['executable.popef'] }];
     assert.deepEqual(popefBackendRule({ name: 'm', selected }, { backend: 'poplar' }), []);
     assert.equal(popefBackendRule({ name: 'm', selected }, {})[0]?.message, "model 'm' holds PopEF files but its backend is not set");
-    assert.equal(popefBackendRule({ name: 'm', selected }, { backend: 'python' })[0]?.message, 'model \'m\' holds PopEF files but its backend is "python"');
+    assert.equal(
+      popefBackendRule({ name: 'm', selected }, { backend: 'python' })[0]?.message,
+      'model \'m\' holds PopEF files but its backend is "python"',
+    );
   });
 });
 
@@ -85,7 +125,13 @@ describe('name-map rules', () => {
     assert.deepEqual(rules(r.findings), ['name-map/unknown-tensor', 'name-map/unmapped-tensor']);
     assert.equal(r.findings[1]?.path, 'output[0]');
     assert.equal(r.findings[1].file, undefined);
-    assert.deepEqual([...anchorsByName(r.map)], [['x', 'a'], ['z', 'b']]);
+    assert.deepEqual(
+      [...anchorsByName(r.map)],
+      [
+        ['x', 'a'],
+        ['z', 'b'],
+      ],
+    );
   });
 });
 
@@ -97,13 +143,22 @@ describe('backend-library rules', () => {
   });
 
   it("Triton's messages for a library not found, with and without runtime; a runtime that escapes once found", () => {
-    assert.equal(backendLibraryRules({ backend: 'poplar' }, { model: 'm', backendDirectory: '/b', searched })[0]?.message, "unable to find backend library for backend 'poplar', try specifying runtime on the model configuration.");
+    assert.equal(
+      backendLibraryRules({ backend: 'poplar' }, { model: 'm', backendDirectory: '/b', searched })[0]?.message,
+      "unable to find backend library for backend 'poplar', try specifying runtime on the model configuration.",
+    );
     assert.equal(
       backendLibraryRules({ backend: 'poplar', runtime: 'lib.so' }, { model: 'm', backendDirectory: '/b', searched })[0]?.message,
       "unable to find backend library 'lib.so' for model 'm', searched: '/r/m/1' '/r/m' '/b/poplar' ",
     );
-    assert.deepEqual(backendLibraryRules({ backend: 'poplar' }, { model: 'm', backendDirectory: '/b', searched, found: '/b/poplar/libtriton_poplar.so' }), []);
-    assert.deepEqual(rules(backendLibraryRules({ backend: 'poplar', runtime: '../x.so' }, { model: 'm', backendDirectory: '/b', searched, found: '/b/x.so' })), ['backend/runtime-escapes']);
+    assert.deepEqual(
+      backendLibraryRules({ backend: 'poplar' }, { model: 'm', backendDirectory: '/b', searched, found: '/b/poplar/libtriton_poplar.so' }),
+      [],
+    );
+    assert.deepEqual(
+      rules(backendLibraryRules({ backend: 'poplar', runtime: '../x.so' }, { model: 'm', backendDirectory: '/b', searched, found: '/b/x.so' })),
+      ['backend/runtime-escapes'],
+    );
     assert.deepEqual(backendLibraryRules({}, { model: 'm', backendDirectory: '/b', searched }), []);
   });
 });
@@ -111,13 +166,33 @@ describe('backend-library rules', () => {
 describe("the tool's own config rules", () => {
   it('each rule function finds its own defect and nothing on a clean config', () => {
     const clean = { backend: 'poplar', max_batch_size: 1, input: [{ name: 'x' }], output: [{ name: 'y' }] };
-    for (const rule of [dynamicBatchingWithoutBatch, parameterRules, fileEscapesModel, modelMetricsRules, instanceGroupCount, duplicateIoNames]) assert.deepEqual(rule(clean, 'm'), []);
+    for (const rule of [dynamicBatchingWithoutBatch, parameterRules, fileEscapesModel, modelMetricsRules, instanceGroupCount, duplicateIoNames])
+      assert.deepEqual(rule(clean, 'm'), []);
     assert.deepEqual(rules(dynamicBatchingWithoutBatch({ max_batch_size: 0, dynamic_batching: {} }, 'm')), ['config/dynamic-batching-without-batch']);
-    const params = parameterRules({ backend: 'poplar', parameters: [{ key: 'timeout_ns', value: {} }, { key: 'timeout_ns', value: {} }, { key: 'timeout_n', value: {} }] }, 'm');
+    const params = parameterRules(
+      {
+        backend: 'poplar',
+        parameters: [
+          { key: 'timeout_ns', value: {} },
+          { key: 'timeout_ns', value: {} },
+          { key: 'timeout_n', value: {} },
+        ],
+      },
+      'm',
+    );
     assert.deepEqual(rules(params), ['config/duplicate-parameter', 'config/unknown-parameter']);
-    assert.deepEqual(rules(fileEscapesModel({ output: [{ name: 'y', label_filename: '../l.txt' }], default_model_filename: '/abs' }, 'm')), ['config/file-escapes-model', 'config/file-escapes-model']);
-    assert.equal(modelMetricsRules({ model_metrics: { metric_control: [{ metric_identifier: {} }] } }, 'm')[0]?.message, "metric identifier must specify non-empty 'family'");
-    assert.equal(instanceGroupCount({ instance_group: [{ count: 0 }] }, 'm')[0]?.message, 'instance group m_0 of model m has count 0; Triton replaces it with the default (1)');
+    assert.deepEqual(rules(fileEscapesModel({ output: [{ name: 'y', label_filename: '../l.txt' }], default_model_filename: '/abs' }, 'm')), [
+      'config/file-escapes-model',
+      'config/file-escapes-model',
+    ]);
+    assert.equal(
+      modelMetricsRules({ model_metrics: { metric_control: [{ metric_identifier: {} }] } }, 'm')[0]?.message,
+      "metric identifier must specify non-empty 'family'",
+    );
+    assert.equal(
+      instanceGroupCount({ instance_group: [{ count: 0 }] }, 'm')[0]?.message,
+      'instance group m_0 of model m has count 0; Triton replaces it with the default (1)',
+    );
     assert.deepEqual(rules(duplicateIoNames({ input: [{ name: 'x' }, { name: 'x' }], output: [{ name: 'x' }] }, 'm')), ['io/duplicate-name']);
   });
 });
@@ -140,9 +215,15 @@ describe('FindingSink', () => {
     assert.deepEqual([wanted('io/dims'), wanted('io/dims'), wanted('io/dims'), wanted('io/name')], [true, true, false, true]);
     for (let i = 0; i < 5; i++) sink.add({ rule: 'io/dims', message: `d${i}` });
     const out = sink.close();
-    assert.deepEqual(out.map((f) => f.message), ['d0', 'd1', "3 more finding(s) of this rule in model 'm' are not listed (5 in all)"]);
+    assert.deepEqual(
+      out.map((f) => f.message),
+      ['d0', 'd1', "3 more finding(s) of this rule in model 'm' are not listed (5 in all)"],
+    );
     const repository = new FindingSink({ limit: 1 });
-    repository.addAll([{ rule: 'layout/hidden-directory', message: 'a', file: '.a' }, { rule: 'layout/hidden-directory', message: 'b', file: '.b' }]);
+    repository.addAll([
+      { rule: 'layout/hidden-directory', message: 'a', file: '.a' },
+      { rule: 'layout/hidden-directory', message: 'b', file: '.b' },
+    ]);
     assert.match(repository.close()[1]?.message ?? '', /1 more finding\(s\) of this rule in the repository/);
   });
 });

@@ -11,7 +11,11 @@ import { FIXTURES, ROOT, inTempDir, runCli } from '../helpers.js';
 describe("README's rule table", () => {
   it('lists every rule once, with its severity and the Triton function it mirrors', async () => {
     const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-    const rows = [...readme.matchAll(/^\| `([a-z-]+\/[a-z-]+)` \| (error|warning|info) \| .* \| (\(popef-toolkit\)|`([^`]+)`(?: \(hardware-dependent\))?) \| .* \|$/gm)];
+    const rows = [
+      ...readme.matchAll(
+        /^\| `([a-z-]+\/[a-z-]+)` \| (error|warning|info) \| .* \| (\(popef-toolkit\)|`([^`]+)`(?: \(hardware-dependent\))?) \| .* \|$/gm,
+      ),
+    ];
     const listed = rows.map((r) => r[1]);
     assert.deepEqual([...listed].sort(), Object.keys(RULES).sort());
     for (const r of rows) {
@@ -36,7 +40,12 @@ const CASES: readonly { why: string; change: (c: ModelConfig) => ModelConfig; me
   },
   {
     why: 'two CONTROL_SEQUENCE_END control tensors',
-    change: (c) => ({ ...c, sequence_batching: { control_input: ['E1', 'E2'].map((name) => ({ name, control: [{ kind: 'CONTROL_SEQUENCE_END', int32_false_true: [0, 1] }] })) } }),
+    change: (c) => ({
+      ...c,
+      sequence_batching: {
+        control_input: ['E1', 'E2'].map((name) => ({ name, control: [{ kind: 'CONTROL_SEQUENCE_END', int32_false_true: [0, 1] }] })),
+      },
+    }),
     message: 'sequence batching specifies multiple CONTROL_SEQUENCE_END tensors for mnist',
   },
   {
@@ -46,13 +55,17 @@ const CASES: readonly { why: string; change: (c: ModelConfig) => ModelConfig; me
   },
   {
     why: 'ensemble_scheduling on a model that is not an ensemble',
-    change: (c) => ({ ...c, ensemble_scheduling: { step: [{ model_name: 'x', input_map: [{ key: 'a', value: 'b' }], output_map: [{ key: 'c', value: 'd' }] }] } }),
+    change: (c) => ({
+      ...c,
+      ensemble_scheduling: { step: [{ model_name: 'x', input_map: [{ key: 'a', value: 'b' }], output_map: [{ key: 'c', value: 'd' }] }] },
+    }),
     message: "ensemble scheduling cannot be set for model 'mnist' whose platform is not ensemble",
   },
   {
     why: 'an instance group listing gpus: [-1]',
     change: (c) => ({ ...c, instance_group: [{ kind: 'KIND_GPU', gpus: [-1] }] }),
-    message: 'instance group mnist_0 of model mnist specifies invalid or unsupported gpu id -1. GPUs with at least the minimum required CUDA compute compatibility of 6.000000 are: ',
+    message:
+      'instance group mnist_0 of model mnist specifies invalid or unsupported gpu id -1. GPUs with at least the minimum required CUDA compute compatibility of 6.000000 are: ',
   },
   {
     why: 'a reshape whose variable-size dims differ',
@@ -101,7 +114,14 @@ describe('the file rules (label files and warmup data) on what the probe reports
   it('names the reader error Triton prints, the bytes it expects, and a sample without data', async () => {
     const { checkModelFiles, filesNamedBy } = await import('../../src/triton/repository/file-rules.js');
     assert.deepEqual(filesNamedBy(config).sort(), ['labels', join('warmup', 'a.bin')].sort());
-    const findings = checkModelFiles(config, '/repo/m', new Map([['labels', { error: 'Is a directory' }], [join('warmup', 'a.bin'), { size: 15 }]]));
+    const findings = checkModelFiles(
+      config,
+      '/repo/m',
+      new Map([
+        ['labels', { error: 'Is a directory' }],
+        [join('warmup', 'a.bin'), { size: 15 }],
+      ]),
+    );
     assert.deepEqual(
       findings.map((f) => f.message),
       [
@@ -112,7 +132,10 @@ describe('the file rules (label files and warmup data) on what the probe reports
     );
     // A file the probe did not see is reported as missing; a batch size of 0 skips the sample.
     assert.equal(checkModelFiles(config, '/repo/m', new Map()).filter((f) => f.message.includes('No such file or directory')).length, 2);
-    assert.deepEqual(checkModelFiles({ ...config, output: [], model_warmup: [{ ...config.model_warmup?.[0], batch_size: 0 }] }, '/repo/m', new Map()), []);
+    assert.deepEqual(
+      checkModelFiles({ ...config, output: [], model_warmup: [{ ...config.model_warmup?.[0], batch_size: 0 }] }, '/repo/m', new Map()),
+      [],
+    );
   });
 
   it('prints a label path outside the model directory as Triton joins it, beside the request checks of a sample', async () => {
@@ -120,11 +143,21 @@ describe('the file rules (label files and warmup data) on what the probe reports
     const withOptional: ModelConfig = {
       name: 'm',
       max_batch_size: 4,
-      input: [{ name: 'a', data_type: 'TYPE_FP32', dims: [2] }, { name: 'o', data_type: 'TYPE_FP32', dims: [1], optional: true }],
+      input: [
+        { name: 'a', data_type: 'TYPE_FP32', dims: [2] },
+        { name: 'o', data_type: 'TYPE_FP32', dims: [1], optional: true },
+      ],
       output: [{ name: 'y', label_filename: '../labels.txt' }],
       model_warmup: [
         { name: 'none', batch_size: 1, inputs: [] },
-        { name: 'shape', batch_size: 1, inputs: [{ key: 'a', value: { data_type: 'TYPE_FP32', dims: [3], zero_data: true } }, { key: 'z', value: { data_type: 'TYPE_FP32', dims: [1], zero_data: true } }] },
+        {
+          name: 'shape',
+          batch_size: 1,
+          inputs: [
+            { key: 'a', value: { data_type: 'TYPE_FP32', dims: [3], zero_data: true } },
+            { key: 'z', value: { data_type: 'TYPE_FP32', dims: [1], zero_data: true } },
+          ],
+        },
       ],
     };
     const messages = checkModelFiles(withOptional, '/repo/m', new Map()).map((f) => `${f.rule}: ${f.message}`);

@@ -22,7 +22,12 @@ const KNOWN_DISAGREEMENTS: Readonly<Record<string, string>> = {};
 
 const binary = findTritonServer();
 const hasCc = spawnSync('cc', ['--version']).status === 0;
-const unavailable = binary === undefined ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)' : !hasCc ? 'no C compiler for the stand-in backend' : undefined;
+const unavailable =
+  binary === undefined
+    ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)'
+    : !hasCc
+      ? 'no C compiler for the stand-in backend'
+      : undefined;
 
 interface Row {
   agree: number;
@@ -57,7 +62,7 @@ async function scaffoldAll(repo: string): Promise<CorpusModel[]> {
 }
 
 describe('popef validate agrees with a real Triton server', { skip: process.env.CI === 'true' ? false : unavailable }, () => {
-  it('on every model of the corpus: the verdict, and Triton\'s message among ours', { timeout: 600_000 }, async (t: TestContext) => {
+  it("on every model of the corpus: the verdict, and Triton's message among ours", { timeout: 600_000 }, async (t: TestContext) => {
     // On CI the oracle must run: a missing server is a failure, not a skip.
     assert.equal(unavailable, undefined, unavailable);
     await inTempDir(async (dir) => {
@@ -89,26 +94,42 @@ describe('popef validate agrees with a real Triton server', { skip: process.env.
         const ids: RuleId[] = [...new Set(tritonErrors.map((f) => f.rule))];
         if (ids.length === 0) count('(Triton loads the model)', agreed);
         for (const id of ids) count(id, agreed);
-        if (verdict.loaded) for (const id of new Set(errors.filter((f) => RULES[f.rule].mirrors === null).map((f) => f.rule))) stricter.set(id, (stricter.get(id) ?? 0) + 1);
+        if (verdict.loaded)
+          for (const id of new Set(errors.filter((f) => RULES[f.rule].mirrors === null).map((f) => f.rule)))
+            stricter.set(id, (stricter.get(id) ?? 0) + 1);
         if (!agreed) {
           disagreements.push(m.name);
           if (KNOWN_DISAGREEMENTS[m.name] === undefined) {
-            t.diagnostic(`DISAGREE ${m.name} (${m.origin}): Triton ${verdict.loaded ? 'loads it' : `says: ${verdict.message ?? ''}`}; popef validate: ${tritonErrors.map((f) => `[${f.rule}] ${f.message}`).join(' | ') || 'no error'}`);
+            t.diagnostic(
+              `DISAGREE ${m.name} (${m.origin}): Triton ${verdict.loaded ? 'loads it' : `says: ${verdict.message ?? ''}`}; popef validate: ${tritonErrors.map((f) => `[${f.rule}] ${f.message}`).join(' | ') || 'no error'}`,
+            );
           }
         }
       }
       t.diagnostic(`tritonserver ${triton.version} (Triton ${release}); ${models.length} models, ${models.length - disagreements.length} agree`);
       for (const line of table(rows, stricter)) t.diagnostic(line);
       for (const [name, why] of Object.entries(KNOWN_DISAGREEMENTS)) t.diagnostic(`known disagreement ${name}: ${why}`);
-      t.diagnostic('stricter-than-Triton: errors of popef-toolkit\'s own rules (name maps, PopEF files, parameters) on models Triton loads');
+      t.diagnostic("stricter-than-Triton: errors of popef-toolkit's own rules (name maps, PopEF files, parameters) on models Triton loads");
 
       assert.deepEqual(disagreements.sort(), Object.keys(KNOWN_DISAGREEMENTS).sort());
       // The rule families that motivated the port all meet Triton on some model.
-      for (const id of ['config/ensemble-tensors', 'io/batch-io', 'config/sequence-batching', 'config/ensemble', 'instance-group/gpus', 'io/reshape', 'config/warmup', 'config/label-file', 'config/warmup-request', 'config/ensemble-decoupled'] as const) {
+      for (const id of [
+        'config/ensemble-tensors',
+        'io/batch-io',
+        'config/sequence-batching',
+        'config/ensemble',
+        'instance-group/gpus',
+        'io/reshape',
+        'config/warmup',
+        'config/label-file',
+        'config/warmup-request',
+        'config/ensemble-decoupled',
+      ] as const) {
         assert.ok((rows.get(id)?.agree ?? 0) > 0, `no model of the corpus exercises ${id}`);
       }
       // Every config popef scaffold writes loads in Triton.
-      for (const m of models.filter((x) => x.name.startsWith('scaffold__'))) assert.equal(triton.verdicts.get(m.name)?.loaded, true, `${m.origin}: ${triton.verdicts.get(m.name)?.message ?? ''}`);
+      for (const m of models.filter((x) => x.name.startsWith('scaffold__')))
+        assert.equal(triton.verdicts.get(m.name)?.loaded, true, `${m.origin}: ${triton.verdicts.get(m.name)?.message ?? ''}`);
     });
   });
 });

@@ -24,7 +24,15 @@ export async function launch(): Promise<Browser> {
   // The flags keep a headless Chromium from reaching for Google's services, which this machine cannot reach.
   return await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -49,7 +57,14 @@ export async function writeBigModel(path: string): Promise<void> {
     for (let i = 0; i < 64; i++) yield chunk;
     await Promise.resolve();
   }
-  const anchors: Anchor[] = Array.from({ length: 200 }, (_, i) => ({ name: `input/${i}`, handle: `h2d_input/${i}`, tensorInfo: { dtype: 'F16', shape: [8, 384, 1024] }, isPerReplica: false, type: 'INPUT', programs: [5] }));
+  const anchors: Anchor[] = Array.from({ length: 200 }, (_, i) => ({
+    name: `input/${i}`,
+    handle: `h2d_input/${i}`,
+    tensorInfo: { dtype: 'F16', shape: [8, 384, 1024] },
+    isPerReplica: false,
+    type: 'INPUT',
+    programs: [5],
+  }));
   const w = await PopefWriter.create(path, { force: true });
   await w.writeExecutable('big', body());
   await w.writeMetadata({ ...emptyMetadata('big'), anchors, programFlow: { load: [0], main: [5], save: [] } });

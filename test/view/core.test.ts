@@ -67,7 +67,11 @@ describe('the viewer core', () => {
   });
 
   it('refuses a path in the page, naming what to give instead', async () => {
-    await assert.rejects(FileSource.open('/etc/passwd'), (error: Error & { suggestion?: string }) => /cannot be opened in a web page/.test(error.message) && /pick the file/.test(error.suggestion ?? ''));
+    await assert.rejects(
+      FileSource.open('/etc/passwd'),
+      (error: Error & { suggestion?: string }) =>
+        /cannot be opened in a web page/.test(error.message) && /pick the file/.test(error.suggestion ?? ''),
+    );
   });
 
   it('shows byte counts for people', () => {
@@ -83,7 +87,10 @@ describe('the viewer core', () => {
     const { buildView } = await import('../../scripts/build-view.mjs');
     const { tmpdir } = await import('node:os');
     const built = await buildView({ outFile: `${tmpdir()}/popef-view-test-${process.pid}/index.html`, metafile: true });
-    assert.deepEqual(built.inputs.filter((i) => i.startsWith('node:') || /^(fs|path|zlib|stream|buffer|crypto|os)$/.test(i)), []);
+    assert.deepEqual(
+      built.inputs.filter((i) => i.startsWith('node:') || /^(fs|path|zlib|stream|buffer|crypto|os)$/.test(i)),
+      [],
+    );
     // The core modules it ships are the browser twins, never the Node ones.
     for (const twin of ['src/io/platform', 'src/io/file-source', 'src/json-schemas']) {
       assert.ok(built.inputs.includes(`${twin}.browser.ts`), twin);
@@ -106,7 +113,7 @@ describe('the viewer core', () => {
       assert.match(again.stderr, /E_EXISTS/);
       assert.equal((await runCli(['view', '--export', dir, '--force'])).code, 0);
       // --force replaces only a page popef view wrote.
-      await writeFile(join(dir, 'index.html'), '<p>the user\'s own page</p>');
+      await writeFile(join(dir, 'index.html'), "<p>the user's own page</p>");
       const theirs = await runCli(['view', '--export', dir, '--force']);
       assert.equal(theirs.code, 2);
       assert.match(theirs.stderr, /was not written by popef view/);
@@ -115,7 +122,9 @@ describe('the viewer core', () => {
   });
 
   it('popef view serves the page and the given file with Range requests, and nothing else', async () => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'view', fixture('mnist/executable.popef')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'view', fixture('mnist/executable.popef')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const url = await new Promise<string>((done, fail) => {
         let out = '';
@@ -128,7 +137,10 @@ describe('the viewer core', () => {
       });
       const page = await fetch(url);
       assert.equal(page.status, 200);
-      assert.match(await page.text(), /<script id="popef-preload" type="application\/json">\[\{"url":"files\/0\/executable\.popef","name":"executable\.popef"\}\]<\/script>/);
+      assert.match(
+        await page.text(),
+        /<script id="popef-preload" type="application\/json">\[\{"url":"files\/0\/executable\.popef","name":"executable\.popef"\}\]<\/script>/,
+      );
       const bytes = await readFile(fixture('mnist/executable.popef'));
       const ranged = await fetch(new URL('files/0/executable.popef', url), { headers: { Range: 'bytes=4-11' } });
       assert.equal(ranged.status, 206);

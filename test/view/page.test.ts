@@ -36,7 +36,9 @@ async function openFiles(page: Page, files: readonly string[]): Promise<void> {
 async function seriousViolations(page: Page): Promise<{ id: string; impact: string | null; nodes: number }[]> {
   await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
   const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (context: Document) => Promise<{ violations: { id: string; impact: string | null; nodes: unknown[] }[] }> } }).axe;
+    const axe = (
+      window as unknown as { axe: { run: (context: Document) => Promise<{ violations: { id: string; impact: string | null; nodes: unknown[] }[] }> } }
+    ).axe;
     const result = await axe.run(document);
     return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
   });
@@ -92,7 +94,18 @@ describe('popef view: the page in Chromium', { skip: browserMissing }, () => {
     await page.getByLabel('input anchor input').fill(NAMES.input);
     await page.getByLabel('output anchor softmax/Softmax:0').fill(NAMES['softmax/Softmax:0']);
     const repo = join(dir, 'repo-names');
-    const cli = await runCli(['scaffold', MNIST, '--repository', repo, '--model', 'mnist', '--name', `input=${NAMES.input}`, '--name', `softmax/Softmax:0=${NAMES['softmax/Softmax:0']}`]);
+    const cli = await runCli([
+      'scaffold',
+      MNIST,
+      '--repository',
+      repo,
+      '--model',
+      'mnist',
+      '--name',
+      `input=${NAMES.input}`,
+      '--name',
+      `softmax/Softmax:0=${NAMES['softmax/Softmax:0']}`,
+    ]);
     assert.equal(cli.code, 0, cli.stderr);
     assert.equal(await page.textContent('#config-pbtxt'), await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8'));
     assert.equal(await page.textContent('#name-map'), await readFile(join(repo, 'mnist', '1', 'name_map.json'), 'utf8'));
@@ -105,14 +118,27 @@ describe('popef view: the page in Chromium', { skip: browserMissing }, () => {
 
   it('checks a pasted config with the messages and positions of popef validate', async () => {
     const repo = join(dir, 'repo-broken');
-    const made = await runCli(['scaffold', MNIST, '--repository', repo, '--model', 'mnist', '--name', `input=${NAMES.input}`, '--name', `softmax/Softmax:0=${NAMES['softmax/Softmax:0']}`]);
+    const made = await runCli([
+      'scaffold',
+      MNIST,
+      '--repository',
+      repo,
+      '--model',
+      'mnist',
+      '--name',
+      `input=${NAMES.input}`,
+      '--name',
+      `softmax/Softmax:0=${NAMES['softmax/Softmax:0']}`,
+    ]);
     assert.equal(made.code, 0, made.stderr);
     const configPath = join(repo, 'mnist', 'config.pbtxt');
     const broken = (await readFile(configPath, 'utf8')).replace('dims: [ 1, 28, 28 ]', 'dims: [ 1, 28, 29 ]').replace('TYPE_FP32', 'TYPE_FP16');
     await writeFile(configPath, broken);
     const cli = await runCli(['validate', repo, '--format', 'json']);
     assert.equal(cli.code, 1, cli.stderr);
-    const expected = (JSON.parse(cli.stdout) as { repositories: { models: { findings: { rule: string; message: string; line?: number; column?: number }[] }[] }[] }).repositories[0]?.models[0]?.findings ?? [];
+    const expected =
+      (JSON.parse(cli.stdout) as { repositories: { models: { findings: { rule: string; message: string; line?: number; column?: number }[] }[] }[] })
+        .repositories[0]?.models[0]?.findings ?? [];
     assert.ok(expected.length >= 2, 'the broken config should have at least the dims and dtype findings');
 
     const { page, errors } = await openExported(browser, pagePath);
@@ -138,7 +164,10 @@ describe('popef view: the page in Chromium', { skip: browserMissing }, () => {
     assert.ok(selected.length > 0 && broken.includes(selected));
     await page.fill('#pasted', 'max_batch_size: [');
     await page.click('#validate-button');
-    assert.match((await page.textContent('#findings')) ?? '', /failed to read text proto from mnist\/config\.pbtxt: Error parsing text-format inference\.ModelConfig: 1:/);
+    assert.match(
+      (await page.textContent('#findings')) ?? '',
+      /failed to read text proto from mnist\/config\.pbtxt: Error parsing text-format inference\.ModelConfig: 1:/,
+    );
     await screenshot(page, 'validate');
     assert.deepEqual(errors, []);
     await page.close();
@@ -178,7 +207,11 @@ describe('popef view: the page in Chromium', { skip: browserMissing }, () => {
     const shown = (await page.textContent('#diff-result pre')) ?? '';
     assert.ok(shown.length > 0);
     // The report names the files as given; past its header the two agree.
-    const body = (text: string): string => text.split('\n').filter((l) => !l.includes('executable.popef')).join('\n');
+    const body = (text: string): string =>
+      text
+        .split('\n')
+        .filter((l) => !l.includes('executable.popef'))
+        .join('\n');
     assert.equal(body(shown), body(cli.stdout));
     assert.deepEqual(errors, []);
     await page.close();
@@ -222,7 +255,10 @@ describe('popef view: the page in Chromium', { skip: browserMissing }, () => {
       reached.push(await page.evaluate(() => document.activeElement?.id ?? ''));
     }
     const order = ['file-input', 'url-input', 'verify-button'].map((id) => reached.indexOf(id));
-    assert.ok(order.every((at, i) => at >= 0 && (i === 0 || at > (order[i - 1] ?? 0))), `focus order: ${reached.join(', ')}`);
+    assert.ok(
+      order.every((at, i) => at >= 0 && (i === 0 || at > (order[i - 1] ?? 0))),
+      `focus order: ${reached.join(', ')}`,
+    );
     assert.deepEqual(errors, []);
     await page.close();
   });
@@ -246,17 +282,23 @@ describe('popef view: the page in Chromium', { skip: browserMissing }, () => {
     const requests: string[] = [];
     page.on('request', (r) => requests.push(r.url()));
     await page.goto(pathToFileURL(report).href);
-    const findings = (JSON.parse(json.stdout) as { repositories: { models: { findings: { rule: string; message: string; line?: number; column?: number }[] }[] }[] }).repositories[0]?.models[0]?.findings ?? [];
+    const findings =
+      (JSON.parse(json.stdout) as { repositories: { models: { findings: { rule: string; message: string; line?: number; column?: number }[] }[] }[] })
+        .repositories[0]?.models[0]?.findings ?? [];
     const text = (await page.textContent('main')) ?? '';
     for (const f of findings) {
       assert.ok(text.includes(f.message), f.message);
       if (f.line !== undefined) assert.ok(text.includes(`mnist/config.pbtxt:${f.line}:${f.column ?? 0}`));
       // The rule id links to its row in the rule list.
-      assert.equal(await page.locator(`a[href="#rule-${f.rule}"]`).count() > 0, true);
+      assert.equal((await page.locator(`a[href="#rule-${f.rule}"]`).count()) > 0, true);
       assert.equal(await page.locator(`[id="rule-${f.rule}"]`).count(), 1);
     }
     assert.match(text, /1 error, 0 warnings in 1 model/);
-    assert.deepEqual(requests.filter((u) => !u.startsWith('file:')), [], 'the report loads nothing');
+    assert.deepEqual(
+      requests.filter((u) => !u.startsWith('file:')),
+      [],
+      'the report loads nothing',
+    );
     assert.deepEqual(await seriousViolations(page), []);
     await screenshot(page, 'validate-report');
     assert.deepEqual(errors, []);

@@ -25,10 +25,14 @@ export function addConfigOptions(command: Command): Command {
   return command
     .option('--executable <name>', 'the model to use when the files hold several')
     .option('--name <anchor=name>', 'Triton name for an anchor (repeatable); others get input_N / output_N', collect)
-    .addOption(new Option('--device-iterations <n>', 'batches per step (default: the metadata\'s device iterations)').argParser(positive))
+    .addOption(new Option('--device-iterations <n>', "batches per step (default: the metadata's device iterations)").argParser(positive))
     .addOption(new Option('--gradient-accumulation <n>', 'gradient accumulation factor (default: 1)').argParser(positive))
     .addOption(new Option('--max-batch-size <n>', 'override the computed max_batch_size').argParser(positive))
-    .addOption(new Option('--batching <mode>', 'auto: first dimension is the batch; none: max_batch_size 0, full dims').choices(['auto', 'none']).default('auto'))
+    .addOption(
+      new Option('--batching <mode>', 'auto: first dimension is the batch; none: max_batch_size 0, full dims')
+        .choices(['auto', 'none'])
+        .default('auto'),
+    )
     .option('--parameter <key=value>', 'a parameters entry, e.g. synchronous_execution=1 or timeout_ns=500000 (repeatable)', collect)
     .option('--dynamic-batching', 'add dynamic_batching (off by default: no Graphcore example uses it)')
     .addOption(
@@ -37,7 +41,10 @@ export function addConfigOptions(command: Command): Command {
         positive(v),
       ]),
     )
-    .addOption(new Option('--max-queue-delay-us <n>', 'max_queue_delay_microseconds for dynamic batching').argParser(parseIntOption(0, Number.MAX_SAFE_INTEGER)))
+    .addOption(
+      new Option('--max-queue-delay-us <n>', 'max_queue_delay_microseconds for dynamic batching').argParser(
+        parseIntOption(0, Number.MAX_SAFE_INTEGER),
+      ),
+    )
     .option('--triton-version <version>', 'refuse fields newer than this Triton release (YY.MM, or latest)', DEFAULT_TRITON_VERSION);
 }
-

@@ -40,7 +40,13 @@ export async function generateFiles(files: readonly string[], flags: ConfigFlags
   if (paths.length === 1 && only !== undefined && isDescriptionName(only)) {
     const description = parseDescription(await readRegularText(only, { what: 'the PopEF description', limit: FILE_LIMITS.json }), files[0] ?? only);
     const model = describedModel(description, files[0] ?? only, flags.executable);
-    return { ...generate(model.metadata, model.storedTensorNames, flags, modelName), popefFiles: [], descriptionFile: only, executable: model.name, modelCount: description.models.length };
+    return {
+      ...generate(model.metadata, model.storedTensorNames, flags, modelName),
+      popefFiles: [],
+      descriptionFile: only,
+      executable: model.name,
+      modelCount: description.models.length,
+    };
   }
   // Metadata and anchors only: an SDK-written file's executable is not copied to read them.
   const set = await openModelSet(paths, io, { executables: false });
@@ -58,7 +64,12 @@ export async function generateFiles(files: readonly string[], flags: ConfigFlags
   }
 }
 
-function generate(metadata: Metadata, storedTensorNames: ReadonlySet<string>, flags: ConfigFlags, modelName: string | undefined): GeneratedConfig & { pbtxt: string; nameMapText: string } {
+function generate(
+  metadata: Metadata,
+  storedTensorNames: ReadonlySet<string>,
+  flags: ConfigFlags,
+  modelName: string | undefined,
+): GeneratedConfig & { pbtxt: string; nameMapText: string } {
   const names = new Map<string, string>();
   for (const n of flags.name ?? []) {
     const [anchor, name] = pair(n, '--name ANCHOR=NAME');

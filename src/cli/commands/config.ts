@@ -19,7 +19,10 @@ export function registerConfig(program: Command, io: CliIo, run: (handler: Handl
     .command('config')
     .description('generate config.pbtxt (and name_map.json) for the Triton Poplar backend from PopEF anchors')
     .argument('<file...>', 'PopEF open-layout files of one model set')
-    .option('-o, --output <dir>', 'write DIR/MODEL/config.pbtxt and DIR/MODEL/1/name_map.json (Triton\'s layout; MODEL: -m, else the executable\'s name) instead of printing them')
+    .option(
+      '-o, --output <dir>',
+      "write DIR/MODEL/config.pbtxt and DIR/MODEL/1/name_map.json (Triton's layout; MODEL: -m, else the executable's name) instead of printing them",
+    )
     .option('-m, --model <name>', "the config's name (default: none; Triton takes the directory name)")
     .option('-f, --force', 'replace existing files in --output')
     // Old spellings, kept working with a notice.

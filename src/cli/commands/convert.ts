@@ -37,7 +37,13 @@ async function convert(kind: 'import' | 'export', files: string[], flags: Flags,
   for (const p of paths) total += sizeOrZero(p);
   const bar = progressBar(io, kind === 'import' ? 'importing' : 'exporting', total);
   try {
-    const options = { force: flags.force, compress: flags.compress, signal: io.signal, timeoutMs: timeout, onProgress: (bytes: number) => bar.update(bytes, total) };
+    const options = {
+      force: flags.force,
+      compress: flags.compress,
+      signal: io.signal,
+      timeoutMs: timeout,
+      onProgress: (bytes: number) => bar.update(bytes, total),
+    };
     if (kind === 'import') {
       const r = await importSdkFiles(bridge, paths, out, options);
       bar.finish();

@@ -27,7 +27,11 @@ function readerName(readers: readonly ('open-layout' | 'poplar-sdk')[], sdkVersi
   return `Poplar SDK ${sdkVersion ?? '(release not reported)'} popef.Reader, through popef-toolkit ${VERSION}'s bridge`;
 }
 
-export async function describeFiles(names: readonly string[], flags: { readonly output?: string; readonly force?: boolean }, io: CliIo): Promise<Described> {
+export async function describeFiles(
+  names: readonly string[],
+  flags: { readonly output?: string; readonly force?: boolean },
+  io: CliIo,
+): Promise<Described> {
   const opened: PopefFile[] = [];
   let set: ModelSet | undefined;
   try {
@@ -53,7 +57,9 @@ export async function describeFiles(names: readonly string[], flags: { readonly 
     const description = describeModelSet(set, files, readerName(readers, sdkVersion));
     const shown = flags.output ?? descriptionPathOf(names[0] ?? '');
     // The one atomic write every command uses: refuses an existing file without --force, leaves nothing half-written.
-    await writeFilesAtomically([{ path: resolve(io.cwd, shown), content: `${JSON.stringify(description, null, 2)}\n` }], { force: flags.force === true });
+    await writeFilesAtomically([{ path: resolve(io.cwd, shown), content: `${JSON.stringify(description, null, 2)}\n` }], {
+      force: flags.force === true,
+    });
     return { shown, models: description.models.length, files: files.length, reader: description.reader };
   } finally {
     if (set !== undefined) await set.close();

@@ -32,7 +32,9 @@ export function registerDescribe(program: Command, io: CliIo, run: (handler: Han
       run(async () => {
         const { describeFiles } = await import('./describe-run.js');
         const written = await describeFiles(files, flags, io);
-        io.stdout(`wrote ${written.shown}: ${written.models} model${written.models === 1 ? '' : 's'}, ${written.files} file${written.files === 1 ? '' : 's'} described (${written.reader})\n`);
+        io.stdout(
+          `wrote ${written.shown}: ${written.models} model${written.models === 1 ? '' : 's'}, ${written.files} file${written.files === 1 ? '' : 's'} described (${written.reader})\n`,
+        );
         return ExitCode.Ok;
       });
     });

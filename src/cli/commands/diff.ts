@@ -30,7 +30,13 @@ export function registerDiff(program: Command, io: CliIo, run: (handler: Handler
     .command('diff')
     .description('compare two PopEF model sets: popef diff A B, or popef diff A1 A2 -- B1 B2 (exit 1 when they differ)')
     .argument('<files...>', 'the two sides: A B, or the files of A, then --, then the files of B')
-    .addOption(new Option('--format <format>', 'text; json: one document (schemas/diff.schema.json); markdown: a table for a pull-request comment').choices(['text', 'json', 'markdown']))
+    .addOption(
+      new Option('--format <format>', 'text; json: one document (schemas/diff.schema.json); markdown: a table for a pull-request comment').choices([
+        'text',
+        'json',
+        'markdown',
+      ]),
+    )
     .option('--json', 'the same as --format json')
     .option('--markdown', 'the same as --format markdown')
     .option('--ignore <field>', 'leave out expected differences (repeatable)', (v: string, prev?: string[]) => [...(prev ?? []), v])
@@ -45,7 +51,12 @@ export function registerDiff(program: Command, io: CliIo, run: (handler: Handler
         const separator = raw.indexOf('--', start);
         const { diffCommand } = await import('./diff-run.js');
         const format = chosenFormat(flags, 'text');
-        return diffCommand(files, separator === -1 ? undefined : raw.slice(separator + 1).length, { ...flags, json: format === 'json', markdown: format === 'markdown' }, io);
+        return diffCommand(
+          files,
+          separator === -1 ? undefined : raw.slice(separator + 1).length,
+          { ...flags, json: format === 'json', markdown: format === 'markdown' },
+          io,
+        );
       });
     });
 }

@@ -50,7 +50,13 @@ export async function dumpFiles(
   const opened: PopefFile[] = [];
   const readBy = new Map<string, ReadBy>();
   // The summary and the anchors show no blob sizes or payloads: they need nothing of an SDK file's executables.
-  const executables = options.json === true || options.markdown === true || options.all === true || options.blobs === true || options.metadata === true || options.verify === true;
+  const executables =
+    options.json === true ||
+    options.markdown === true ||
+    options.all === true ||
+    options.blobs === true ||
+    options.metadata === true ||
+    options.verify === true;
   for (const f of files) {
     try {
       const o = await openPopef(f.name, io, { readAll: options.verify === true, executables });

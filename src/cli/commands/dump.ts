@@ -32,7 +32,12 @@ export function registerDump(program: Command, io: CliIo, run: (handler: Handler
     .addOption(new Option('-m').hideHelp())
     .option('--all', 'show everything: metadata, all anchors by role, blobs, tensor/feed/opaque data, warnings')
     .option('--blobs', 'show the blob inventory as a table')
-    .addOption(new Option('--format <format>', 'text; json: one document with everything --all shows (schemas/dump.schema.json); markdown: a model card').choices(['text', 'json', 'markdown']))
+    .addOption(
+      new Option(
+        '--format <format>',
+        'text; json: one document with everything --all shows (schemas/dump.schema.json); markdown: a model card',
+      ).choices(['text', 'json', 'markdown']),
+    )
     .option('--json', 'the same as --format json')
     .option('--markdown', 'the same as --format markdown')
     .option('--verify', 'read every payload and check checksums and sizes (exit 2 on damage)')
@@ -44,8 +49,18 @@ export function registerDump(program: Command, io: CliIo, run: (handler: Handler
         const colour = command.optsWithGlobals<{ color?: boolean }>().color;
         if (flags.m === true) deprecated(io.stderr, 'dump -m', '--metadata', '-m means --model in every other command');
         const format = chosenFormat(flags, 'text');
-        const options: DumpOptions = { ...flags, metadata: flags.metadata === true || flags.m === true, json: format === 'json', markdown: format === 'markdown' };
-        return dumpFiles(files.map((f) => ({ path: resolve(io.cwd, f), name: f })), options, colour, io);
+        const options: DumpOptions = {
+          ...flags,
+          metadata: flags.metadata === true || flags.m === true,
+          json: format === 'json',
+          markdown: format === 'markdown',
+        };
+        return dumpFiles(
+          files.map((f) => ({ path: resolve(io.cwd, f), name: f })),
+          options,
+          colour,
+          io,
+        );
       });
     });
 }

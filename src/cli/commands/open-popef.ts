@@ -48,7 +48,7 @@ export interface OpenedPopef {
 
 // Without the reason the bridge gave: the hint stays the same from machine to machine, and popef doctor says why.
 const SDK_HINT =
-  'if the Poplar SDK wrote it, popef reads it with the SDK\'s own popef.Reader where the SDK is enabled, and it is not here ' +
+  "if the Poplar SDK wrote it, popef reads it with the SDK's own popef.Reader where the SDK is enabled, and it is not here " +
   '(run "popef doctor" to see why); or convert it once on a machine with the SDK: popef import FILE -o FILE.open.popef';
 
 function notOpenLayout(error: unknown): error is PopefError {
@@ -57,7 +57,13 @@ function notOpenLayout(error: unknown): error is PopefError {
 
 /** The open layout's error, with a hint that says what reads such a file. */
 function withDoctorHint(error: PopefError): PopefError {
-  return new PopefError(error.code, error.message, { file: error.file, offset: error.offset, field: error.field, suggestion: SDK_HINT, cause: error });
+  return new PopefError(error.code, error.message, {
+    file: error.file,
+    offset: error.offset,
+    field: error.field,
+    suggestion: SDK_HINT,
+    cause: error,
+  });
 }
 
 export async function openPopef(name: string, io: CliIo, options: OpenPopefOptions = {}): Promise<OpenedPopef> {
@@ -106,7 +112,14 @@ export class SdkBridge {
   }
 }
 
-async function readThroughSdk(path: string, name: string, io: CliIo, executables: boolean, original: PopefError, sdk: SdkBridge): Promise<OpenedPopef> {
+async function readThroughSdk(
+  path: string,
+  name: string,
+  io: CliIo,
+  executables: boolean,
+  original: PopefError,
+  sdk: SdkBridge,
+): Promise<OpenedPopef> {
   const { importSdkFiles } = await import('../../run/sdk-convert.js');
   const bridge = await sdk.get();
   if (bridge === undefined) throw withDoctorHint(original);
@@ -120,11 +133,15 @@ async function readThroughSdk(path: string, name: string, io: CliIo, executables
       // A bridge stopped mid-stream takes no further request: the next file gets a new one.
       await sdk.dispose();
       if (!(error instanceof PopefError) || error.code !== ErrorCode.Plugin) throw error;
-      throw new PopefError(ErrorCode.NotPopef, `not a PopEF open-layout file, and the Poplar SDK's popef.Reader cannot read it either: ${error.message}`, {
-        file: name,
-        suggestion: 'check that the file is a complete PopEF file (popef doctor shows the SDK release the bridge found)',
-        cause: error,
-      });
+      throw new PopefError(
+        ErrorCode.NotPopef,
+        `not a PopEF open-layout file, and the Poplar SDK's popef.Reader cannot read it either: ${error.message}`,
+        {
+          file: name,
+          suggestion: 'check that the file is a complete PopEF file (popef doctor shows the SDK release the bridge found)',
+          cause: error,
+        },
+      );
     }
     for (const w of imported.warnings) io.stderr(`popef: warning: ${printable(`${name}: ${w}`, true)}\n`);
     const file = await PopefFile.open(await FileSource.open(out, name));

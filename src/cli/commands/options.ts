@@ -22,13 +22,18 @@ export function parseBoolOption(value: string): boolean {
 /** A --triton-version value: YY.MM or latest, else a usage error (exit 2) through the one funnel. */
 export function checkTritonVersion(value: string, option = '--triton-version'): string {
   if (value === 'latest' || /^\d{2}\.\d{2}$/.test(value)) return value;
-  throw new PopefError(ErrorCode.Usage, `${option} "${value}" is not YY.MM (for example 21.05) or latest`, { suggestion: 'give a Triton release as two two-digit numbers, such as 21.05 or 24.10, or latest' });
+  throw new PopefError(ErrorCode.Usage, `${option} "${value}" is not YY.MM (for example 21.05) or latest`, {
+    suggestion: 'give a Triton release as two two-digit numbers, such as 21.05 or 24.10, or latest',
+  });
 }
 
 /** A number of seconds given as `option`, in milliseconds: a usage error (exit 2) unless positive and finite. */
 export function positiveSecondsMs(value: string, option: string): number {
   const seconds = Number(value);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new PopefError(ErrorCode.Usage, `${option} "${value}" is not a positive number of seconds`, { suggestion: 'give a number of seconds greater than 0, such as 30 or 0.5' });
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new PopefError(ErrorCode.Usage, `${option} "${value}" is not a positive number of seconds`, {
+      suggestion: 'give a number of seconds greater than 0, such as 30 or 0.5',
+    });
   return seconds * 1000;
 }
 
@@ -37,10 +42,18 @@ export function positiveSecondsMs(value: string, option: string): number {
  * --format FORMAT, with --json (and --markdown where there is one) kept as
  * aliases. Returns the format chosen; two that disagree are a usage error.
  */
-export function chosenFormat<F extends string>(flags: { readonly format?: F; readonly json?: boolean; readonly markdown?: boolean }, fallback: F): F | 'json' | 'markdown' {
-  const asked = [flags.format, flags.json === true ? 'json' : undefined, flags.markdown === true ? 'markdown' : undefined].filter((f): f is F => f !== undefined);
+export function chosenFormat<F extends string>(
+  flags: { readonly format?: F; readonly json?: boolean; readonly markdown?: boolean },
+  fallback: F,
+): F | 'json' | 'markdown' {
+  const asked = [flags.format, flags.json === true ? 'json' : undefined, flags.markdown === true ? 'markdown' : undefined].filter(
+    (f): f is F => f !== undefined,
+  );
   const distinct = [...new Set(asked)];
-  if (distinct.length > 1) throw new PopefError(ErrorCode.Usage, `${distinct.map((f) => `--format ${f}`).join(' and ')} were both asked for`, { suggestion: 'give one --format' });
+  if (distinct.length > 1)
+    throw new PopefError(ErrorCode.Usage, `${distinct.map((f) => `--format ${f}`).join(' and ')} were both asked for`, {
+      suggestion: 'give one --format',
+    });
   return distinct[0] ?? fallback;
 }
 

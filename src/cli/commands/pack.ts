@@ -20,7 +20,10 @@ export function registerPack(program: Command, io: CliIo, run: (handler: Handler
     .requiredOption('-o, --output <file>', 'the .popef file to write')
     .option('-f, --force', 'replace the output file if it exists')
     .addOption(new Option('--compression-level <n>', 'zlib level for executables marked "compress" (0-9)').argParser(parseIntOption(0, 9)))
-    .addHelpText('after', exitCodesHelp('0 written, 2 usage, manifest, payload or I/O errors (an existing output without --force); nothing is left behind on error.'))
+    .addHelpText(
+      'after',
+      exitCodesHelp('0 written, 2 usage, manifest, payload or I/O errors (an existing output without --force); nothing is left behind on error.'),
+    )
     .action((manifest: string, flags: PackFlags) => {
       run(async () => {
         const { packManifest } = await import('../../manifest/pack.js');

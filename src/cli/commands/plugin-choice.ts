@@ -13,7 +13,8 @@ export interface PluginNeeds {
  * reverse.
  */
 export function otherPluginHint(name: string): string | undefined {
-  if (name === 'ipu') return 'or run the source ONNX graph on this machine with --plugin cpu (from --reference model.onnx or the model\'s opaque blob named "onnx")';
+  if (name === 'ipu')
+    return 'or run the source ONNX graph on this machine with --plugin cpu (from --reference model.onnx or the model\'s opaque blob named "onnx")';
   if (name === 'cpu') return 'or run the model itself with --plugin ipu where the Poplar SDK is enabled';
   return undefined;
 }

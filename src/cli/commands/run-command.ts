@@ -40,7 +40,18 @@ export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo
     const expectedOf = flags.expect === undefined ? undefined : savedOutputs(resolve(io.cwd, flags.expect), flags.expect, run.outputs.size, fileOf);
     const theirs = reference === undefined ? undefined : await runOnce(reference, request, inputs, models);
     const comparisons = await compareWith(run.outputs, expectedOf ?? theirs?.expectedOf, plan.tolerances, nameOf);
-    const report = runReport({ plugin: plugin.name, model: target.description, executable: request.executable, inputs: model.inputs, outputs: model.outputs, run, warmup: flags.warmup, nameOf, topK: flags.topK, comparison: comparisons === undefined ? undefined : { comparisons, with: reference?.name } });
+    const report = runReport({
+      plugin: plugin.name,
+      model: target.description,
+      executable: request.executable,
+      inputs: model.inputs,
+      outputs: model.outputs,
+      run,
+      warmup: flags.warmup,
+      nameOf,
+      topK: flags.topK,
+      comparison: comparisons === undefined ? undefined : { comparisons, with: reference?.name },
+    });
     await render(report, flags, io);
     finished = true;
     return comparisons?.some((c) => !c.passed) === true ? ExitCode.Findings : ExitCode.Ok;
@@ -73,7 +84,8 @@ function parseRunFlags(flags: RunFlags, cwd: string): RunPlan {
     if (at <= 0) throw usage(`--reference-map "${m}" is not ANCHOR=NAME`);
     options[`map.${m.slice(0, at)}`] = m.slice(at + 1);
   }
-  if (flags.expect !== undefined && flags.compareWith !== undefined) throw usage('--expect and --compare-with are exclusive: compare with saved outputs or with another plugin');
+  if (flags.expect !== undefined && flags.compareWith !== undefined)
+    throw usage('--expect and --compare-with are exclusive: compare with saved outputs or with another plugin');
   pluginOptions(flags.pluginOption, options);
   const files = (flags.input ?? []).map((given) => {
     const at = given.indexOf('=');
@@ -106,7 +118,11 @@ function tolerance(values: readonly string[] | undefined, fallback: number, what
 }
 
 /** What every plugin is asked to open: the executable (checked here, so that plugins get a valid model set), its tensors and the plugin options. */
-async function modelRequest(target: ModelTarget, flags: RunFlags, options: Record<string, string>): Promise<{ request: ModelRequest; hasGraph: boolean }> {
+async function modelRequest(
+  target: ModelTarget,
+  flags: RunFlags,
+  options: Record<string, string>,
+): Promise<{ request: ModelRequest; hasGraph: boolean }> {
   const set = await ModelSet.open(target.files);
   let executable: string;
   let tensors: ModelTensors;
@@ -124,7 +140,8 @@ async function modelRequest(target: ModelTarget, flags: RunFlags, options: Recor
   if (flags.url !== undefined) options.url = flags.url;
   if (target.modelName !== undefined && !Object.hasOwn(options, 'model')) options.model = target.modelName;
   for (const [anchor, name] of target.clientNames) if (!Object.hasOwn(options, `name.${anchor}`)) options[`name.${anchor}`] = name;
-  if ((flags.plugin === 'triton' || flags.compareWith === 'triton') && flags.url === undefined) throw usage('--plugin triton needs --url grpc://HOST:PORT or http://HOST:PORT');
+  if ((flags.plugin === 'triton' || flags.compareWith === 'triton') && flags.url === undefined)
+    throw usage('--plugin triton needs --url grpc://HOST:PORT or http://HOST:PORT');
   return { request: { files: target.files, executable, options, tensors }, hasGraph };
 }
 
@@ -139,8 +156,16 @@ async function pickPlugin(flags: RunFlags, hasGraph: boolean, context: PluginCon
 }
 
 /** The timed runs, with a progress line on a terminal once they take longer than a second. */
-async function measure(model: OpenedModel, inputs: ReadonlyMap<string, Tensor>, flags: RunFlags, durationMs: number | undefined, io: CliIo): Promise<TimedRun> {
-  const line = progressLine(io, (done, total) => (durationMs === undefined ? `running: ${done}/${total} runs` : `running: ${(done / 1000).toFixed(1)}/${(total / 1000).toFixed(1)} s`));
+async function measure(
+  model: OpenedModel,
+  inputs: ReadonlyMap<string, Tensor>,
+  flags: RunFlags,
+  durationMs: number | undefined,
+  io: CliIo,
+): Promise<TimedRun> {
+  const line = progressLine(io, (done, total) =>
+    durationMs === undefined ? `running: ${done}/${total} runs` : `running: ${(done / 1000).toFixed(1)}/${(total / 1000).toFixed(1)} s`,
+  );
   const onProgress = ({ runs, elapsedMs }: { runs: number; elapsedMs: number }): void => {
     if (elapsedMs > 1000) line.update(durationMs === undefined ? runs : elapsedMs, durationMs ?? flags.iterations);
   };
@@ -156,25 +181,37 @@ type ExpectedOf = (output: Tensor, name: string) => Promise<Tensor | string>;
 /** --expect: DIR/NAME.npy per output, or one FILE.npy for a model of one output. */
 function savedOutputs(path: string, given: string, outputs: number, fileOf: (name: string) => string): ExpectedOf {
   const single = path.endsWith('.npy');
-  if (single && outputs !== 1) throw usage(`--expect ${given} is one .npy file, but the model has ${outputs} outputs`, 'give a directory with NAME.npy per output');
+  if (single && outputs !== 1)
+    throw usage(`--expect ${given} is one .npy file, but the model has ${outputs} outputs`, 'give a directory with NAME.npy per output');
   return (_, name) => readExpected(single ? path : join(path, fileOf(name)), name);
 }
 
 /** --compare-with: the same inputs through the second plugin, whose outputs play the expected values. */
-async function runOnce(reference: ExecutionPlugin, request: ModelRequest, inputs: ReadonlyMap<string, Tensor>, models: OpenedModel[]): Promise<{ expectedOf: ExpectedOf }> {
+async function runOnce(
+  reference: ExecutionPlugin,
+  request: ModelRequest,
+  inputs: ReadonlyMap<string, Tensor>,
+  models: OpenedModel[],
+): Promise<{ expectedOf: ExpectedOf }> {
   const other = await reference.open(request);
   models.push(other);
   const theirs = await other.run(inputs);
   return { expectedOf: (t) => Promise.resolve(theirs.get(t.name) ?? `plugin "${reference.name}" gave no output "${t.name}"`) };
 }
 
-function compareWith(outputs: ReadonlyMap<string, Tensor>, expectedOf: ExpectedOf | undefined, tolerances: OutputTolerances, nameOf: (anchor: string) => string): Promise<OutputComparison[] | undefined> {
+function compareWith(
+  outputs: ReadonlyMap<string, Tensor>,
+  expectedOf: ExpectedOf | undefined,
+  tolerances: OutputTolerances,
+  nameOf: (anchor: string) => string,
+): Promise<OutputComparison[] | undefined> {
   return expectedOf === undefined ? Promise.resolve(undefined) : compareOutputs(outputs, expectedOf, tolerances, nameOf);
 }
 
 async function render(report: RunReport, flags: RunFlags, io: CliIo): Promise<void> {
   // JSON has no Infinity or NaN: they are written as strings (schemas/run.schema.json).
-  if (flags.json === true) io.stdout(`${JSON.stringify(report, (_, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`);
+  if (flags.json === true)
+    io.stdout(`${JSON.stringify(report, (_, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 2)}\n`);
   else io.stdout(renderRunText(report, await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
 }
 

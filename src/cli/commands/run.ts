@@ -81,11 +81,18 @@ export function registerRun(program: Command, io: CliIo, run: (handler: Handler)
     .command('run')
     .description('run a model once (or many times, timed) through an execution plugin, with inputs from files')
     .argument('<model...>', 'PopEF files, or a Triton model directory')
-    .option('--plugin <plugin>', 'execution plugin: ipu, cpu, triton, ./plugin.js, ./plugin-program, or a package (default: ipu where the Poplar SDK is found, else cpu when the model has its ONNX graph; triton with --url)')
+    .option(
+      '--plugin <plugin>',
+      'execution plugin: ipu, cpu, triton, ./plugin.js, ./plugin-program, or a package (default: ipu where the Poplar SDK is found, else cpu when the model has its ONNX graph; triton with --url)',
+    )
     .option('--url <url>', 'triton plugin: the inference server, grpc://HOST:PORT or http://HOST:PORT (Triton, or popef serve)')
     .option('--plugin-option <key=value>', 'an option passed to the plugin (repeatable)', collect)
     .option('--executable <name>', 'the model to run when the files hold several')
-    .addOption(new Option('--version <n>', 'version directory of a Triton model directory (default: the highest the version policy selects)').argParser(parseIntOption(0, Number.MAX_SAFE_INTEGER)))
+    .addOption(
+      new Option('--version <n>', 'version directory of a Triton model directory (default: the highest the version policy selects)').argParser(
+        parseIntOption(0, Number.MAX_SAFE_INTEGER),
+      ),
+    )
     .option('-i, --input <name=file>', 'an input from a file (repeatable)', collect)
     .option('--random', 'fill inputs not given with seeded random data')
     .addOption(new Option('--seed <n>', 'seed of --random').argParser(parseIntOption(0, 2 ** 32 - 1)).default(0))

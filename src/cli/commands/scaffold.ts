@@ -33,7 +33,10 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
     .option('--dry-run', 'print what would be created, write nothing')
     .option('-f, --force', 'replace an existing config.pbtxt and version directory (other versions are kept)');
   addConfigOptions(command);
-  command.addHelpText('after', exitCodesHelp('0 created (or --dry-run), 2 usage, input or I/O errors (an existing model without --force); nothing is left half-written.'));
+  command.addHelpText(
+    'after',
+    exitCodesHelp('0 created (or --dry-run), 2 usage, input or I/O errors (an existing model without --force); nothing is left half-written.'),
+  );
   command.action((files: string[], flags: Flags) => {
     run(async () => {
       const { generateFiles } = await import('./config-generate.js');
@@ -43,25 +46,40 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
       if (generated.modelCount > 1) {
         // Every file is placed in the version directory, and the backend serves one model from it.
         const { ErrorCode, PopefError } = await import('../../errors.js');
-        throw new PopefError(ErrorCode.InvalidInput, `the files hold ${generated.modelCount} models; a version directory of the Poplar backend serves one`, {
-          suggestion: 'write each model to a file of its own (popef unpack, edit the manifest, popef pack), then scaffold it',
-        });
+        throw new PopefError(
+          ErrorCode.InvalidInput,
+          `the files hold ${generated.modelCount} models; a version directory of the Poplar backend serves one`,
+          {
+            suggestion: 'write each model to a file of its own (popef unpack, edit the manifest, popef pack), then scaffold it',
+          },
+        );
       }
       const repository = resolve(io.cwd, flags.repository);
       if (flags.dryRun !== true) {
         // A killed earlier run is finished first, so that this one plans against a whole model.
-        for (const line of await finishInterruptedScaffold(join(repository, flags.model))) io.stderr(`popef: note: ${printable(join(flags.repository, flags.model), true)}: ${line}\n`);
+        for (const line of await finishInterruptedScaffold(join(repository, flags.model)))
+          io.stderr(`popef: note: ${printable(join(flags.repository, flags.model), true)}: ${line}\n`);
       }
       const plan = await planScaffold(
         repository,
         flags.model,
         flags.version,
-        { config: generated.pbtxt, nameMap: generated.nameMapText, popefFiles: generated.popefFiles, ...(generated.descriptionFile === undefined ? {} : { description: generated.descriptionFile }) },
+        {
+          config: generated.pbtxt,
+          nameMap: generated.nameMapText,
+          popefFiles: generated.popefFiles,
+          ...(generated.descriptionFile === undefined ? {} : { description: generated.descriptionFile }),
+        },
         { force: flags.force },
       );
       const shown = (path: string): string => join(flags.repository, relative(repository, path));
       const lines = plan.files.map((f) => {
-        const how = 'text' in f.content ? 'write' : flags.link === true ? `link  ${relative(io.cwd, f.content.copyFrom) || f.content.copyFrom} ->` : `copy  ${relative(io.cwd, f.content.copyFrom) || f.content.copyFrom} ->`;
+        const how =
+          'text' in f.content
+            ? 'write'
+            : flags.link === true
+              ? `link  ${relative(io.cwd, f.content.copyFrom) || f.content.copyFrom} ->`
+              : `copy  ${relative(io.cwd, f.content.copyFrom) || f.content.copyFrom} ->`;
         return `  ${how} ${shown(join(plan.modelDir, f.path))}`;
       });
       if (flags.dryRun === true) {

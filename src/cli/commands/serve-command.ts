@@ -15,7 +15,8 @@ import type { ServeFlags } from './serve.js';
 export async function serveCommand(repositories: string[], flags: ServeFlags, io: CliIo): Promise<number> {
   const timeoutMs = positiveSecondsMs(flags.timeout, '--timeout');
   if (!flags.http && !flags.grpc) throw usage('--no-http and --no-grpc leave nothing to serve');
-  if (flags.loadModel !== undefined && flags.modelControlMode !== 'explicit') throw usage('--load-model needs --model-control-mode explicit', 'in the other modes every model loads at start');
+  if (flags.loadModel !== undefined && flags.modelControlMode !== 'explicit')
+    throw usage('--load-model needs --model-control-mode explicit', 'in the other modes every model loads at start');
   const ports: [string, number][] = [
     ...(flags.http ? [['--http-port', flags.httpPort] as [string, number]] : []),
     ...(flags.grpc ? [['--grpc-port', flags.grpcPort] as [string, number]] : []),
@@ -35,7 +36,8 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     if (at <= 0) throw usage(`--reference-map "${m}" is not ANCHOR=NAME`);
     options[`map.${m.slice(0, at)}`] = m.slice(at + 1);
   }
-  const createPlugin = (): Promise<ExecutionPlugin> => loadPlugin(flags.plugin, { cwd: io.cwd, env: io.env, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}` });
+  const createPlugin = (): Promise<ExecutionPlugin> =>
+    loadPlugin(flags.plugin, { cwd: io.cwd, env: io.env, requestTimeoutMs: timeoutMs, host: `popef-toolkit ${VERSION}` });
   // A plugin that cannot run here fails the start, before any port is taken.
   const probe = await createPlugin();
   try {
@@ -44,7 +46,10 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     await probe.dispose();
   }
   const log =
-    flags.jsonLogs === true ? (entry: RequestLog): void => io.stderr(`${JSON.stringify({ time: new Date().toISOString(), ...entry, ms: Math.round(entry.ms * 1000) / 1000 })}\n`) : undefined;
+    flags.jsonLogs === true
+      ? (entry: RequestLog): void =>
+          io.stderr(`${JSON.stringify({ time: new Date().toISOString(), ...entry, ms: Math.round(entry.ms * 1000) / 1000 })}\n`)
+      : undefined;
   const server = await startServer({
     repositories: repositories.map((r) => resolve(io.cwd, r)),
     createPlugin,
@@ -63,7 +68,11 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
       // A model's name is a directory name: one holding ESC or a newline must not recolour the terminal or forge a log line.
       const name = printable(m.name, true);
       const line = m.ready ? `model '${name}' version ${m.version}: READY` : `model '${name}': UNAVAILABLE: ${printable(m.reason, true)}`;
-      io.stderr(flags.jsonLogs === true ? `${JSON.stringify({ time: new Date().toISOString(), model: m.name, version: m.version, state: m.state, reason: m.reason })}\n` : `popef serve: ${line}\n`);
+      io.stderr(
+        flags.jsonLogs === true
+          ? `${JSON.stringify({ time: new Date().toISOString(), model: m.name, version: m.version, state: m.state, reason: m.reason })}\n`
+          : `popef serve: ${line}\n`,
+      );
     },
   });
   const where = [...server.ports].map(([name, port]) => `${name} on ${flags.host}:${port}`).join(', ');

@@ -65,19 +65,46 @@ export function registerServe(program: Command, io: CliIo, run: (handler: Handle
     .option('--no-http', 'do not serve HTTP/REST')
     .option('--no-grpc', 'do not serve gRPC')
     .addOption(new Option('--metrics-port <port>', 'Prometheus metrics port (0: any free port)').argParser(parseIntOption(0, 65535)).default(8002))
-    .addOption(new Option('--allow-metrics <bool>', 'serve Prometheus metrics at /metrics on --metrics-port, as tritonserver does').argParser(parseBoolOption).default(true))
+    .addOption(
+      new Option('--allow-metrics <bool>', 'serve Prometheus metrics at /metrics on --metrics-port, as tritonserver does')
+        .argParser(parseBoolOption)
+        .default(true),
+    )
     .option('--plugin <plugin>', 'execution plugin: cpu, ipu, ./plugin.js, ./plugin-program, or a package', 'cpu')
     .option('--plugin-option <key=value>', 'an option passed to the plugin (repeatable)', collect)
-    .option('--reference <model.onnx>', 'cpu plugin: the source ONNX graph of a model without an opaque blob named "onnx" (used for every served model: pair it with --model)')
+    .option(
+      '--reference <model.onnx>',
+      'cpu plugin: the source ONNX graph of a model without an opaque blob named "onnx" (used for every served model: pair it with --model)',
+    )
     .option('--reference-map <anchor=name>', 'cpu plugin: the ONNX graph name of an anchor whose names differ (repeatable)', collect)
     .option('--model <name>', 'serve only this model (repeatable; default: every model)', collect)
     .option('--json-logs', 'log one JSON line per request on standard error')
-    .addOption(new Option('--max-request-size <bytes>', 'largest request body accepted').argParser(parseIntOption(1024, 2 ** 31 - 1)).default(64 * 1024 * 1024))
-    .addOption(new Option('--max-buffered <bytes>', 'most bytes of request bodies held at once, across all requests (default: 8 x --max-request-size, at most 1 GiB); beyond it a request is answered 503').argParser(parseIntOption(1024, Number.MAX_SAFE_INTEGER)))
+    .addOption(
+      new Option('--max-request-size <bytes>', 'largest request body accepted')
+        .argParser(parseIntOption(1024, 2 ** 31 - 1))
+        .default(64 * 1024 * 1024),
+    )
+    .addOption(
+      new Option(
+        '--max-buffered <bytes>',
+        'most bytes of request bodies held at once, across all requests (default: 8 x --max-request-size, at most 1 GiB); beyond it a request is answered 503',
+      ).argParser(parseIntOption(1024, Number.MAX_SAFE_INTEGER)),
+    )
     .option('--timeout <seconds>', 'how long the plugin may take to open a model or run a request', '300')
-    .addOption(new Option('--model-control-mode <mode>', "as Triton's: none (load all, no load/unload), explicit (load/unload by clients), poll (reload on change)").choices(['none', 'poll', 'explicit']).default('none'))
+    .addOption(
+      new Option(
+        '--model-control-mode <mode>',
+        "as Triton's: none (load all, no load/unload), explicit (load/unload by clients), poll (reload on change)",
+      )
+        .choices(['none', 'poll', 'explicit'])
+        .default('none'),
+    )
     .option('--load-model <name>', "explicit mode: a model to load at start (repeatable; '*' for all)", collect)
-    .addOption(new Option('--repository-poll-secs <seconds>', 'poll mode: seconds between polls of the repositories').argParser(parseIntOption(1, 86400)).default(15))
+    .addOption(
+      new Option('--repository-poll-secs <seconds>', 'poll mode: seconds between polls of the repositories')
+        .argParser(parseIntOption(1, 86400))
+        .default(15),
+    )
     .addHelpText('after', HELP)
     .action((repositories: string[], flags: ServeFlags) => {
       run(async () => {

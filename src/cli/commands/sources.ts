@@ -14,7 +14,10 @@ export async function openSource(name: string, io: CliIo, options: { readAll?: b
   if (name === '-') {
     if (io.readStdin === undefined) throw new PopefError(ErrorCode.InvalidInput, 'standard input is not available here', {});
     const bytes = await io.readStdin(STDIN_LIMIT).catch((error: unknown) => {
-      throw new PopefError(ErrorCode.InvalidInput, `cannot read standard input: ${(error as Error).message}`, { file: '<stdin>', suggestion: 'give the model as a file path instead of -' });
+      throw new PopefError(ErrorCode.InvalidInput, `cannot read standard input: ${(error as Error).message}`, {
+        file: '<stdin>',
+        suggestion: 'give the model as a file path instead of -',
+      });
     });
     return new MemorySource(bytes, '<stdin>');
   }

@@ -41,17 +41,21 @@ Exit codes: 0 no errors (warnings allowed unless --strict), 1 findings,
 export function registerValidate(program: Command, io: CliIo, run: (handler: Handler) => void): void {
   program
     .command('validate')
-    .description('check Triton model repositories offline, with Triton\'s rules and messages (exit 1 on errors)')
+    .description("check Triton model repositories offline, with Triton's rules and messages (exit 1 on errors)")
     .argument('<repository...>', 'model repositories (the directories given to tritonserver --model-repository)')
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github', 'html']))
     .option('--json', 'the same as --format json')
     .option('--strict', 'treat warnings as errors')
-    .option('--verify', 'check a PopEF description\'s SHA-256 against the file beside it, not only its size (reads the whole file)')
+    .option('--verify', "check a PopEF description's SHA-256 against the file beside it, not only its size (reads the whole file)")
     .option('--require-popef', 'a deployment gate: a served poplar version with no PopEF, or one that cannot be cross-checked here, is an error')
     .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', DEFAULT_TRITON_VERSION)
     .option('--model <name>', 'check only this model directory (repeatable)', (v: string, prev?: string[]) => [...(prev ?? []), v])
     .option('--backend-directory <dir>', 'also check that each backend library exists there (<dir>/<backend>/libtriton_<backend>.so)')
-    .option('--max-findings-per-rule <n>', 'findings of one rule listed per model, the rest counted in one closing finding (a number, or all)', String(MAX_FINDINGS_PER_RULE))
+    .option(
+      '--max-findings-per-rule <n>',
+      'findings of one rule listed per model, the rest counted in one closing finding (a number, or all)',
+      String(MAX_FINDINGS_PER_RULE),
+    )
     .option('--no-color', 'disable colour (also honours NO_COLOR and FORCE_COLOR)')
     .addHelpText('after', HELP)
     .action((repositories: string[], flags: Flags) => {
@@ -64,7 +68,9 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
         const perRule = flags.maxFindingsPerRule === 'all' ? Infinity : Number(flags.maxFindingsPerRule);
         if (!(perRule >= 1) || (perRule !== Infinity && !Number.isInteger(perRule))) {
           // Through the one error funnel, as every other bad option value.
-          throw new PopefError(ErrorCode.Usage, `--max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all`, { suggestion: 'give a number of findings, or all' });
+          throw new PopefError(ErrorCode.Usage, `--max-findings-per-rule "${flags.maxFindingsPerRule}" is not a positive whole number or all`, {
+            suggestion: 'give a number of findings, or all',
+          });
         }
         const { sdkPopefReader } = await import('./foreign-popef.js');
         // One reader for the run, with one bridge: it finds out once whether the SDK is there.
@@ -109,7 +115,9 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
           }
           default: {
             const { chooseColour } = await import('../../present/colour.js');
-            io.stdout(present.renderValidateText(withPrintableStrings(result), await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));
+            io.stdout(
+              present.renderValidateText(withPrintableStrings(result), await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })),
+            );
           }
         }
         return summarizeFindings(reports).errors > 0 ? ExitCode.Findings : ExitCode.Ok;

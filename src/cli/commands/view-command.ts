@@ -28,7 +28,10 @@ const GENERATOR = '<meta name="generator" content="popef-toolkit view">';
 async function pageTemplate(): Promise<string> {
   const path = join(packageRoot(), 'dist', 'view', 'index.html');
   const page = await readFile(path, 'utf8').catch((error: unknown) => {
-    throw new PopefError(ErrorCode.Io, `the viewer page is missing (${(error as Error).message})`, { file: path, suggestion: 'build it with npm run build, or reinstall popef-toolkit' });
+    throw new PopefError(ErrorCode.Io, `the viewer page is missing (${(error as Error).message})`, {
+      file: path,
+      suggestion: 'build it with npm run build, or reinstall popef-toolkit',
+    });
   });
   return page;
 }
@@ -73,7 +76,12 @@ function sendFile(req: IncomingMessage, res: ServerResponse, file: Served): void
       return;
     }
   }
-  const headers = { 'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes', 'Content-Length': end - start + 1, 'Cache-Control': 'no-store' };
+  const headers = {
+    'Content-Type': 'application/octet-stream',
+    'Accept-Ranges': 'bytes',
+    'Content-Length': end - start + 1,
+    'Cache-Control': 'no-store',
+  };
   if (range === null) res.writeHead(200, headers);
   else res.writeHead(206, { ...headers, 'Content-Range': `bytes ${start}-${end}/${file.size}` });
   if (req.method === 'HEAD' || file.size === 0) {
@@ -120,17 +128,23 @@ export async function servePage(files: readonly string[], flags: ViewFlags, io: 
   await new Promise<void>((done, fail) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       fail(
-        new PopefError(ErrorCode.Io, `cannot listen on 127.0.0.1:${flags.port ?? 0}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`, {
-          suggestion: 'give another --port, or leave it out for a free one',
-        }),
+        new PopefError(
+          ErrorCode.Io,
+          `cannot listen on 127.0.0.1:${flags.port ?? 0}: ${error.code === 'EADDRINUSE' ? 'the port is in use' : error.message}`,
+          {
+            suggestion: 'give another --port, or leave it out for a free one',
+          },
+        ),
       ),
     );
     server.listen(flags.port ?? 0, '127.0.0.1', () => done());
   });
   const address = server.address();
-  const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : flags.port ?? 0}/`;
+  const url = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : (flags.port ?? 0)}/`;
   io.stdout(`${url}\n`);
-  io.stderr(`popef view: ${served.length === 0 ? 'no files given: open them in the page' : served.map((f) => printable(f.name)).join(' + ')}; Ctrl-C stops\n`);
+  io.stderr(
+    `popef view: ${served.length === 0 ? 'no files given: open them in the page' : served.map((f) => printable(f.name)).join(' + ')}; Ctrl-C stops\n`,
+  );
   if (flags.open === true) openInBrowser(url, io);
   await new Promise<void>((done) => {
     if (io.signal.aborted) done();

@@ -67,7 +67,12 @@ export class RequestChannel {
   }
 
   /** Sends a request and waits for its reply (with its tensors, each read whole). */
-  async request(message: Request, tensors: readonly Uint8Array[], timeoutMs: number, reading: { into?: ReadonlyMap<string, Uint8Array>; bounds?: ReplyBounds } = {}): Promise<{ message: Message; tensors: Tensor[] }> {
+  async request(
+    message: Request,
+    tensors: readonly Uint8Array[],
+    timeoutMs: number,
+    reading: { into?: ReadonlyMap<string, Uint8Array>; bounds?: ReplyBounds } = {},
+  ): Promise<{ message: Message; tensors: Tensor[] }> {
     return this.inTurn(message, async (id, guard) => {
       // Reading starts at once: a plugin may answer before it has read everything.
       const reply = this.reader.next(reading.into, reading.bounds);
@@ -91,10 +96,15 @@ export class RequestChannel {
     return this.inTurn(message, async (id, guard) => {
       const reader = this.reader;
       const clock = reader.clock;
-      await guard(writeMessage(this.process.stdin, { ...message, id, tensors: sources.map((x) => ({ ...x.announcement, chunked: true })) }, [], clock), `accept "${message.type}"`, timeoutMs);
+      await guard(
+        writeMessage(this.process.stdin, { ...message, id, tensors: sources.map((x) => ({ ...x.announcement, chunked: true })) }, [], clock),
+        `accept "${message.type}"`,
+        timeoutMs,
+      );
       for (const s of sources) {
         const sent = await guard(writeChunks(this.process.stdin, s.chunks, clock), `accept the data of "${message.type}"`, timeoutMs);
-        if (sent !== s.announcement.bytes) throw new Error(`payload "${s.announcement.name}" yielded ${sent} bytes, ${s.announcement.bytes} announced`);
+        if (sent !== s.announcement.bytes)
+          throw new Error(`payload "${s.announcement.name}" yielded ${sent} bytes, ${s.announcement.bytes} announced`);
       }
       const head = await guard(reader.nextMessage(), `answer "${message.type}"`, timeoutMs);
       this.checkReply(head.message, id);
@@ -128,7 +138,10 @@ export class RequestChannel {
    * and a guard for its steps; the turn passes on however it ends. A
    * failure that leaves the stream out of step breaks the channel.
    */
-  private async inTurn<T>(message: Request, work: (id: number, guard: <S>(step: Promise<S>, what: string, timeoutMs: number) => Promise<S>) => Promise<T>): Promise<T> {
+  private async inTurn<T>(
+    message: Request,
+    work: (id: number, guard: <S>(step: Promise<S>, what: string, timeoutMs: number) => Promise<S>) => Promise<T>,
+  ): Promise<T> {
     const before = this.queue;
     let release: () => void = () => undefined;
     this.queue = new Promise<void>((resolve) => (release = resolve));
@@ -205,7 +218,9 @@ export class RequestChannel {
       if (!(error instanceof PopefError)) void this.breakWith(error);
       return error;
     }
-    const violation = new PluginError('protocol', this.options.name, `plugin "${this.options.name}" broke the protocol: ${error.message}`, { suggestion: 'see src/run/PROTOCOL.md' });
+    const violation = new PluginError('protocol', this.options.name, `plugin "${this.options.name}" broke the protocol: ${error.message}`, {
+      suggestion: 'see src/run/PROTOCOL.md',
+    });
     void this.breakWith(violation);
     return violation;
   }

@@ -148,17 +148,24 @@ export class PluginProcess {
     const tail = this.tail.length > 0 ? `; its last output:\n  ${this.tail.slice(-5).join('\n  ')}` : '';
     const name = this.spec.name;
     if (e === undefined) {
-      return new PluginError('died', name, `plugin "${name}" closed its standard ${closed} during ${request} without exiting, and was stopped${tail}`, {
-        suggestion: 'a plugin reads requests and answers them until "close": see src/run/PROTOCOL.md',
-      });
+      return new PluginError(
+        'died',
+        name,
+        `plugin "${name}" closed its standard ${closed} during ${request} without exiting, and was stopped${tail}`,
+        {
+          suggestion: 'a plugin reads requests and answers them until "close": see src/run/PROTOCOL.md',
+        },
+      );
     }
     if (e.signal !== null) {
       return new PluginError('died', name, `plugin "${name}" died by signal ${e.signal} during ${request}${tail}`, {
-        suggestion: 'the runtime crashed: run again, or check the plugin\'s own logs',
+        suggestion: "the runtime crashed: run again, or check the plugin's own logs",
         signal: e.signal,
       });
     }
-    return new PluginError('died', name, `plugin "${name}" exited with status ${e.code ?? '?'} during ${request}${tail}`, { suggestion: 'see the plugin\'s output above' });
+    return new PluginError('died', name, `plugin "${name}" exited with status ${e.code ?? '?'} during ${request}${tail}`, {
+      suggestion: "see the plugin's output above",
+    });
   }
 
   /**

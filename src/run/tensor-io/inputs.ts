@@ -72,20 +72,28 @@ export function randomTensor(spec: TensorSpec, options: RandomOptions): Tensor {
 function flattenJson(value: unknown, rank: number, label: string, file: string): { shape: number[]; data: number[] } {
   if (typeof value === 'object' && value !== null && !Array.isArray(value) && 'data' in value) {
     const v = value as { shape?: unknown; data: unknown };
-    if (typeof v.data === 'object' && v.data !== null && !Array.isArray(v.data)) throw inputError(label, file, '"data" must be a list of numbers (nested lists, or flat)');
+    if (typeof v.data === 'object' && v.data !== null && !Array.isArray(v.data))
+      throw inputError(label, file, '"data" must be a list of numbers (nested lists, or flat)');
     const inner = flattenJson(v.data, rank, label, file);
     if (v.shape === undefined) return inner;
     if (!Array.isArray(v.shape) || !v.shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) {
       throw inputError(label, file, '"shape" must be a list of sizes');
     }
     const shape = v.shape as number[];
-    if (elementCount(shape) !== inner.data.length) throw inputError(label, file, `"shape" [${shape.join(', ')}] holds ${elementCount(shape)} elements but "data" has ${inner.data.length}`);
+    if (elementCount(shape) !== inner.data.length)
+      throw inputError(label, file, `"shape" [${shape.join(', ')}] holds ${elementCount(shape)} elements but "data" has ${inner.data.length}`);
     return { shape, data: inner.data };
   }
   const data: number[] = [];
   const shapeOf = (v: unknown, depth: number, shape: number[]): void => {
     if (Array.isArray(v)) {
-      if (depth >= Math.max(rank, 1)) throw inputError(label, file, `the lists are nested deeper than the input's ${rank} dimension(s)`, 'write the values with the input\'s nesting, or as one flat list');
+      if (depth >= Math.max(rank, 1))
+        throw inputError(
+          label,
+          file,
+          `the lists are nested deeper than the input's ${rank} dimension(s)`,
+          "write the values with the input's nesting, or as one flat list",
+        );
       if (shape.length === depth) shape.push(v.length);
       else if (shape[depth] !== v.length) throw inputError(label, file, `the nested arrays are ragged at depth ${depth}`);
       for (const x of v) shapeOf(x, depth + 1, shape);
@@ -142,7 +150,7 @@ function checkPngComplete(bytes: Buffer, capacity: number, label: string, file: 
   let height = 0;
   let rowBytes = 0;
   let ended = false;
-  for (let at = 8; at < bytes.length && !ended; ) {
+  for (let at = 8; at < bytes.length && !ended;) {
     if (at + 12 > bytes.length) throw bad(`the chunk at offset ${at} is cut short`);
     const length = bytes.readUInt32BE(at);
     const type = bytes.toString('latin1', at + 4, at + 8);
@@ -154,7 +162,13 @@ function checkPngComplete(bytes: Buffer, capacity: number, label: string, file: 
       const depth = body[8] ?? 8;
       const channels = ({ 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 } as Record<number, number>)[body[9] ?? 0] ?? 4;
       rowBytes = 1 + Math.ceil((width * channels * depth) / 8);
-      if (width * height > capacity) throw inputError(label, file, `the image is ${width}x${height}, larger than the whole input (${capacity} elements)`, 'resize the image to the model\'s input size');
+      if (width * height > capacity)
+        throw inputError(
+          label,
+          file,
+          `the image is ${width}x${height}, larger than the whole input (${capacity} elements)`,
+          "resize the image to the model's input size",
+        );
     } else if (type === 'IDAT') {
       idat.push(body);
     } else if (type === 'IEND') {
@@ -198,7 +212,12 @@ function pngTensor(bytes: Buffer, spec: TensorSpec, label: string, file: string,
     layout = 'hw';
     channels = 1;
   } else {
-    throw inputError(label, file, `the image is ${width}x${height}, but the input is [${s.join(', ')}], which has no ${height}x${width} image plane`, 'resize the image to the model\'s input size');
+    throw inputError(
+      label,
+      file,
+      `the image is ${width}x${height}, but the input is [${s.join(', ')}], which has no ${height}x${width} image plane`,
+      "resize the image to the model's input size",
+    );
   }
   const perImage = channels * height * width;
   const total = elementCount(s);
@@ -234,7 +253,12 @@ export async function loadInput(spec: TensorSpec, path: string, label: string, i
     bytes = await readRegularFile(path, { what: `input "${label}"`, limit });
   } catch (error) {
     if (error instanceof PopefError && error.code === ErrorCode.LimitExceeded) {
-      throw inputError(label, path, `the file is larger than ${limit} bytes, more than a ${ext} file for ${spec.dtype} [${spec.shape.join(', ')}] can need`, 'check that this is the input you meant');
+      throw inputError(
+        label,
+        path,
+        `the file is larger than ${limit} bytes, more than a ${ext} file for ${spec.dtype} [${spec.shape.join(', ')}] can need`,
+        'check that this is the input you meant',
+      );
     }
     throw error;
   }
@@ -254,7 +278,12 @@ export async function loadInput(spec: TensorSpec, path: string, label: string, i
       // A flat list fills the expected shape; nested lists must match it.
       const useShape = shape.length === 1 && spec.shape.length !== 1 && data.length === elementCount(spec.shape) ? spec.shape : shape;
       if (useShape.length !== spec.shape.length || useShape.some((d, i) => d !== spec.shape[i])) {
-        throw inputError(label, path, `holds shape [${useShape.join(', ')}], but the model expects [${spec.shape.join(', ')}]`, 'write the values with the expected nesting, or as {"shape": [...], "data": [...]}');
+        throw inputError(
+          label,
+          path,
+          `holds shape [${useShape.join(', ')}], but the model expects [${spec.shape.join(', ')}]`,
+          'write the values with the expected nesting, or as {"shape": [...], "data": [...]}',
+        );
       }
       tensor = fromNumbers({ ...spec }, data);
       break;
@@ -262,7 +291,12 @@ export async function loadInput(spec: TensorSpec, path: string, label: string, i
     case '.bin':
     case '.raw':
       if (bytes.length !== byteLength(spec)) {
-        throw inputError(label, path, `holds ${bytes.length} bytes, but ${spec.dtype} [${spec.shape.join(', ')}] needs exactly ${byteLength(spec)}`, 'raw files hold the little-endian elements and nothing else');
+        throw inputError(
+          label,
+          path,
+          `holds ${bytes.length} bytes, but ${spec.dtype} [${spec.shape.join(', ')}] needs exactly ${byteLength(spec)}`,
+          'raw files hold the little-endian elements and nothing else',
+        );
       }
       tensor = { ...spec, data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length) };
       break;
@@ -270,7 +304,12 @@ export async function loadInput(spec: TensorSpec, path: string, label: string, i
       tensor = pngTensor(bytes, spec, label, path, image);
       break;
     default:
-      throw inputError(label, path, `the file type ${ext === '' ? '(no extension)' : ext} is not one popef run reads`, 'use .npy, .json, .bin or .png');
+      throw inputError(
+        label,
+        path,
+        `the file type ${ext === '' ? '(no extension)' : ext} is not one popef run reads`,
+        'use .npy, .json, .bin or .png',
+      );
   }
   checkAgainstSpec(tensor, spec, label);
   return tensor;
@@ -298,14 +337,21 @@ export async function bindInputs(specs: readonly TensorSpec[], binding: InputBin
   const inputs = new Map<string, Tensor>();
   for (const { name, path } of binding.files) {
     const spec = byName.get(name);
-    if (spec === undefined) throw new PopefError(ErrorCode.InvalidInput, `the model has no input "${name}"; its inputs: ${specs.map((s) => `"${nameOf(s.name)}" ${describe(s)}`).join(', ')}`);
+    if (spec === undefined)
+      throw new PopefError(
+        ErrorCode.InvalidInput,
+        `the model has no input "${name}"; its inputs: ${specs.map((s) => `"${nameOf(s.name)}" ${describe(s)}`).join(', ')}`,
+      );
     if (inputs.has(spec.name)) throw new PopefError(ErrorCode.InvalidInput, `input "${name}" is given twice`);
     inputs.set(spec.name, await loadInput(spec, path, name, binding.image));
   }
   specs.forEach((spec, i) => {
     if (inputs.has(spec.name)) return;
     const { random } = binding;
-    if (random === undefined) throw new PopefError(ErrorCode.InvalidInput, `input "${nameOf(spec.name)}" (${describe(spec)}) is not given`, { suggestion: 'give it with --input NAME=FILE, or use --random' });
+    if (random === undefined)
+      throw new PopefError(ErrorCode.InvalidInput, `input "${nameOf(spec.name)}" (${describe(spec)}) is not given`, {
+        suggestion: 'give it with --input NAME=FILE, or use --random',
+      });
     inputs.set(spec.name, randomTensor(spec, { ...random, seed: random.seed + i }));
   });
   return inputs;

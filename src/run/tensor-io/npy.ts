@@ -131,13 +131,20 @@ export function readNpy(bytes: Uint8Array, file: string, name = ''): Tensor {
   }
   if (offset + headerLength > buf.length) throw bad(file, 'truncated header');
   if (headerLength > MAX_HEADER) {
-    throw bad(file, `the header is ${headerLength} bytes, more than the ${MAX_HEADER} NumPy reads without allow_pickle`, 'save the array with numpy.save (its header is a few dozen bytes)');
+    throw bad(
+      file,
+      `the header is ${headerLength} bytes, more than the ${MAX_HEADER} NumPy reads without allow_pickle`,
+      'save the array with numpy.save (its header is a few dozen bytes)',
+    );
   }
   const header = buf.toString(major === 3 ? 'utf8' : 'latin1', offset, offset + headerLength);
   const fields = parseHeader(header, file);
   const keys = [...fields.keys()].sort();
   if (keys.join() !== 'descr,fortran_order,shape') {
-    throw bad(file, `the header has the keys ${keys.map((k) => JSON.stringify(k.slice(0, 40))).join(', ') || '(none)'}; NumPy wants exactly descr, fortran_order and shape`);
+    throw bad(
+      file,
+      `the header has the keys ${keys.map((k) => JSON.stringify(k.slice(0, 40))).join(', ') || '(none)'}; NumPy wants exactly descr, fortran_order and shape`,
+    );
   }
   const descr = fields.get('descr');
   const fortran = fields.get('fortran_order');
@@ -145,13 +152,15 @@ export function readNpy(bytes: Uint8Array, file: string, name = ''): Tensor {
   if (typeof descr !== 'string' || typeof fortran !== 'boolean' || !Array.isArray(shape)) {
     throw bad(file, `the header lacks descr (a string), fortran_order (True or False) or shape (a tuple): ${excerpt(header)}`);
   }
-  if (shape.some((d) => typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0)) throw bad(file, 'shape is not a tuple of sizes (non-negative integers)');
+  if (shape.some((d) => typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0))
+    throw bad(file, 'shape is not a tuple of sizes (non-negative integers)');
   const dtype = FROM_DESCR.get(descr);
   if (dtype === undefined) throw bad(file, `dtype ${descr} is not supported`, 'save the array as little-endian bool, int, uint or float');
   if (fortran) throw bad(file, 'the array is in Fortran (column-major) order', 'save it with numpy.ascontiguousarray first');
   const dataStart = offset + headerLength;
   const expected = byteLength({ dtype, shape });
-  if (buf.length - dataStart !== expected) throw bad(file, `${buf.length - dataStart} data bytes for ${dtype} [${shape.join(', ')}], which needs ${expected}`);
+  if (buf.length - dataStart !== expected)
+    throw bad(file, `${buf.length - dataStart} data bytes for ${dtype} [${shape.join(', ')}], which needs ${expected}`);
   return { name, dtype, shape, data: new Uint8Array(buf.buffer, buf.byteOffset + dataStart, expected) };
 }
 

@@ -44,7 +44,13 @@ export function outputFiles(outputs: ReadonlyMap<string, Tensor>, nameOf: (ancho
 }
 
 /** Writes every output as DIR/NAME.npy, atomically, replacing files only with `force`. */
-export async function saveOutputs(outputs: ReadonlyMap<string, Tensor>, dir: string, nameOf: (anchor: string) => string, fileOf: (name: string) => string, force?: boolean): Promise<void> {
+export async function saveOutputs(
+  outputs: ReadonlyMap<string, Tensor>,
+  dir: string,
+  nameOf: (anchor: string) => string,
+  fileOf: (name: string) => string,
+  force?: boolean,
+): Promise<void> {
   const files = [...outputs.values()].map((t) => ({ path: join(dir, fileOf(nameOf(t.name))), content: writeNpy(t) }));
   await writeFilesAtomically(files, { force });
 }
@@ -52,7 +58,8 @@ export async function saveOutputs(outputs: ReadonlyMap<string, Tensor>, dir: str
 /** The saved values of output `name`, from `file`. */
 export async function readExpected(file: string, name: string): Promise<Tensor> {
   const bytes = await readRegularFile(file, { what: `the expected values of output "${name}"`, limit: FILE_LIMITS.input }).catch((error: unknown) => {
-    if (isNotFound(error)) throw new PopefError(ErrorCode.Io, `no expected values for output "${name}"`, { file, suggestion: 'save them with popef run --save-outputs' });
+    if (isNotFound(error))
+      throw new PopefError(ErrorCode.Io, `no expected values for output "${name}"`, { file, suggestion: 'save them with popef run --save-outputs' });
     throw error;
   });
   return readNpy(bytes, file);

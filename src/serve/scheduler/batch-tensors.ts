@@ -48,7 +48,8 @@ export function assembleRuns(layout: BatchLayout, parts: readonly ReadonlyMap<st
       at += t.data.byteLength;
     }
     const runBytes = joined.byteLength / count;
-    for (let r = 0; r < count; r++) runs[r]?.set(spec.name, { name: spec.name, dtype: spec.dtype, shape: spec.shape, data: joined.subarray(r * runBytes, (r + 1) * runBytes) });
+    for (let r = 0; r < count; r++)
+      runs[r]?.set(spec.name, { name: spec.name, dtype: spec.dtype, shape: spec.shape, data: joined.subarray(r * runBytes, (r + 1) * runBytes) });
   }
   return runs;
 }

@@ -125,7 +125,13 @@ export class InstanceSet {
       if (instance.failedStarts >= MAX_START_FAILURES) {
         instance.state = 'given-up';
         const last = !this.alive;
-        this.options.onEvent?.({ model: this.options.model, instance: instance.name, state: 'GIVEN_UP', reason: `could not be started ${instance.failedStarts} times: ${reason}`, ...(last ? { modelUnavailable: true } : {}) });
+        this.options.onEvent?.({
+          model: this.options.model,
+          instance: instance.name,
+          state: 'GIVEN_UP',
+          reason: `could not be started ${instance.failedStarts} times: ${reason}`,
+          ...(last ? { modelUnavailable: true } : {}),
+        });
         if (last) this.options.onAllDown(`no instance of the model could be started: ${reason}`);
         return;
       }
@@ -152,10 +158,12 @@ export class InstanceSet {
   async close(): Promise<void> {
     this.closed = true;
     for (const i of this.all) if (i.timer !== undefined) clearTimeout(i.timer);
-    await Promise.allSettled(this.all.map(async (i) => {
-      const current = i.current;
-      i.current = undefined;
-      await stopInstance(current);
-    }));
+    await Promise.allSettled(
+      this.all.map(async (i) => {
+        const current = i.current;
+        i.current = undefined;
+        await stopInstance(current);
+      }),
+    );
   }
 }

@@ -48,7 +48,16 @@ interface Job extends Queued {
 /** Triton's default scheduler, in batcher terms: first come first served, one request per execution, no queue policy. */
 export function defaultSchedulerSettings(): BatcherSettings {
   const policy = { timeoutAction: 'REJECT', defaultTimeoutUs: 0, allowTimeoutOverride: false, maxQueueSize: 0 } as const;
-  return { maxBatchSize: 1, preferredBatchSizes: [], maxQueueDelayUs: 0, preserveOrdering: false, priorityLevels: 0, defaultPriorityLevel: 0, defaultPolicy: policy, priorityPolicies: new Map() };
+  return {
+    maxBatchSize: 1,
+    preferredBatchSizes: [],
+    maxQueueDelayUs: 0,
+    preserveOrdering: false,
+    priorityLevels: 0,
+    defaultPriorityLevel: 0,
+    defaultPolicy: policy,
+    priorityPolicies: new Map(),
+  };
 }
 
 export interface SchedulerOptions {
@@ -110,7 +119,8 @@ export class ModelScheduler {
   }
 
   enqueue(request: ScheduledRequest): Promise<Map<string, Tensor>> {
-    if (this.stopped !== undefined) return Promise.reject(new RequestError('UNAVAILABLE', this.stopped === STOPPING ? `${request.logPrefix}${STOPPING}` : this.stopped));
+    if (this.stopped !== undefined)
+      return Promise.reject(new RequestError('UNAVAILABLE', this.stopped === STOPPING ? `${request.logPrefix}${STOPPING}` : this.stopped));
     const started = monotonicNs();
     return new Promise((resolve, reject) => {
       const signal = request.signal;
@@ -191,11 +201,20 @@ export class ModelScheduler {
     const rows = jobs.map((j) => j.request.batch);
     const computeStart = monotonicNs();
     try {
-      const runs = assembleRuns(this.options.layout, jobs.map((j) => j.request.tensors), rows);
+      const runs = assembleRuns(
+        this.options.layout,
+        jobs.map((j) => j.request.tensors),
+        rows,
+      );
       const results = await runAll(current.model, runs, instance.capacity);
       const computeEnd = monotonicNs();
       const outputs = splitOutputs(this.options.layout, results, rows);
-      recordExecution(this.options.stats, jobs.reduce((n, j) => n + j.rows, 0), computeStart, computeEnd);
+      recordExecution(
+        this.options.stats,
+        jobs.reduce((n, j) => n + j.rows, 0),
+        computeStart,
+        computeEnd,
+      );
       jobs.forEach((job, i) => {
         recordSuccess(this.options.stats, job.rows, job.enqueuedNs, computeStart, computeEnd);
         this.settle(job, ordered?.[i], { ok: true, value: outputs[i] ?? new Map<string, Tensor>() });

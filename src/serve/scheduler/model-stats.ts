@@ -32,7 +32,16 @@ function zero(): Duration {
 }
 
 export function emptyStats(): ModelStats {
-  return { lastInference: 0, inferenceCount: 0, executionCount: 0, success: zero(), fail: zero(), queue: zero(), computeInfer: zero(), batches: new Map() };
+  return {
+    lastInference: 0,
+    inferenceCount: 0,
+    executionCount: 0,
+    success: zero(),
+    fail: zero(),
+    queue: zero(),
+    computeInfer: zero(),
+    batches: new Map(),
+  };
 }
 
 function add(d: Duration, fromNs: number, toNs: number): void {

@@ -132,7 +132,8 @@ export class PriorityQueue<T extends Queued> {
       this.levels.set(level, queue);
     }
     const policy = queue.policy;
-    if (policy.maxQueueSize !== 0 && queue.size >= policy.maxQueueSize) throw new RequestError('UNAVAILABLE', `${item.logPrefix}Exceeds maximum queue size`);
+    if (policy.maxQueueSize !== 0 && queue.size >= policy.maxQueueSize)
+      throw new RequestError('UNAVAILABLE', `${item.logPrefix}Exceeds maximum queue size`);
     let timeoutUs = policy.defaultTimeoutUs;
     // As Triton: a request may only shorten the level's timeout, so with no default timeout its own is ignored.
     if (policy.allowTimeoutOverride && item.timeoutUs !== 0 && item.timeoutUs < timeoutUs) timeoutUs = item.timeoutUs;

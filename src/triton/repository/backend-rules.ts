@@ -40,7 +40,14 @@ export function backendLibraryRules(config: ModelConfig, probe: BackendProbe): R
   // Triton checks that the library it found stays inside the backend directory only once it found one.
   if (probe.found !== undefined) {
     if (runtime !== '' && escapes(runtime)) {
-      return [{ rule: 'backend/runtime-escapes', message: `backend library name '${runtime}' escapes backend directory '${join(probe.backendDirectory, backend)}', for model '${probe.model}', check model config runtime field`, path: 'runtime', hint: 'name a file inside the backend directory' }];
+      return [
+        {
+          rule: 'backend/runtime-escapes',
+          message: `backend library name '${runtime}' escapes backend directory '${join(probe.backendDirectory, backend)}', for model '${probe.model}', check model config runtime field`,
+          path: 'runtime',
+          hint: 'name a file inside the backend directory',
+        },
+      ];
     }
     return [];
   }
@@ -48,5 +55,12 @@ export function backendLibraryRules(config: ModelConfig, probe: BackendProbe): R
     runtime === ''
       ? `unable to find backend library for backend '${backend}', try specifying runtime on the model configuration.`
       : `unable to find backend library '${library}' for model '${probe.model}', searched: ${probe.searched.map((c) => `'${c}' `).join('')}`;
-  return [{ rule: 'backend/library-missing', message, path: runtime === '' ? 'backend' : 'runtime', hint: `install ${library} in the backend directory as ${backend}/${library}` }];
+  return [
+    {
+      rule: 'backend/library-missing',
+      message,
+      path: runtime === '' ? 'backend' : 'runtime',
+      hint: `install ${library} in the backend directory as ${backend}/${library}`,
+    },
+  ];
 }

@@ -49,7 +49,9 @@ export function checkConfigText(text: string, options: ConfigTextCheck): Finding
   sink.setPositions(parsed.positions);
   const checked = checkConfig(parsed.message, { name: model, tritonVersion: options.tritonVersion ?? DEFAULT_TRITON_VERSION, configPath: file });
   sink.addAll(checked.findings);
-  sink.addAll(checkAgainstPopef(checked.normalized, options.anchorOf ?? new Map(), options.metadata, options.storedTensorNames, model, sink.wanted()));
+  sink.addAll(
+    checkAgainstPopef(checked.normalized, options.anchorOf ?? new Map(), options.metadata, options.storedTensorNames, model, sink.wanted()),
+  );
   return sink.close();
 }
 

@@ -17,7 +17,6 @@ import { autoCompleteBackendFields, normalizeInstanceGroup, normalizeModelConfig
  * the facts of its directory in, findings (with config paths) out.
  */
 
-
 export interface ConfigContext extends ModelDirectory {
   readonly tritonVersion: string;
   /** config.pbtxt as Triton names it in its messages. */
@@ -87,7 +86,12 @@ function newerThanTarget(config: ModelConfig, target: string, configPath: string
 const CONTROL_KINDS = ENUMS['inference.ModelSequenceBatching.Control.Kind'];
 
 /** Mirrors `GetBooleanSequenceControlProperties` / `GetTypedSequenceControlProperties` for one control kind. */
-function sequenceControl(config: ModelConfig, m: string, kind: 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_CORRID', out: RawFinding[]): void {
+function sequenceControl(
+  config: ModelConfig,
+  m: string,
+  kind: 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_CORRID',
+  out: RawFinding[],
+): void {
   const push = (message: string, path: string, hint: string): void => {
     out.push({ rule: 'config/sequence-batching', message, path, hint });
   };
@@ -104,7 +108,11 @@ function sequenceControl(config: ModelConfig, m: string, kind: 'CONTROL_SEQUENCE
       const bool = (c.bool_false_true ?? []).length;
       if (typed) {
         if (int32 > 0 || fp32 > 0 || bool > 0) {
-          push(`sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${m}`, at, 'a correlation-id control has data_type only');
+          push(
+            `sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${m}`,
+            at,
+            'a correlation-id control has data_type only',
+          );
         }
         const allowed = ['TYPE_UINT64', 'TYPE_INT64', 'TYPE_UINT32', 'TYPE_INT32', 'TYPE_STRING'];
         if (!allowed.includes(String(c.data_type ?? 'TYPE_INVALID'))) {
@@ -118,12 +126,25 @@ function sequenceControl(config: ModelConfig, m: string, kind: 'CONTROL_SEQUENCE
       }
       const given = [int32, fp32, bool].filter((x) => x > 0).length;
       if (given === 0) {
-        push(`sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${m}`, at, 'give the false and true values, e.g. int32_false_true: [ 0, 1 ]');
+        push(
+          `sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${m}`,
+          at,
+          'give the false and true values, e.g. int32_false_true: [ 0, 1 ]',
+        );
       } else if (given > 1) {
-        push(`sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and 'bool_false_true' for ${kind} for ${m}`, at, 'keep one of them');
+        push(
+          `sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and 'bool_false_true' for ${kind} for ${m}`,
+          at,
+          'keep one of them',
+        );
       } else {
         const [field, count] = int32 > 0 ? ['int32_false_true', int32] : fp32 > 0 ? ['fp32_false_true', fp32] : ['bool_false_true', bool];
-        if (count !== 2) push(`sequence batching control '${field}' must have exactly 2 entries for ${kind} for ${m}`, at, 'give the false value, then the true value');
+        if (count !== 2)
+          push(
+            `sequence batching control '${field}' must have exactly 2 entries for ${kind} for ${m}`,
+            at,
+            'give the false value, then the true value',
+          );
       }
     });
   });
@@ -136,11 +157,21 @@ function sequenceControlInputs(config: ModelConfig, m: string, out: RawFinding[]
     const at = `sequence_batching.control_input[${i}]`;
     const name = ci.name ?? '';
     if (name === '') {
-      out.push({ rule: 'config/sequence-batching', message: `sequence batching control tensor must have a name for ${m}`, path: at, hint: 'name the control tensor' });
+      out.push({
+        rule: 'config/sequence-batching',
+        message: `sequence batching control tensor must have a name for ${m}`,
+        path: at,
+        hint: 'name the control tensor',
+      });
       return;
     }
     if (names.has(name)) {
-      out.push({ rule: 'config/sequence-batching', message: `sequence batching control tensor '${name}' is specified for multiple control kinds for ${m}`, path: at, hint: 'list each control tensor once, with all its controls' });
+      out.push({
+        rule: 'config/sequence-batching',
+        message: `sequence batching control tensor '${name}' is specified for multiple control kinds for ${m}`,
+        path: at,
+        hint: 'list each control tensor once, with all its controls',
+      });
     }
     names.add(name);
   });
@@ -152,10 +183,15 @@ function validateEnsembleSchedulingConfig(config: ModelConfig, m: string, out: R
     out.push({ rule: 'config/ensemble', message, path, hint });
   };
   if (config.platform !== 'ensemble') {
-    push(`ensemble scheduling cannot be set for model '${m}' whose platform is not ensemble`, 'ensemble_scheduling', 'set platform: "ensemble", or remove ensemble_scheduling');
+    push(
+      `ensemble scheduling cannot be set for model '${m}' whose platform is not ensemble`,
+      'ensemble_scheduling',
+      'set platform: "ensemble", or remove ensemble_scheduling',
+    );
     return;
   }
-  if ((config.instance_group ?? []).length !== 0) push(`instance group should not be specified for ensemble '${m}'`, 'instance_group', 'remove instance_group');
+  if ((config.instance_group ?? []).length !== 0)
+    push(`instance group should not be specified for ensemble '${m}'`, 'instance_group', 'remove instance_group');
   if (config.optimization !== undefined) push(`optimization should not be specified for ensemble '${m}'`, 'optimization', 'remove optimization');
   if ((config.model_warmup ?? []).length !== 0) push(`model_warmup can not be specified for ensemble '${m}'`, 'model_warmup', 'remove model_warmup');
   const steps = config.ensemble_scheduling?.step ?? [];
@@ -180,7 +216,8 @@ function validateEnsembleSchedulingConfig(config: ModelConfig, m: string, out: R
     return t;
   };
   // Protobuf maps keep the last of duplicated keys.
-  const mapOf = (entries: readonly { key: string; value: string }[] | undefined): Map<string, string> => new Map((entries ?? []).map((e) => [e.key, e.value]));
+  const mapOf = (entries: readonly { key: string; value: string }[] | undefined): Map<string, string> =>
+    new Map((entries ?? []).map((e) => [e.key, e.value]));
   const buildGraph = (): boolean => {
     for (const [idx, step] of steps.entries()) {
       const at = `ensemble_scheduling.step[${idx}]`;
@@ -191,13 +228,18 @@ function validateEnsembleSchedulingConfig(config: ModelConfig, m: string, out: R
         return false;
       };
       if ((step.model_name ?? '') === '') return fail(`must specify 'model_name' in step ${idx} of ensemble '${m}'`, 'name the model this step runs');
-      if (inputMap.size === 0) return fail(`must specify 'input_map' in step ${idx} of ensemble '${m}'`, 'map the step model inputs to ensemble tensors');
-      if (outputMap.size === 0) return fail(`must specify 'output_map' in step ${idx} of ensemble '${m}'`, 'map the step model outputs to ensemble tensors');
+      if (inputMap.size === 0)
+        return fail(`must specify 'input_map' in step ${idx} of ensemble '${m}'`, 'map the step model inputs to ensemble tensors');
+      if (outputMap.size === 0)
+        return fail(`must specify 'output_map' in step ${idx} of ensemble '${m}'`, 'map the step model outputs to ensemble tensors');
       const produced: Tensor[] = [];
       for (const target of outputMap.values()) {
         const existing = tensors.get(target);
         if (existing !== undefined && existing.isOutput) {
-          return fail(`ensemble tensor '${target}' can appear in an output map only once for ensemble '${m}' step ${idx}`, 'let one step write each ensemble tensor');
+          return fail(
+            `ensemble tensor '${target}' can appear in an output map only once for ensemble '${m}' step ${idx}`,
+            'let one step write each ensemble tensor',
+          );
         }
         const t = existing ?? tensor(target, true);
         t.isOutput = true;
@@ -258,7 +300,11 @@ function validateEnsembleSchedulingConfig(config: ModelConfig, m: string, out: R
         }
       }
       const cause = last.name !== t.name ? `: at least one of its depending tensors, '${last.name}', is not connected` : '';
-      push(`output '${name}' for ensemble '${m}' is not written${cause}`, `output[${i}]`, 'connect every step input to an ensemble input or an earlier step output');
+      push(
+        `output '${name}' for ensemble '${m}' is not written${cause}`,
+        `output[${i}]`,
+        'connect every step input to an ensemble input or an earlier step output',
+      );
       return;
     }
     outputs.add(name);
@@ -283,37 +329,79 @@ function validateModelConfig(config: ModelConfig, out: RawFinding[], autofillFai
   };
   if (backend === '') {
     // Triton stops at an autofill failure; "unexpected platform type ''" would only repeat it.
-    if (platform !== 'ensemble' && !autofillFailed) push('config/unknown-platform', `unexpected platform type '${platform}' for ${m}`, platform === '' ? undefined : 'platform', 'set backend: "poplar" (a platform is not needed for the Poplar backend)');
+    if (platform !== 'ensemble' && !autofillFailed)
+      push(
+        'config/unknown-platform',
+        `unexpected platform type '${platform}' for ${m}`,
+        platform === '' ? undefined : 'platform',
+        'set backend: "poplar" (a platform is not needed for the Poplar backend)',
+      );
   } else if (platform === 'ensemble') {
     push('config/ensemble', `Ensemble model '${m}' must have platform type '${platform}' and empty backend type`, 'backend', 'remove backend');
   }
   const type = backendType(backend);
   if (type !== '' && type !== platformBackendType(platform)) {
-    push('config/platform-backend-pair', `unexpected 'platform' and 'backend' pair, got:${platform}, ${backend}`, 'platform', 'remove platform, or make it match the backend');
+    push(
+      'config/platform-backend-pair',
+      `unexpected 'platform' and 'backend' pair, got:${platform}, ${backend}`,
+      'platform',
+      'remove platform, or make it match the backend',
+    );
   }
-  if (mbs < 0) push('config/max-batch-size', `'max_batch_size' must be non-negative value for ${m}`, 'max_batch_size', 'use 0 (no batching) or a positive size');
+  if (mbs < 0)
+    push('config/max-batch-size', `'max_batch_size' must be non-negative value for ${m}`, 'max_batch_size', 'use 0 (no batching) or a positive size');
 
   const db = config.dynamic_batching;
   if (db !== undefined) {
     (db.preferred_batch_size ?? []).forEach((p, i) => {
       const at = `dynamic_batching.preferred_batch_size[${i}]`;
-      if (p <= 0) push('config/preferred-batch-size', `dynamic batching preferred size must be positive for ${m}`, at, 'use sizes from 1 to max_batch_size');
-      else if (p > mbs) push('config/preferred-batch-size', `dynamic batching preferred size must be <= max batch size for ${m}`, at, `use sizes from 1 to max_batch_size (${mbs})`);
+      if (p <= 0)
+        push('config/preferred-batch-size', `dynamic batching preferred size must be positive for ${m}`, at, 'use sizes from 1 to max_batch_size');
+      else if (p > mbs)
+        push(
+          'config/preferred-batch-size',
+          `dynamic batching preferred size must be <= max batch size for ${m}`,
+          at,
+          `use sizes from 1 to max_batch_size (${mbs})`,
+        );
     });
     const levels = n(db.priority_levels);
     if (levels !== 0) {
       const def = n(db.default_priority_level);
-      if (def === 0 || def > levels) push('config/priority-levels', `default priority level must be in range [1, ${levels}] for ${m}`, 'dynamic_batching.default_priority_level', `set default_priority_level between 1 and ${levels}`);
+      if (def === 0 || def > levels)
+        push(
+          'config/priority-levels',
+          `default priority level must be in range [1, ${levels}] for ${m}`,
+          'dynamic_batching.default_priority_level',
+          `set default_priority_level between 1 and ${levels}`,
+        );
       (db.priority_queue_policy ?? []).forEach((e, i) => {
         const key = n(e.key);
-        if (key === 0 || key > levels) push('config/priority-levels', `priority queue policy must have priority level in range [1, ${levels}] for ${m}`, `dynamic_batching.priority_queue_policy[${i}]`, `use priority levels between 1 and ${levels}`);
+        if (key === 0 || key > levels)
+          push(
+            'config/priority-levels',
+            `priority queue policy must have priority level in range [1, ${levels}] for ${m}`,
+            `dynamic_batching.priority_queue_policy[${i}]`,
+            `use priority levels between 1 and ${levels}`,
+          );
       });
     }
     if (db.preserve_ordering === true) {
-      if (levels > 1) push('config/priority-levels', `Only one priority level is allowed when 'preserve_ordering' is true for ${m}`, 'dynamic_batching.preserve_ordering', 'drop preserve_ordering or use one priority level');
+      if (levels > 1)
+        push(
+          'config/priority-levels',
+          `Only one priority level is allowed when 'preserve_ordering' is true for ${m}`,
+          'dynamic_batching.preserve_ordering',
+          'drop preserve_ordering or use one priority level',
+        );
       const policies = [db.default_queue_policy, ...(db.priority_queue_policy ?? []).map((e) => e.value)];
       if (policies.some((p) => p !== undefined && p.timeout_action === 'DELAY' && n(p.default_timeout_microseconds) !== 0)) {
-        push('config/priority-levels', `Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true for ${m}`, 'dynamic_batching', 'use REJECT, or drop preserve_ordering');
+        push(
+          'config/priority-levels',
+          `Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true for ${m}`,
+          'dynamic_batching',
+          'use REJECT, or drop preserve_ordering',
+        );
       }
     }
   }
@@ -321,27 +409,61 @@ function validateModelConfig(config: ModelConfig, out: RawFinding[], autofillFai
   const sb = config.sequence_batching;
   if (sb !== undefined) {
     if (config.response_cache?.enable === true) {
-      push('config/response-cache', `Response Cache does not currently support model ${m} with sequence batching scheduler. Please disable the response cache.`, 'response_cache', 'disable response_cache');
+      push(
+        'config/response-cache',
+        `Response Cache does not currently support model ${m} with sequence batching scheduler. Please disable the response cache.`,
+        'response_cache',
+        'disable response_cache',
+      );
     }
     sequenceControlInputs(config, m, out);
-    for (const kind of ['CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_END', 'CONTROL_SEQUENCE_READY', 'CONTROL_SEQUENCE_CORRID'] as const) sequenceControl(config, m, kind, out);
+    for (const kind of ['CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_END', 'CONTROL_SEQUENCE_READY', 'CONTROL_SEQUENCE_CORRID'] as const)
+      sequenceControl(config, m, kind, out);
     (sb.oldest?.preferred_batch_size ?? []).forEach((p, i) => {
       const at = `sequence_batching.oldest.preferred_batch_size[${i}]`;
-      if (p <= 0) push('config/sequence-batching', `sequence batching preferred batch size must be positive for ${m}`, at, 'use sizes from 1 to max_batch_size');
-      else if (p > mbs) push('config/sequence-batching', `sequence batching preferred batch size must be <= max batch size for ${m}`, at, 'use sizes from 1 to max_batch_size');
+      if (p <= 0)
+        push(
+          'config/sequence-batching',
+          `sequence batching preferred batch size must be positive for ${m}`,
+          at,
+          'use sizes from 1 to max_batch_size',
+        );
+      else if (p > mbs)
+        push(
+          'config/sequence-batching',
+          `sequence batching preferred batch size must be <= max batch size for ${m}`,
+          at,
+          'use sizes from 1 to max_batch_size',
+        );
     });
     const util = sb.direct?.minimum_slot_utilization;
     // As Triton compares: a NaN passes both tests.
     if (util !== undefined && (util < 0 || util > 1)) {
-      push('config/sequence-batching', `sequence batching minimum slot utilization must be in range (0.0, 1.0] for ${m}`, 'sequence_batching.direct.minimum_slot_utilization', 'use a value between 0 and 1');
+      push(
+        'config/sequence-batching',
+        `sequence batching minimum slot utilization must be in range (0.0, 1.0] for ${m}`,
+        'sequence_batching.direct.minimum_slot_utilization',
+        'use a value between 0 and 1',
+      );
     }
   }
 
   if (config.ensemble_scheduling !== undefined) validateEnsembleSchedulingConfig(config, m, out);
-  else if (platform === 'ensemble') push('config/ensemble', `ensemble scheduling must be set for ensemble ${m} whose platform is ensemble`, 'platform', 'add ensemble_scheduling with the steps');
+  else if (platform === 'ensemble')
+    push(
+      'config/ensemble',
+      `ensemble scheduling must be set for ensemble ${m} whose platform is ensemble`,
+      'platform',
+      'add ensemble_scheduling with the steps',
+    );
 
   if (config.model_transaction_policy?.decoupled === true && config.response_cache?.enable === true) {
-    push('config/response-cache', `Response Cache does not currently support model ${m} with 'decoupled' transaction policy. Please disable the response cache.`, 'response_cache', 'disable response_cache');
+    push(
+      'config/response-cache',
+      `Response Cache does not currently support model ${m} with 'decoupled' transaction policy. Please disable the response cache.`,
+      'response_cache',
+      'disable response_cache',
+    );
   }
 }
 
@@ -361,7 +483,13 @@ function validateInstanceGroup(config: ModelConfig, out: RawFinding[]): void {
     const gpus = g.gpus ?? [];
     const kind = g.kind;
     if (kind === 'KIND_MODEL' || kind === 'KIND_CPU') {
-      if (gpus.length > 0) out.push({ rule: 'instance-group/gpus', message: `instance group ${group} of model ${m} has kind ${kind} but specifies one or more GPUs`, path: at, hint: 'remove gpus' });
+      if (gpus.length > 0)
+        out.push({
+          rule: 'instance-group/gpus',
+          message: `instance group ${group} of model ${m} has kind ${kind} but specifies one or more GPUs`,
+          path: at,
+          hint: 'remove gpus',
+        });
     } else if (kind === 'KIND_GPU') {
       const negative = gpus.find((id) => id < 0);
       if (negative !== undefined) {
@@ -372,7 +500,12 @@ function validateInstanceGroup(config: ModelConfig, out: RawFinding[]): void {
           hint: 'GPU ids are never negative',
         });
       } else if (gpus.length === 0) {
-        out.push({ rule: 'instance-group/kind-gpu', message: `instance group ${group} of model ${m} has kind KIND_GPU but no GPUs are available`, path: at, hint: 'Poplar backend servers run on IPU hosts without GPUs: use kind: KIND_CPU' });
+        out.push({
+          rule: 'instance-group/kind-gpu',
+          message: `instance group ${group} of model ${m} has kind KIND_GPU but no GPUs are available`,
+          path: at,
+          hint: 'Poplar backend servers run on IPU hosts without GPUs: use kind: KIND_CPU',
+        });
       } else {
         out.push({
           rule: 'instance-group/kind-gpu',
@@ -382,11 +515,21 @@ function validateInstanceGroup(config: ModelConfig, out: RawFinding[]): void {
         });
       }
     } else {
-      out.push({ rule: 'instance-group/kind', message: `instance group ${group} of model ${m} has unexpected kind KIND_AUTO`, path: `${at}.kind`, hint: 'use KIND_CPU' });
+      out.push({
+        rule: 'instance-group/kind',
+        message: `instance group ${group} of model ${m} has unexpected kind KIND_AUTO`,
+        path: `${at}.kind`,
+        hint: 'use KIND_CPU',
+      });
     }
     const profiles = g.profile ?? [];
     if (platform !== 'tensorrt_plan' && profiles.length > 0) {
-      out.push({ rule: 'instance-group/profile', message: `instance group ${group} of model ${m} and platform ${platform}specifies profile field which is only supported for TensorRT models`, path: at, hint: 'remove profile' });
+      out.push({
+        rule: 'instance-group/profile',
+        message: `instance group ${group} of model ${m} and platform ${platform}specifies profile field which is only supported for TensorRT models`,
+        path: at,
+        hint: 'remove profile',
+      });
     } else {
       for (const p of profiles) {
         // GetProfileIndex: std::stoi of the name.
@@ -399,7 +542,8 @@ function validateInstanceGroup(config: ModelConfig, out: RawFinding[]): void {
               : Number(parsed[1]) < 0
                 ? `instance group ${group} of model ${m} and platform ${platform} specifies invalid profile ${p}. The field should contain the string representation of a non-negative integer.`
                 : undefined;
-        if (message !== undefined) out.push({ rule: 'instance-group/profile', message, path: at, hint: 'name a TensorRT optimization profile by its index' });
+        if (message !== undefined)
+          out.push({ rule: 'instance-group/profile', message, path: at, hint: 'name a TensorRT optimization profile by its index' });
       }
     }
   });
@@ -438,7 +582,12 @@ export function checkConfig(config: ModelConfig, ctx: ConfigContext): ConfigChec
   validateInstanceGroup(normalized, out);
   for (const f of validateModelIOConfig(normalized)) out.push(f);
   if (normalized.sequence_batching !== undefined && (normalized.parameters ?? []).some((p) => p.key === 'TRITON_BATCH_STRATEGY_PATH')) {
-    out.push({ rule: 'config/batch-strategy', message: 'TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence batcher, using default batching strategy', path: 'parameters', hint: 'remove TRITON_BATCH_STRATEGY_PATH, or use the dynamic batcher' });
+    out.push({
+      rule: 'config/batch-strategy',
+      message: 'TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence batcher, using default batching strategy',
+      path: 'parameters',
+      hint: 'remove TRITON_BATCH_STRATEGY_PATH, or use the dynamic batcher',
+    });
   }
   return { normalized, findings: out };
 }

@@ -28,11 +28,13 @@ const node = (model: string, batching: boolean, type: unknown, dims: readonly In
 };
 
 /** triton::common::CompareDimsWithWildcard. */
-const compatible = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((x, i) => x === -1 || b[i] === -1 || x === b[i]);
+const compatible = (a: readonly number[], b: readonly number[]): boolean =>
+  a.length === b.length && a.every((x, i) => x === -1 || b[i] === -1 || x === b[i]);
 const show = (dims: readonly number[]): string => `[${dims.join(',')}]`;
 
 function consistency(lhs: TensorNode, rhs: TensorNode, prefix: string): string | undefined {
-  if (lhs.type !== rhs.type) return `${prefix}inconsistent data type: ${lhs.type} is inferred from model ${lhs.model} while ${rhs.type} is inferred from model ${rhs.model}`;
+  if (lhs.type !== rhs.type)
+    return `${prefix}inconsistent data type: ${lhs.type} is inferred from model ${lhs.model} while ${rhs.type} is inferred from model ${rhs.model}`;
   if (!compatible(lhs.dims, rhs.dims) && !compatible(lhs.fullDims, rhs.fullDims)) {
     return `${prefix}inconsistent shape: ${show(lhs.fullDims)} is inferred from model ${lhs.model} while ${show(rhs.fullDims)} is inferred from model ${rhs.model}`;
   }
@@ -45,13 +47,14 @@ export function validateEnsembleConfig(ensemble: ModelConfig, steps: ReadonlyMap
   const mbs = ensemble.max_batch_size ?? 0;
   const tensors = new Map<string, TensorNode>();
   for (const io of [...(ensemble.input ?? []), ...(ensemble.output ?? [])]) {
-    if (!tensors.has(io.name ?? '')) tensors.set(io.name ?? '', node(e, mbs > 0, io.data_type, io.reshape !== undefined ? io.reshape.shape : io.dims));
+    if (!tensors.has(io.name ?? ''))
+      tensors.set(io.name ?? '', node(e, mbs > 0, io.data_type, io.reshape !== undefined ? io.reshape.shape : io.dims));
   }
   const fail = (message: string, index: number): RawFinding => ({
     rule: 'config/ensemble-tensors',
     message,
     path: `ensemble_scheduling.step[${index}]`,
-    hint: 'make the ensemble tensors agree with the step models\' inputs and outputs',
+    hint: "make the ensemble tensors agree with the step models' inputs and outputs",
   });
   /** The first config to name a tensor fixes its type and shape; the others must agree. */
   const merge = (tensor: string, here: TensorNode): string | undefined => {
@@ -68,7 +71,10 @@ export function validateEnsembleConfig(ensemble: ModelConfig, steps: ReadonlyMap
     if (config === undefined) continue;
     const stepMbs = config.max_batch_size ?? 0;
     if (stepMbs !== 0 && stepMbs < mbs) {
-      return fail(`ensemble ${e} allows maximum batch size ${mbs}, but it contains model ${name} which only allows maximum batch size to be ${stepMbs}`, index);
+      return fail(
+        `ensemble ${e} allows maximum batch size ${mbs}, but it contains model ${name} which only allows maximum batch size to be ${stepMbs}`,
+        index,
+      );
     }
     const batching = stepMbs > 0;
     // Protobuf maps keep the last of duplicated keys.
@@ -76,7 +82,8 @@ export function validateEnsembleConfig(ensemble: ModelConfig, steps: ReadonlyMap
     const outputMap = new Map((step.output_map ?? []).map((x) => [x.key, x.value]));
     const inputs = new Set((config.input ?? []).map((t) => t.name ?? ''));
     for (const [input, tensor] of inputMap) {
-      if (!inputs.has(input)) return fail(`in ensemble ${e}, ensemble tensor ${tensor} is mapping to non-existing input ${input} in model ${name}`, index);
+      if (!inputs.has(input))
+        return fail(`in ensemble ${e}, ensemble tensor ${tensor} is mapping to non-existing input ${input} in model ${name}`, index);
     }
     for (const input of config.input ?? []) {
       const tensor = inputMap.get(input.name ?? '');
@@ -90,7 +97,8 @@ export function validateEnsembleConfig(ensemble: ModelConfig, steps: ReadonlyMap
     const outputs = new Map((config.output ?? []).map((t) => [t.name ?? '', t]));
     for (const [output, tensor] of outputMap) {
       const o = outputs.get(output);
-      if (o === undefined) return fail(`in ensemble ${e}, ensemble tensor ${tensor} is mapped from non-existing output ${output} in model ${name}`, index);
+      if (o === undefined)
+        return fail(`in ensemble ${e}, ensemble tensor ${tensor} is mapped from non-existing output ${output} in model ${name}`, index);
       const problem = merge(tensor, node(name, batching, o.data_type, o.dims));
       if (problem !== undefined) return fail(problem, index);
     }
@@ -110,7 +118,11 @@ interface FlowNode {
 }
 
 /** The decoupled-workflow walk at the end of ValidateEnsembleConfig; runs once every step's config is known. */
-function decoupledFlow(ensemble: ModelConfig, steps: ReadonlyMap<string, ModelConfig>, tensors: ReadonlyMap<string, TensorNode>): RawFinding | undefined {
+function decoupledFlow(
+  ensemble: ModelConfig,
+  steps: ReadonlyMap<string, ModelConfig>,
+  tensors: ReadonlyMap<string, TensorNode>,
+): RawFinding | undefined {
   const e = ensemble.name ?? '';
   const stepList = ensemble.ensemble_scheduling?.step ?? [];
   if (stepList.some((s) => !steps.has(s.model_name ?? ''))) return undefined;

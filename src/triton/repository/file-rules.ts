@@ -49,7 +49,12 @@ export function checkModelFiles(config: ModelConfig, modelPath: string, probe: R
     if (label === '') return;
     const p = probeOf(label);
     if ('error' in p) {
-      out.push({ rule: 'config/label-file', message: `failed to open text file for read ${tritonJoin(modelPath, label)}: ${p.error}`, path: `output[${i}].label_filename`, hint: `put the label file, one label per line, at ${label} in the model directory` });
+      out.push({
+        rule: 'config/label-file',
+        message: `failed to open text file for read ${tritonJoin(modelPath, label)}: ${p.error}`,
+        path: `output[${i}].label_filename`,
+        hint: `put the label file, one label per line, at ${label} in the model directory`,
+      });
     }
   });
   // GenerateWarmupData, for every instance (the first failure is the same for all).
@@ -64,7 +69,12 @@ export function checkModelFiles(config: ModelConfig, modelPath: string, probe: R
     const inputs = w.inputs ?? [];
     const variable = inputs.filter((e) => elementCount(e.value.dims ?? []) === -1);
     for (const e of variable) {
-      out.push({ rule: 'config/warmup', message: `warmup setting expects all variable-size dimensions are specified for input '${e.key}'`, path: at, hint: 'give the warmup input fixed dims' });
+      out.push({
+        rule: 'config/warmup',
+        message: `warmup setting expects all variable-size dimensions are specified for input '${e.key}'`,
+        path: at,
+        hint: 'give the warmup input fixed dims',
+      });
     }
     if (variable.length > 0) return;
     for (const e of inputs) {
@@ -76,7 +86,12 @@ export function checkModelFiles(config: ModelConfig, modelPath: string, probe: R
         const relative = join('warmup', input.input_data_file);
         const p = probeOf(relative);
         if ('error' in p) {
-          out.push({ rule: 'config/warmup', message: `failed to open text file for read ${tritonJoin(modelPath, 'warmup', input.input_data_file)}: ${p.error}`, path: at, hint: `put the data at ${relative} in the model directory` });
+          out.push({
+            rule: 'config/warmup',
+            message: `failed to open text file for read ${tritonJoin(modelPath, 'warmup', input.input_data_file)}: ${p.error}`,
+            path: at,
+            hint: `put the data at ${relative} in the model directory`,
+          });
         } else if (input.data_type !== 'TYPE_STRING' && bytes > p.size) {
           out.push({
             rule: 'config/warmup',
@@ -86,7 +101,12 @@ export function checkModelFiles(config: ModelConfig, modelPath: string, probe: R
           });
         }
       } else if (input.zero_data === undefined && input.random_data === undefined) {
-        out.push({ rule: 'config/warmup', message: `${WARMUP_REQUEST}warmup setting expects input '${e.key}' to have input_data_type set`, path: at, hint: 'set zero_data: true, random_data: true or input_data_file' });
+        out.push({
+          rule: 'config/warmup',
+          message: `${WARMUP_REQUEST}warmup setting expects input '${e.key}' to have input_data_type set`,
+          path: at,
+          hint: 'set zero_data: true, random_data: true or input_data_file',
+        });
       }
     }
     // The request is prepared only once every input has its data.

@@ -15,31 +15,59 @@ export function versionNameRules(directory: Pick<ModelDirectoryRead, 'name' | 'c
   for (const c of directory.candidates) {
     const file = `${directory.name}/${c.dir}`;
     if (c.verdict === 'leading-zeros') {
-      out.push({ rule: 'layout/version-name', message: `ignore version directory '${c.dir}' which contains leading zeros in its directory name`, file, hint: `rename it to ${String(Number(c.dir))}` });
+      out.push({
+        rule: 'layout/version-name',
+        message: `ignore version directory '${c.dir}' which contains leading zeros in its directory name`,
+        file,
+        hint: `rename it to ${String(Number(c.dir))}`,
+      });
     } else if (c.verdict === 'not-a-number') {
-      out.push({ rule: 'layout/version-name', message: `ignore version directory '${c.dir}' which fails to convert to integral number`, file, hint: 'version directories are plain numbers; move other directories out of the model directory' });
+      out.push({
+        rule: 'layout/version-name',
+        message: `ignore version directory '${c.dir}' which fails to convert to integral number`,
+        file,
+        hint: 'version directories are plain numbers; move other directories out of the model directory',
+      });
     } else if (c.verdict === 'numeric-prefix') {
       const prefix = c.version ?? 0;
-      out.push({ rule: 'layout/version-name', message: `version directory '${c.dir}' is read by Triton as version ${prefix} (only its numeric prefix counts)`, file, hint: `rename it to ${Math.max(0, prefix)}` });
+      out.push({
+        rule: 'layout/version-name',
+        message: `version directory '${c.dir}' is read by Triton as version ${prefix} (only its numeric prefix counts)`,
+        file,
+        hint: `rename it to ${Math.max(0, prefix)}`,
+      });
     }
   }
   return out;
 }
 
 /** The version policy against the version directories present. */
-export function versionPolicyRules(directory: Pick<ModelDirectoryRead, 'name' | 'candidates' | 'selected'>, config: ModelConfig | undefined): RawFinding[] {
+export function versionPolicyRules(
+  directory: Pick<ModelDirectoryRead, 'name' | 'candidates' | 'selected'>,
+  config: ModelConfig | undefined,
+): RawFinding[] {
   const out: RawFinding[] = [];
   const m = directory.name;
   const specific = config?.version_policy?.specific;
   if (specific !== undefined) {
     for (const w of (specific.versions ?? []).map(Number)) {
       if (!directory.candidates.some((v) => v.version === w)) {
-        out.push({ rule: 'layout/specific-version-missing', message: `version ${w} is specified for model '${m}', but the version directory is not present`, path: 'version_policy', hint: `create ${m}/${w}/ or remove ${w} from the policy` });
+        out.push({
+          rule: 'layout/specific-version-missing',
+          message: `version ${w} is specified for model '${m}', but the version directory is not present`,
+          path: 'version_policy',
+          hint: `create ${m}/${w}/ or remove ${w} from the policy`,
+        });
       }
     }
   }
   if (directory.selected.length === 0) {
-    out.push({ rule: 'layout/no-version', message: `at least one version must be available under the version policy of model '${m}'`, path: 'version_policy', hint: 'add a version directory such as 1/ (popef scaffold creates it)' });
+    out.push({
+      rule: 'layout/no-version',
+      message: `at least one version must be available under the version policy of model '${m}'`,
+      path: 'version_policy',
+      hint: 'add a version directory such as 1/ (popef scaffold creates it)',
+    });
   }
   return out;
 }
@@ -50,19 +78,40 @@ export function servedByPoplar(version: Pick<VersionDirectory, 'popefFiles'>, co
 }
 
 /** What a served version of a poplar model holds: a PopEF file, named as Graphcore names it, and a name map. */
-export function versionFileRules(model: string, version: Pick<VersionDirectory, 'dir' | 'files' | 'popefFiles'>, config: ModelConfig | undefined, options: { readonly requirePopef?: boolean } = {}): RawFinding[] {
+export function versionFileRules(
+  model: string,
+  version: Pick<VersionDirectory, 'dir' | 'files' | 'popefFiles'>,
+  config: ModelConfig | undefined,
+  options: { readonly requirePopef?: boolean } = {},
+): RawFinding[] {
   if (!servedByPoplar(version, config)) return [];
   const out: RawFinding[] = [];
   const versionPath = `${model}/${version.dir}`;
   const first = version.popefFiles[0];
   // Without --require-popef a version without PopEF is checked as far as it goes and noted (notCrossCheckedRule).
   if (first === undefined) {
-    if (options.requirePopef === true) out.push({ rule: 'layout/popef-missing', message: `version directory ${versionPath} of poplar model '${model}' holds no .popef file`, file: versionPath, hint: 'put the exported model there as executable.popef (popef scaffold does)' });
+    if (options.requirePopef === true)
+      out.push({
+        rule: 'layout/popef-missing',
+        message: `version directory ${versionPath} of poplar model '${model}' holds no .popef file`,
+        file: versionPath,
+        hint: 'put the exported model there as executable.popef (popef scaffold does)',
+      });
   } else if (first !== 'executable.popef') {
-    out.push({ rule: 'layout/popef-name', message: `the PopEF file in ${versionPath} is ${first}, not executable.popef as in Graphcore's examples`, file: `${versionPath}/${first}`, hint: 'rename it to executable.popef' });
+    out.push({
+      rule: 'layout/popef-name',
+      message: `the PopEF file in ${versionPath} is ${first}, not executable.popef as in Graphcore's examples`,
+      file: `${versionPath}/${first}`,
+      hint: 'rename it to executable.popef',
+    });
   }
   if (!version.files.includes('name_map.json')) {
-    out.push({ rule: 'layout/name-map-missing', message: `version directory ${versionPath} of poplar model '${model}' holds no name_map.json`, file: versionPath, hint: `popef config FILE -o REPOSITORY -m '${model}' writes it (MODEL/1/name_map.json) from the PopEF anchors` });
+    out.push({
+      rule: 'layout/name-map-missing',
+      message: `version directory ${versionPath} of poplar model '${model}' holds no name_map.json`,
+      file: versionPath,
+      hint: `popef config FILE -o REPOSITORY -m '${model}' writes it (MODEL/1/name_map.json) from the PopEF anchors`,
+    });
   }
   return out;
 }
@@ -71,7 +120,14 @@ export function versionFileRules(model: string, version: Pick<VersionDirectory, 
 export function popefBackendRule(directory: Pick<ModelDirectoryRead, 'name' | 'selected'>, config: ModelConfig | undefined): RawFinding[] {
   if (config === undefined || config.backend === 'poplar' || !directory.selected.some((v) => v.popefFiles.length > 0)) return [];
   const backend = config.backend === undefined ? 'not set' : `"${config.backend}"`;
-  return [{ rule: 'popef/backend', message: `model '${directory.name}' holds PopEF files but its backend is ${backend}`, path: 'backend', hint: 'set backend: "poplar"' }];
+  return [
+    {
+      rule: 'popef/backend',
+      message: `model '${directory.name}' holds PopEF files but its backend is ${backend}`,
+      path: 'backend',
+      hint: 'set backend: "poplar"',
+    },
+  ];
 }
 
 /** Why one version's PopEF cross-check was not done. */
@@ -84,7 +140,11 @@ export type NotCrossChecked = { readonly kind: 'no-popef'; readonly versionPath:
  * were not compared. An error under --require-popef.
  */
 export function notCrossCheckedRule(model: string, reasons: readonly NotCrossChecked[], requirePopef: boolean): RawFinding {
-  const why = reasons.map((r) => (r.kind === 'no-popef' ? `no PopEF file in ${r.versionPath}` : `${r.file} is not in the PopEF open layout (written by the Poplar SDK: its encoding is unpublished)`));
+  const why = reasons.map((r) =>
+    r.kind === 'no-popef'
+      ? `no PopEF file in ${r.versionPath}`
+      : `${r.file} is not in the PopEF open layout (written by the Poplar SDK: its encoding is unpublished)`,
+  );
   const first = reasons[0];
   const hint =
     first?.kind === 'foreign'

@@ -46,7 +46,9 @@ export interface VersionCandidate {
 
 /** The file name.popef sort: executable.popef first, then by name (Graphcore's examples name it so). */
 export function sortPopefFiles(names: readonly string[]): string[] {
-  return names.filter((f) => f.endsWith('.popef')).sort((a, b) => (a === 'executable.popef' ? -1 : b === 'executable.popef' ? 1 : a < b ? -1 : a > b ? 1 : 0));
+  return names
+    .filter((f) => f.endsWith('.popef'))
+    .sort((a, b) => (a === 'executable.popef' ? -1 : b === 'executable.popef' ? 1 : a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** One version directory the policy selects, as read: its files, PopEF files in order and name map. */
@@ -150,14 +152,17 @@ export function versionVerdict(name: string): VersionCandidate {
  * VersionsToLoad selects them: latest N (N = 1 without a policy), all, or
  * the specific versions that exist.
  */
-export function selectVersions(candidates: readonly VersionCandidate[], policy: Message<'inference.ModelVersionPolicy'> | undefined): VersionCandidate[] {
+export function selectVersions(
+  candidates: readonly VersionCandidate[],
+  policy: Message<'inference.ModelVersionPolicy'> | undefined,
+): VersionCandidate[] {
   const byVersion = candidates.filter((c) => c.version !== undefined).sort((a, b) => (b.version ?? 0) - (a.version ?? 0));
   if (policy?.all !== undefined) return byVersion;
   if (policy?.specific !== undefined) {
     const wanted = new Set((policy.specific.versions ?? []).map(Number));
     return byVersion.filter((v) => wanted.has(v.version ?? NaN));
   }
-  const count = policy?.latest === undefined ? 1 : policy.latest.num_versions ?? 0;
+  const count = policy?.latest === undefined ? 1 : (policy.latest.num_versions ?? 0);
   return byVersion.slice(0, count);
 }
 
@@ -211,7 +216,12 @@ async function readConfig(path: string, file: string, root: string | undefined):
  * itself or its config.pbtxt cannot be read; `configFile` is how parse
  * errors name the config (relative to the repository for validate).
  */
-export async function readModelDirectory(path: string, name: string, configFile = join(name, 'config.pbtxt'), root?: string): Promise<ModelDirectoryRead> {
+export async function readModelDirectory(
+  path: string,
+  name: string,
+  configFile = join(name, 'config.pbtxt'),
+  root?: string,
+): Promise<ModelDirectoryRead> {
   // Listings read once: autofill and the version reading both list the first sub-directory.
   const listings = new Map<string, Promise<Dirent[]>>();
   const list = (p: string): Promise<Dirent[]> => {
@@ -243,6 +253,7 @@ export async function readModelDirectory(path: string, name: string, configFile 
   const candidates = subdirs.filter((d) => !NOT_VERSIONS.has(d)).map(versionVerdict);
   const policy = config.kind === 'parsed' ? config.config.version_policy : undefined;
   const selected: VersionDirectory[] = [];
-  for (const c of selectVersions(candidates, policy)) if (c.version !== undefined) selected.push(await readVersionDirectory(path, { ...c, version: c.version }, list, root));
+  for (const c of selectVersions(candidates, policy))
+    if (c.version !== undefined) selected.push(await readVersionDirectory(path, { ...c, version: c.version }, list, root));
   return { name, path, config, ...(firstSubdirectory === undefined ? {} : { firstSubdirectory }), candidates, selected, linkLoops };
 }

@@ -30,36 +30,75 @@ export function nameMapRules(text: string, file: string, model: string, config: 
   } catch (error) {
     if (!(error instanceof PopefError) || error.code === ErrorCode.Io || error.code === ErrorCode.LimitExceeded) throw error;
     const at = error.line === undefined ? undefined : { line: error.line, column: error.column ?? 0 };
-    out.push({ rule: 'name-map/invalid', message: `name_map.json is ${error.message}`, file, ...(at === undefined ? {} : { at }), hint: 'write one JSON object of "anchor": "name" pairs' });
+    out.push({
+      rule: 'name-map/invalid',
+      message: `name_map.json is ${error.message}`,
+      file,
+      ...(at === undefined ? {} : { at }),
+      hint: 'write one JSON object of "anchor": "name" pairs',
+    });
     return { findings: out };
   }
-  for (const problem of parsed.schemaErrors) out.push({ rule: 'name-map/invalid', message: `name_map.json does not match its schema: ${problem}`, file, hint: 'keys and values are non-empty strings (schemas/name-map.schema.json)' });
+  for (const problem of parsed.schemaErrors)
+    out.push({
+      rule: 'name-map/invalid',
+      message: `name_map.json does not match its schema: ${problem}`,
+      file,
+      hint: 'keys and values are non-empty strings (schemas/name-map.schema.json)',
+    });
   const keys = new Map<string, SourcePos>();
   const values = new Map<string, string>();
   for (const e of parsed.entries) {
     const first = keys.get(e.anchor);
     if (first !== undefined) {
-      out.push({ rule: 'name-map/duplicate-key', message: `anchor "${e.anchor}" appears twice in name_map.json (first at ${first.line}:${first.column}); JSON readers keep only the last`, file, at: e.at, hint: 'keep one entry per anchor' });
+      out.push({
+        rule: 'name-map/duplicate-key',
+        message: `anchor "${e.anchor}" appears twice in name_map.json (first at ${first.line}:${first.column}); JSON readers keep only the last`,
+        file,
+        at: e.at,
+        hint: 'keep one entry per anchor',
+      });
       continue;
     }
     keys.set(e.anchor, e.at);
     if (e.name === '') continue;
     const other = values.get(e.name);
-    if (other !== undefined) out.push({ rule: 'name-map/duplicate-value', message: `anchors "${other}" and "${e.anchor}" are both mapped to "${e.name}"`, file, at: e.at, hint: 'give each anchor its own Triton name' });
+    if (other !== undefined)
+      out.push({
+        rule: 'name-map/duplicate-value',
+        message: `anchors "${other}" and "${e.anchor}" are both mapped to "${e.name}"`,
+        file,
+        at: e.at,
+        hint: 'give each anchor its own Triton name',
+      });
     else values.set(e.name, e.anchor);
   }
   // With a malformed map, which tensor is which is unknown: the checks that need it would only echo the damage.
   if (config === undefined || parsed.schemaErrors.length > 0) return { map: parsed, findings: out };
-  const tensors = [...(config.input ?? []).map((t, i) => ({ name: t.name ?? '', path: `input[${i}]` })), ...(config.output ?? []).map((t, i) => ({ name: t.name ?? '', path: `output[${i}]` }))];
+  const tensors = [
+    ...(config.input ?? []).map((t, i) => ({ name: t.name ?? '', path: `input[${i}]` })),
+    ...(config.output ?? []).map((t, i) => ({ name: t.name ?? '', path: `output[${i}]` })),
+  ];
   const tensorNames = new Set(tensors.map((t) => t.name));
   for (const e of parsed.entries) {
     if (e.name !== '' && !tensorNames.has(e.name)) {
-      out.push({ rule: 'name-map/unknown-tensor', message: `name_map.json maps anchor "${e.anchor}" to "${e.name}", which is not an input or output of config.pbtxt`, file, at: e.at, hint: 'fix the name, or add the tensor to the config' });
+      out.push({
+        rule: 'name-map/unknown-tensor',
+        message: `name_map.json maps anchor "${e.anchor}" to "${e.name}", which is not an input or output of config.pbtxt`,
+        file,
+        at: e.at,
+        hint: 'fix the name, or add the tensor to the config',
+      });
     }
   }
   for (const t of tensors) {
     if (t.name !== '' && !values.has(t.name)) {
-      out.push({ rule: 'name-map/unmapped-tensor', message: `config tensor "${t.name}" of model '${model}' is not a value in name_map.json`, path: t.path, hint: 'add "ANCHOR": "NAME" for it to name_map.json' });
+      out.push({
+        rule: 'name-map/unmapped-tensor',
+        message: `config tensor "${t.name}" of model '${model}' is not a value in name_map.json`,
+        path: t.path,
+        hint: 'add "ANCHOR": "NAME" for it to name_map.json',
+      });
     }
   }
   return { map: parsed, findings: out };

@@ -31,7 +31,14 @@ export type OwnRule = (config: ModelConfig, model: string) => RawFinding[];
 export const dynamicBatchingWithoutBatch: OwnRule = (config, m) => {
   const db = config.dynamic_batching;
   if (db === undefined || n(config.max_batch_size) !== 0 || (db.preferred_batch_size ?? []).length > 0) return [];
-  return [{ rule: 'config/dynamic-batching-without-batch', message: `dynamic_batching is set for ${m} but max_batch_size is 0: every batch will hold one request`, path: 'dynamic_batching', hint: 'remove dynamic_batching, or give the model a batch dimension' }];
+  return [
+    {
+      rule: 'config/dynamic-batching-without-batch',
+      message: `dynamic_batching is set for ${m} but max_batch_size is 0: every batch will hold one request`,
+      path: 'dynamic_batching',
+      hint: 'remove dynamic_batching, or give the model a batch dimension',
+    },
+  ];
 };
 
 /** config/duplicate-parameter and config/unknown-parameter, in entry order. */
@@ -42,12 +49,22 @@ export const parameterRules: OwnRule = (config, m) => {
   (config.parameters ?? []).forEach((p, i) => {
     const first = seen.get(p.key);
     if (first !== undefined) {
-      out.push({ rule: 'config/duplicate-parameter', message: `parameter "${p.key}" is given more than once for ${m} (first at entry ${first + 1}); Triton keeps only one of them`, path: `parameters[${i}]`, hint: 'keep one entry per key' });
+      out.push({
+        rule: 'config/duplicate-parameter',
+        message: `parameter "${p.key}" is given more than once for ${m} (first at entry ${first + 1}); Triton keeps only one of them`,
+        path: `parameters[${i}]`,
+        hint: 'keep one entry per key',
+      });
     } else {
       seen.set(p.key, i);
     }
     if (backend === 'poplar' && !POPLAR_PARAMETERS.includes(p.key) && !p.key.startsWith('TRITON_')) {
-      out.push({ rule: 'config/unknown-parameter', message: `parameter "${p.key}" is not one the Poplar backend reads (${POPLAR_PARAMETERS.join(', ')})`, path: `parameters[${i}]`, hint: 'check the key for a typo' });
+      out.push({
+        rule: 'config/unknown-parameter',
+        message: `parameter "${p.key}" is not one the Poplar backend reads (${POPLAR_PARAMETERS.join(', ')})`,
+        path: `parameters[${i}]`,
+        hint: 'check the key for a typo',
+      });
     }
   });
   return out;
@@ -58,15 +75,31 @@ export const fileEscapesModel: OwnRule = (config, m) => {
   const out: RawFinding[] = [];
   const defaultFile = config.default_model_filename;
   if (defaultFile !== undefined && defaultFile !== '' && escapes(defaultFile)) {
-    out.push({ rule: 'config/file-escapes-model', message: `default_model_filename '${defaultFile}' of model '${m}' is outside the version directory`, path: 'default_model_filename', hint: 'name a file inside the version directory' });
+    out.push({
+      rule: 'config/file-escapes-model',
+      message: `default_model_filename '${defaultFile}' of model '${m}' is outside the version directory`,
+      path: 'default_model_filename',
+      hint: 'name a file inside the version directory',
+    });
   }
   (config.cc_model_filenames ?? []).forEach((e, i) => {
-    if (escapes(e.value)) out.push({ rule: 'config/file-escapes-model', message: `cc_model_filenames entry '${e.value}' of model '${m}' is outside the version directory`, path: `cc_model_filenames[${i}]`, hint: 'name a file inside the version directory' });
+    if (escapes(e.value))
+      out.push({
+        rule: 'config/file-escapes-model',
+        message: `cc_model_filenames entry '${e.value}' of model '${m}' is outside the version directory`,
+        path: `cc_model_filenames[${i}]`,
+        hint: 'name a file inside the version directory',
+      });
   });
   (config.output ?? []).forEach((o, i) => {
     const label = o.label_filename ?? '';
     if (label !== '' && escapes(label)) {
-      out.push({ rule: 'config/file-escapes-model', message: `label file path '${label}' for output '${o.name ?? ''}' in model '${m}' is outside model directory`, path: `output[${i}].label_filename`, hint: 'keep label files inside the model directory' });
+      out.push({
+        rule: 'config/file-escapes-model',
+        message: `label file path '${label}' for output '${o.name ?? ''}' in model '${m}' is outside model directory`,
+        path: `output[${i}].label_filename`,
+        hint: 'keep label files inside the model directory',
+      });
     }
   });
   return out;
@@ -86,7 +119,8 @@ export const modelMetricsRules: OwnRule = (config) => {
             : (mc.histogram_options.buckets ?? []).length === 0
               ? "histogram options must specify non-empty 'buckets'"
               : undefined;
-    if (problem !== undefined) out.push({ rule: 'config/model-metrics', message: problem, path: `model_metrics.metric_control[${i}]`, hint: 'complete the metric control' });
+    if (problem !== undefined)
+      out.push({ rule: 'config/model-metrics', message: problem, path: `model_metrics.metric_control[${i}]`, hint: 'complete the metric control' });
   });
   return out;
 };
@@ -97,7 +131,12 @@ export const instanceGroupCount: OwnRule = (config, m) => {
   (config.instance_group ?? []).forEach((g, i) => {
     if (g.count !== undefined && g.count < 1) {
       const group = (g.name ?? '') !== '' ? (g.name ?? '') : `${m}_${i}`;
-      out.push({ rule: 'instance-group/count', message: `instance group ${group} of model ${m} has count ${g.count}; Triton replaces it with the default (1)`, path: `instance_group[${i}].count`, hint: 'set count to 1 or more, or leave it out' });
+      out.push({
+        rule: 'instance-group/count',
+        message: `instance group ${group} of model ${m} has count ${g.count}; Triton replaces it with the default (1)`,
+        path: `instance_group[${i}].count`,
+        hint: 'set count to 1 or more, or leave it out',
+      });
     }
   });
   return out;
@@ -107,12 +146,20 @@ export const instanceGroupCount: OwnRule = (config, m) => {
 export const duplicateIoNames: OwnRule = (config, m) => {
   const out: RawFinding[] = [];
   const names = new Set<string>();
-  for (const [kind, list] of [['input', config.input ?? []], ['output', config.output ?? []]] as const) {
+  for (const [kind, list] of [
+    ['input', config.input ?? []],
+    ['output', config.output ?? []],
+  ] as const) {
     list.forEach((t, i) => {
       const name = t.name ?? '';
       if (name === '') return;
       if (names.has(`${kind}:${name}`)) {
-        out.push({ rule: 'io/duplicate-name', message: `model ${kind} '${name}' is specified more than once for ${m}; Triton uses the first and ignores the others`, path: `${kind}[${i}]`, hint: `rename or remove the second '${name}'` });
+        out.push({
+          rule: 'io/duplicate-name',
+          message: `model ${kind} '${name}' is specified more than once for ${m}; Triton uses the first and ignores the others`,
+          path: `${kind}[${i}]`,
+          hint: `rename or remove the second '${name}'`,
+        });
       }
       names.add(`${kind}:${name}`);
     });
@@ -121,4 +168,11 @@ export const duplicateIoNames: OwnRule = (config, m) => {
 };
 
 /** Every rule of this tool's own on the config, in the order they report. */
-export const OWN_RULES: readonly OwnRule[] = [dynamicBatchingWithoutBatch, parameterRules, fileEscapesModel, modelMetricsRules, instanceGroupCount, duplicateIoNames];
+export const OWN_RULES: readonly OwnRule[] = [
+  dynamicBatchingWithoutBatch,
+  parameterRules,
+  fileEscapesModel,
+  modelMetricsRules,
+  instanceGroupCount,
+  duplicateIoNames,
+];

@@ -3,7 +3,14 @@ import { PopefError } from '../../errors.js';
 import { BLOB_MAGIC } from '../../format/constants.js';
 import { layoutOf } from '../../format/header.js';
 import { ModelSet } from '../../format/model-set.js';
-import { descriptionPathOf, describedModel, isDescriptionName, parseDescription, sha256Of, type PopefDescription } from '../../inspect/description.js';
+import {
+  descriptionPathOf,
+  describedModel,
+  isDescriptionName,
+  parseDescription,
+  sha256Of,
+  type PopefDescription,
+} from '../../inspect/description.js';
 import { FileSource } from '../../io/file-source.js';
 import { FILE_LIMITS, readRegularText } from '../../io/local-file.js';
 import type { ModelConfig } from '../model-config.js';
@@ -71,16 +78,34 @@ async function firstForeignFile(paths: readonly string[]): Promise<number | unde
 }
 
 /** The config against the PopEF files of one version, read as one model set. */
-async function againstOpenLayout(paths: readonly string[], shown: readonly string[], check: VersionCheck & { config: ModelConfig }): Promise<RawFinding[]> {
+async function againstOpenLayout(
+  paths: readonly string[],
+  shown: readonly string[],
+  check: VersionCheck & { config: ModelConfig },
+): Promise<RawFinding[]> {
   let set: ModelSet | undefined;
   try {
     set = await ModelSet.open(paths);
     if (set.models.length !== 1) {
-      return [{ rule: 'popef/unreadable', message: `${shown.join(' + ')} hold${shown.length === 1 ? 's' : ''} ${set.models.length} models; the Poplar backend serves one per version`, file: shown[0], hint: 'keep one model per version directory' }];
+      return [
+        {
+          rule: 'popef/unreadable',
+          message: `${shown.join(' + ')} hold${shown.length === 1 ? 's' : ''} ${set.models.length} models; the Poplar backend serves one per version`,
+          file: shown[0],
+          hint: 'keep one model per version directory',
+        },
+      ];
     }
     const opened = set.model();
     if (opened.metadata === undefined) {
-      return [{ rule: 'popef/unreadable', message: `executable "${opened.name}" in ${shown.join(' + ')} has no metadata`, file: shown[0], hint: 'export the model again' }];
+      return [
+        {
+          rule: 'popef/unreadable',
+          message: `executable "${opened.name}" in ${shown.join(' + ')} has no metadata`,
+          file: shown[0],
+          hint: 'export the model again',
+        },
+      ];
     }
     return checkAgainstPopef(check.config, check.anchorOf, opened.metadata, set.storedTensorNames, check.model, check.wanted);
   } catch (error) {
@@ -88,20 +113,33 @@ async function againstOpenLayout(paths: readonly string[], shown: readonly strin
     const index = paths.findIndex((p) => p === error.file);
     const file = shown[index] ?? shown[0];
     const where = error.offset === undefined ? '' : ` at offset ${error.offset}${error.field === undefined ? '' : ` (${error.field})`}`;
-    return [{ rule: 'popef/unreadable', message: `${file ?? 'PopEF'}${where}: ${error.message} [${error.code}]`, ...(file === undefined ? {} : { file }), ...(error.suggestion === undefined ? {} : { hint: error.suggestion }) }];
+    return [
+      {
+        rule: 'popef/unreadable',
+        message: `${file ?? 'PopEF'}${where}: ${error.message} [${error.code}]`,
+        ...(file === undefined ? {} : { file }),
+        ...(error.suggestion === undefined ? {} : { hint: error.suggestion }),
+      },
+    ];
   } finally {
     await set?.close();
   }
 }
 
 /** The config against a description's one model. */
-function againstDescription(description: Pick<PopefDescription, 'models'>, file: string, check: VersionCheck & { config: ModelConfig }): RawFinding[] {
+function againstDescription(
+  description: Pick<PopefDescription, 'models'>,
+  file: string,
+  check: VersionCheck & { config: ModelConfig },
+): RawFinding[] {
   try {
     const { metadata, storedTensorNames } = describedModel(description, file);
     return checkAgainstPopef(check.config, check.anchorOf, metadata, storedTensorNames, check.model, check.wanted);
   } catch (error) {
     if (!(error instanceof PopefError)) throw error;
-    return [{ rule: 'popef/unreadable', message: `${file}: ${error.message}`, file, ...(error.suggestion === undefined ? {} : { hint: error.suggestion }) }];
+    return [
+      { rule: 'popef/unreadable', message: `${file}: ${error.message}`, file, ...(error.suggestion === undefined ? {} : { hint: error.suggestion }) },
+    ];
   }
 }
 
@@ -121,14 +159,29 @@ async function staleness(description: PopefDescription, check: VersionCheck, fil
   for (const d of description.files) {
     if (!beside.has(d.name)) continue;
     const { size, sha256 } = await sizeAndHash(join(check.versionDir, d.name), check.verify);
-    const why = size !== d.size ? `it records ${d.size} bytes for ${d.name}, which has ${size}` : sha256 !== undefined && sha256 !== d.sha256 ? `the SHA-256 it records for ${d.name} is not the file's` : undefined;
+    const why =
+      size !== d.size
+        ? `it records ${d.size} bytes for ${d.name}, which has ${size}`
+        : sha256 !== undefined && sha256 !== d.sha256
+          ? `the SHA-256 it records for ${d.name} is not the file's`
+          : undefined;
     if (why !== undefined) {
-      return { rule: 'popef/stale-description', message: `the PopEF description ${file} does not describe the file beside it: ${why}; anchors not cross-checked`, file, hint: `write it again from the new export: popef describe ${check.versionPath}/${d.name} --force` };
+      return {
+        rule: 'popef/stale-description',
+        message: `the PopEF description ${file} does not describe the file beside it: ${why}; anchors not cross-checked`,
+        file,
+        hint: `write it again from the new export: popef describe ${check.versionPath}/${d.name} --force`,
+      };
     }
   }
   const missing = check.version.popefFiles.filter((f) => !description.files.some((d) => d.name === f));
   if (missing.length > 0) {
-    return { rule: 'popef/stale-description', message: `the PopEF description ${file} does not describe ${missing.join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} beside it; anchors not cross-checked`, file, hint: `write it again: popef describe ${check.version.popefFiles.map((f) => `${check.versionPath}/${f}`).join(' ')} --force` };
+    return {
+      rule: 'popef/stale-description',
+      message: `the PopEF description ${file} does not describe ${missing.join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} beside it; anchors not cross-checked`,
+      file,
+      hint: `write it again: popef describe ${check.version.popefFiles.map((f) => `${check.versionPath}/${f}`).join(' ')} --force`,
+    };
   }
   return undefined;
 }
@@ -144,10 +197,22 @@ function descriptionName(version: Pick<VersionDirectory, 'files' | 'popefFiles'>
 async function readDescription(check: VersionCheck, name: string): Promise<{ description: PopefDescription } | { finding: RawFinding }> {
   const file = `${check.versionPath}/${name}`;
   try {
-    return { description: parseDescription(await readRegularText(join(check.versionDir, name), { what: 'the PopEF description', limit: FILE_LIMITS.json }), file) };
+    return {
+      description: parseDescription(
+        await readRegularText(join(check.versionDir, name), { what: 'the PopEF description', limit: FILE_LIMITS.json }),
+        file,
+      ),
+    };
   } catch (error) {
     if (!(error instanceof PopefError)) throw error;
-    return { finding: { rule: 'popef/unreadable', message: `${file}: ${error.message}`, file, ...(error.suggestion === undefined ? {} : { hint: error.suggestion }) } };
+    return {
+      finding: {
+        rule: 'popef/unreadable',
+        message: `${file}: ${error.message}`,
+        file,
+        ...(error.suggestion === undefined ? {} : { hint: error.suggestion }),
+      },
+    };
   }
 }
 
@@ -160,7 +225,13 @@ export async function crossCheckVersion(check: VersionCheck): Promise<VersionOut
   const config = check.config;
   if (paths.length > 0 && foreign === undefined) {
     if (config === undefined) return skipUnusable();
-    return { findings: await againstOpenLayout(paths, version.popefFiles.map((f) => `${versionPath}/${f}`), { ...check, config }) };
+    return {
+      findings: await againstOpenLayout(
+        paths,
+        version.popefFiles.map((f) => `${versionPath}/${f}`),
+        { ...check, config },
+      ),
+    };
   }
   const foreignFile = foreign === undefined ? undefined : `${versionPath}/${version.popefFiles[foreign] ?? ''}`;
   if (paths.length > 0 && check.readForeignPopef !== undefined) {
@@ -184,7 +255,12 @@ export async function crossCheckVersion(check: VersionCheck): Promise<VersionOut
   const findings: RawFinding[] = [];
   if (paths.length === 0) {
     const described = read.description.files.map((d) => d.name).join(', ');
-    findings.push({ rule: 'popef/description-only', message: `model '${check.model}' is cross-checked against the description ${file} alone: the file it describes (${described}) is not in ${versionPath}`, file, hint: 'commit the export beside it to have its size checked against the description, or keep it so in a config repository' });
+    findings.push({
+      rule: 'popef/description-only',
+      message: `model '${check.model}' is cross-checked against the description ${file} alone: the file it describes (${described}) is not in ${versionPath}`,
+      file,
+      hint: 'commit the export beside it to have its size checked against the description, or keep it so in a config repository',
+    });
   }
   if (config === undefined) return { findings, skipped: check.unusable };
   return { findings: [...findings, ...againstDescription(read.description, file, { ...check, config })] };

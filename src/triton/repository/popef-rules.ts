@@ -74,7 +74,10 @@ export function checkAgainstPopef(
       const dims = t.dims ?? [];
       const scalarForm = expected.length === 0 && same(dims, [1]) && (t.reshape?.shape ?? [0]).length === 0;
       if (dims.length > 0 && !same(dims, expected) && !scalarForm) {
-        const why = mbs > 0 ? `its shape ${show(shape)} without the batch dimension${skip === 2 ? 's (replica, micro-batch)' : ''}` : `its full shape (max_batch_size is 0)`;
+        const why =
+          mbs > 0
+            ? `its shape ${show(shape)} without the batch dimension${skip === 2 ? 's (replica, micro-batch)' : ''}`
+            : `its full shape (max_batch_size is 0)`;
         push('popef/dims', () => ({
           message: `config ${kind} "${name}" has dims ${show(dims)}, but anchor "${anchor.name}" needs ${show(expected)}: ${why}`,
           path: `${path}.dims`,

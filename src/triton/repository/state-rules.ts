@@ -32,7 +32,12 @@ export function initialStateFiles(config: ModelConfig): string[] {
  * `join` is Triton's JoinPath (the path is printed as Triton builds it);
  * `probeOf` gives a file's size or error by its path relative to the model directory.
  */
-export function checkImplicitState(config: ModelConfig, modelPath: string, join: (...segments: string[]) => string, probeOf: (relative: string) => FileProbe): RawFinding[] {
+export function checkImplicitState(
+  config: ModelConfig,
+  modelPath: string,
+  join: (...segments: string[]) => string,
+  probeOf: (relative: string) => FileProbe,
+): RawFinding[] {
   const sb = config.sequence_batching;
   if (sb === undefined) return [];
   const out: RawFinding[] = [];
@@ -45,13 +50,19 @@ export function checkImplicitState(config: ModelConfig, modelPath: string, join:
     };
     const initials = state.initial_state ?? [];
     if (initials.length > 1) {
-      fail(`initial_state field for state input '${name}' must contain exactly one or zero element. Found '${initials.length}' elements.`, 'keep one initial_state');
+      fail(
+        `initial_state field for state input '${name}' must contain exactly one or zero element. Found '${initials.length}' elements.`,
+        'keep one initial_state',
+      );
       return;
     }
     const initial = initials[0];
     if (initial === undefined) return;
     if ((initial.data_type ?? 'TYPE_INVALID') !== (state.data_type ?? 'TYPE_INVALID')) {
-      fail(`The data type used for 'initial_state' field of state '${name}' does not match the state data type.`, `give the initial_state data_type: ${String(state.data_type ?? '')}`);
+      fail(
+        `The data type used for 'initial_state' field of state '${name}' does not match the state data type.`,
+        `give the initial_state data_type: ${String(state.data_type ?? '')}`,
+      );
       return;
     }
     if ((initial.name ?? '') === '') {
@@ -65,7 +76,10 @@ export function checkImplicitState(config: ModelConfig, modelPath: string, join:
     const dims = (initial.dims ?? []).map(Number);
     const stateDims = (state.dims ?? []).map(Number);
     if (dims.length !== stateDims.length) {
-      fail(`Number of dimensions in 'initial_state' doesn't match the size of 'state' dimensions for state input '${name}'. ${dims.length} != ${stateDims.length}`, `give the initial state the state's ${stateDims.length} dims`);
+      fail(
+        `Number of dimensions in 'initial_state' doesn't match the size of 'state' dimensions for state input '${name}'. ${dims.length} != ${stateDims.length}`,
+        `give the initial state the state's ${stateDims.length} dims`,
+      );
       return;
     }
     withInitial.add(name);
@@ -76,7 +90,10 @@ export function checkImplicitState(config: ModelConfig, modelPath: string, join:
         return;
       }
       if (s !== -1 && d !== s) {
-        fail(`'initial_state' dim for input name '${name}' doesn't match 'state' dim description. ${d} != ${s}`, "give the initial state the state's dims");
+        fail(
+          `'initial_state' dim for input name '${name}' doesn't match 'state' dim description. ${d} != ${s}`,
+          "give the initial state the state's dims",
+        );
         return;
       }
     }
@@ -89,9 +106,15 @@ export function checkImplicitState(config: ModelConfig, modelPath: string, join:
       const relative = `${INITIAL_STATE_FOLDER}/${initial.data_file}`;
       const p = probeOf(relative);
       if ('error' in p) {
-        fail(`failed to open text file for read ${join(modelPath, INITIAL_STATE_FOLDER, initial.data_file)}: ${p.error}`, `put the data at ${relative} in the model directory`);
+        fail(
+          `failed to open text file for read ${join(modelPath, INITIAL_STATE_FOLDER, initial.data_file)}: ${p.error}`,
+          `put the data at ${relative} in the model directory`,
+        );
       } else if (initial.data_type !== 'TYPE_STRING' && bytes > p.size) {
-        fail(`initial_state setting expects ${bytes} bytes, but the data provided from ${initial.data_file}only has ${p.size} bytes.`, `the file must hold at least ${bytes} bytes`);
+        fail(
+          `initial_state setting expects ${bytes} bytes, but the data provided from ${initial.data_file}only has ${p.size} bytes.`,
+          `the file must hold at least ${bytes} bytes`,
+        );
       }
       return;
     }

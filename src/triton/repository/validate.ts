@@ -12,7 +12,15 @@ import { validateEnsembleConfig } from './ensemble-rules.js';
 import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
 import { FindingSink } from './finding-sink.js';
 import { RULES, type Finding, type RawFinding, type RuleId } from './findings.js';
-import { notCrossCheckedRule, popefBackendRule, servedByPoplar, type NotCrossChecked, versionFileRules, versionNameRules, versionPolicyRules } from './layout-rules.js';
+import {
+  notCrossCheckedRule,
+  popefBackendRule,
+  servedByPoplar,
+  type NotCrossChecked,
+  versionFileRules,
+  versionNameRules,
+  versionPolicyRules,
+} from './layout-rules.js';
 import { isDirectory, isLinkLoop, listDir, readModelDirectory } from './model-directory.js';
 import { anchorsByName, nameMapRules } from './name-map-rules.js';
 import { crossCheckVersion, type ReadForeignPopef } from './popef-cross-check.js';
@@ -120,9 +128,20 @@ async function checkModel(root: string, model: string, options: ValidateOptions)
     // A file or directory the OS will not let us read is this model's problem, not the run's: Triton fails that model and loads the others.
     if (!(error instanceof PopefError) || (error.code !== ErrorCode.Io && error.code !== ErrorCode.LimitExceeded)) throw error;
     const file = error.file === undefined ? model : relative(root, error.file) || model;
-    sink.add({ rule: 'layout/unreadable', message: `${error.message}; Triton cannot load model '${model}'`, file, hint: error.suggestion ?? 'check the permissions and the kind of the file' });
+    sink.add({
+      rule: 'layout/unreadable',
+      message: `${error.message}; Triton cannot load model '${model}'`,
+      file,
+      hint: error.suggestion ?? 'check the permissions and the kind of the file',
+    });
   }
-  return { name: model, sink, ...(state.config === undefined ? {} : { config: state.config }), versions: state.versions, ...(state.popefSkipped === undefined ? {} : { popefSkipped: state.popefSkipped }) };
+  return {
+    name: model,
+    sink,
+    ...(state.config === undefined ? {} : { config: state.config }),
+    versions: state.versions,
+    ...(state.popefSkipped === undefined ? {} : { popefSkipped: state.popefSkipped }),
+  };
 }
 
 interface CheckState {
@@ -145,7 +164,12 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
   const configPath = join(dir, 'config.pbtxt');
   const directory = await readModelDirectory(dir, model, configFile, root);
   for (const loop of directory.linkLoops) {
-    sink.add({ rule: 'layout/link-loop', message: `${model}/${loop} is a symbolic link loop (ELOOP): Triton cannot open it as a version directory`, file: `${model}/${loop}`, hint: 'point the link at a real directory, or remove it' });
+    sink.add({
+      rule: 'layout/link-loop',
+      message: `${model}/${loop} is a symbolic link loop (ELOOP): Triton cannot open it as a version directory`,
+      file: `${model}/${loop}`,
+      hint: 'point the link at a real directory, or remove it',
+    });
   }
   state.versions = directory.selected.map((v) => v.version);
   const read = directory.config;
@@ -155,7 +179,12 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
     const aside = await movedAsideConfig(root, model);
     sink.add(
       aside === undefined
-        ? { rule: 'layout/config-missing', message: `model '${model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`, file: configFile, hint: 'add a config.pbtxt (popef config generates one)' }
+        ? {
+            rule: 'layout/config-missing',
+            message: `model '${model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`,
+            file: configFile,
+            hint: 'add a config.pbtxt (popef config generates one)',
+          }
         : {
             rule: 'layout/config-missing',
             message: `model '${model}' has no config.pbtxt: an interrupted popef scaffold --force moved it to ${aside} in the repository`,
@@ -164,7 +193,12 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
           },
     );
   } else if (read.kind === 'link-outside') {
-    sink.add({ rule: 'layout/link-outside', message: `${configFile} is a symbolic link that leaves the model repository; it was not read`, file: configFile, hint: 'copy the file into the repository instead of linking to it (popef pack refuses such links too)' });
+    sink.add({
+      rule: 'layout/link-outside',
+      message: `${configFile} is a symbolic link that leaves the model repository; it was not read`,
+      file: configFile,
+      hint: 'copy the file into the repository instead of linking to it (popef pack refuses such links too)',
+    });
   } else if (read.kind === 'unparsable') {
     const failure = parseFailure(read.error, configPath);
     sink.add({ ...failure, file: configFile });
@@ -198,7 +232,12 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
     let nameMap: ParsedNameMap | undefined;
     let nameMapUsable = true;
     if (v.nameMapLinksOutside === true) {
-      sink.add({ rule: 'layout/link-outside', message: `${versionPath}/name_map.json is a symbolic link that leaves the model repository; it was not read`, file: `${versionPath}/name_map.json`, hint: 'copy the file into the repository instead of linking to it (popef pack refuses such links too)' });
+      sink.add({
+        rule: 'layout/link-outside',
+        message: `${versionPath}/name_map.json is a symbolic link that leaves the model repository; it was not read`,
+        file: `${versionPath}/name_map.json`,
+        hint: 'copy the file into the repository instead of linking to it (popef pack refuses such links too)',
+      });
       nameMapUsable = false;
     } else if (v.nameMapText !== undefined) {
       const checked = nameMapRules(v.nameMapText, `${versionPath}/name_map.json`, model, config);
@@ -230,7 +269,12 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
     const effective = normalized ?? config;
     const lib = backendLibrary(effective);
     if (lib !== undefined) {
-      const searched = backendSearchPath(dir, directory.selected.map((v) => v.dir), options.backendDirectory, lib.backend);
+      const searched = backendSearchPath(
+        dir,
+        directory.selected.map((v) => v.dir),
+        options.backendDirectory,
+        lib.backend,
+      );
       let found: string | undefined;
       for (const d of searched) {
         if (await isFile(join(d, lib.library))) {
@@ -238,15 +282,27 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
           break;
         }
       }
-      sink.addAll(backendLibraryRules(effective, { model, backendDirectory: options.backendDirectory, searched, ...(found === undefined ? {} : { found }) }));
+      sink.addAll(
+        backendLibraryRules(effective, { model, backendDirectory: options.backendDirectory, searched, ...(found === undefined ? {} : { found }) }),
+      );
     }
   }
 }
 
 /** Rules Triton applies while polling the repository, before a model enters the dependency graph. */
 export const POLL_RULES: ReadonlySet<RuleId> = new Set<RuleId>([
-  'config/parse', 'config/newer-than-target', 'config/name-mismatch', 'config/no-backend', 'config/unknown-platform', 'config/platform-backend-pair',
-  'config/ensemble', 'config/max-batch-size', 'config/preferred-batch-size', 'config/priority-levels', 'config/response-cache', 'config/sequence-batching',
+  'config/parse',
+  'config/newer-than-target',
+  'config/name-mismatch',
+  'config/no-backend',
+  'config/unknown-platform',
+  'config/platform-backend-pair',
+  'config/ensemble',
+  'config/max-batch-size',
+  'config/preferred-batch-size',
+  'config/priority-levels',
+  'config/response-cache',
+  'config/sequence-batching',
 ]);
 
 /**
@@ -259,15 +315,31 @@ function ensembleStepRules(model: CheckedModel, repositoryModels: ReadonlySet<st
   const name = config.name ?? model.name;
   const steps = [...new Set((config.ensemble_scheduling.step ?? []).map((s) => s.model_name ?? '').filter((s) => s !== ''))].sort();
   // A step refused at poll time is not in the dependency graph at all: Triton calls it not available.
-  const stepErrors = (step: string): readonly Finding[] => checked.get(step)?.sink.listedFindings().filter((f) => f.severity === 'error' && RULES[f.rule].mirrors !== null) ?? [];
+  const stepErrors = (step: string): readonly Finding[] =>
+    checked
+      .get(step)
+      ?.sink.listedFindings()
+      .filter((f) => f.severity === 'error' && RULES[f.rule].mirrors !== null) ?? [];
   const missing = steps.filter((s) => !repositoryModels.has(s) || stepErrors(s).some((f) => POLL_RULES.has(f.rule)));
   if (missing.length > 0) {
-    return [{ rule: 'config/ensemble-step-missing', message: `ensemble ${name} contains models that are not available or ambiguous: ${missing.join(', ')}`, hint: 'add the step models to the repository, or fix model_name' }];
+    return [
+      {
+        rule: 'config/ensemble-step-missing',
+        message: `ensemble ${name} contains models that are not available or ambiguous: ${missing.join(', ')}`,
+        hint: 'add the step models to the repository, or fix model_name',
+      },
+    ];
   }
   for (const step of steps) {
     const failed = stepErrors(step)[0];
     if (failed !== undefined) {
-      return [{ rule: 'config/ensemble-step-missing', message: `ensemble '${name}' depends on '${step}' which has no loaded version. Model '${step}' loading failed with error: ${failed.message}`, hint: `fix model ${step} first` }];
+      return [
+        {
+          rule: 'config/ensemble-step-missing',
+          message: `ensemble '${name}' depends on '${step}' which has no loaded version. Model '${step}' loading failed with error: ${failed.message}`,
+          hint: `fix model ${step} first`,
+        },
+      ];
     }
   }
   // With every step loaded, Triton checks the ensemble's tensors against the steps' configs.
@@ -286,7 +358,10 @@ export async function validateRepository(root: string, options: ValidateOptions 
     throw ioError(error, root, 'open the model repository');
   });
   if (!info.isDirectory()) {
-    throw new PopefError(ErrorCode.Io, 'not a directory', { file: root, suggestion: 'give the model repository directory (the one passed to tritonserver --model-repository)' });
+    throw new PopefError(ErrorCode.Io, 'not a directory', {
+      file: root,
+      suggestion: 'give the model repository directory (the one passed to tritonserver --model-repository)',
+    });
   }
   const repositorySink = new FindingSink({ strict: options.strict, limit: options.maxFindingsPerRule });
   // `popef validate models/mnist`: a model directory given where its repository belongs.
@@ -306,7 +381,12 @@ export async function validateRepository(root: string, options: ValidateOptions 
   const hidden = new Set<string>();
   for (const entry of entries) {
     if (await isLinkLoop(join(root, entry.name), entry)) {
-      repositorySink.add({ rule: 'layout/link-loop', message: `${entry.name} is a symbolic link loop (ELOOP): Triton cannot open it as a model directory`, file: entry.name, hint: 'point the link at a real directory, or remove it' });
+      repositorySink.add({
+        rule: 'layout/link-loop',
+        message: `${entry.name} is a symbolic link loop (ELOOP): Triton cannot open it as a model directory`,
+        file: entry.name,
+        hint: 'point the link at a real directory, or remove it',
+      });
       continue;
     }
     if (!(await isDirectory(join(root, entry.name), entry))) continue;
@@ -314,7 +394,12 @@ export async function validateRepository(root: string, options: ValidateOptions 
     if (wanted !== undefined && !wanted.has(entry.name)) continue;
     if (entry.name.startsWith('.')) {
       hidden.add(entry.name);
-      repositorySink.add({ rule: 'layout/hidden-directory', message: `hidden directory '${entry.name}' at the repository root is loaded by Triton as a model (and fails)`, file: entry.name, hint: 'move it out of the model repository' });
+      repositorySink.add({
+        rule: 'layout/hidden-directory',
+        message: `hidden directory '${entry.name}' at the repository root is loaded by Triton as a model (and fails)`,
+        file: entry.name,
+        hint: 'move it out of the model repository',
+      });
       continue;
     }
     modelNames.push(entry.name);
@@ -335,12 +420,21 @@ export async function validateRepository(root: string, options: ValidateOptions 
   const ensembleFindings = checked.map((c) => ensembleStepRules(c, modelDirectories, byName));
   const models: ModelReport[] = checked.map((c, i) => {
     c.sink.addAll(ensembleFindings[i] ?? []);
-    return { name: c.name, findings: c.sink.close(), versions: c.versions, ...(c.config === undefined ? {} : { config: c.config }), ...(c.popefSkipped === undefined ? {} : { popefSkipped: c.popefSkipped }) };
+    return {
+      name: c.name,
+      findings: c.sink.close(),
+      versions: c.versions,
+      ...(c.config === undefined ? {} : { config: c.config }),
+      ...(c.popefSkipped === undefined ? {} : { popefSkipped: c.popefSkipped }),
+    };
   });
   if (wanted !== undefined) {
     for (const name of wanted) {
       if (!models.some((m) => m.name === name) && !hidden.has(name)) {
-        throw new PopefError(ErrorCode.InvalidInput, `no model directory named "${name}"`, { file: root, suggestion: 'check --model against the directories of the repository' });
+        throw new PopefError(ErrorCode.InvalidInput, `no model directory named "${name}"`, {
+          file: root,
+          suggestion: 'check --model against the directories of the repository',
+        });
       }
     }
   }
@@ -348,7 +442,13 @@ export async function validateRepository(root: string, options: ValidateOptions 
 }
 
 /** Counts of errors, warnings and notices over reports, and of the models whose PopEF cross-check was not done. */
-export function summarizeFindings(reports: readonly RepositoryReport[]): { errors: number; warnings: number; notices: number; models: number; notCrossChecked: number } {
+export function summarizeFindings(reports: readonly RepositoryReport[]): {
+  errors: number;
+  warnings: number;
+  notices: number;
+  models: number;
+  notCrossChecked: number;
+} {
   const all = reports.flatMap((r) => [...r.findings, ...r.models.flatMap((m) => m.findings)]);
   return {
     errors: all.filter((f) => f.severity === 'error').length,

@@ -49,7 +49,10 @@ export function checkWarmupRequest(config: ModelConfig, sample: WarmupSample, at
     // Triton lists the request's inputs in hash-map order; with two or more that order is its own.
     const got = `[${provided.map((e) => `'${e.key}'`).join(',')}]`;
     const wanted = `[${missing.map((i) => `'${i.name ?? ''}'`).join(',')}]`;
-    const expected = inputs.length === required.length ? `expected ${inputs.length} inputs` : `expected number of inputs between ${required.length} and ${inputs.length}`;
+    const expected =
+      inputs.length === required.length
+        ? `expected ${inputs.length} inputs`
+        : `expected number of inputs between ${required.length} and ${inputs.length}`;
     out.push({
       rule: 'config/warmup-request',
       message: `${WARMUP_REQUEST}${expected} but got ${provided.length} inputs for model '${m}'. Got input(s) ${got}, but missing required input(s) ${wanted}. Please provide all required input(s).`,
@@ -86,7 +89,10 @@ export function checkWarmupRequest(config: ModelConfig, sample: WarmupSample, at
         rule: 'config/warmup-request',
         message: `${WARMUP_REQUEST}unexpected shape for input '${e.key}' for model '${m}'. Expected ${dimsText(full)}, got ${dimsText(original)}. ${note}`,
         path: at,
-        hint: mbs > 0 ? `give the warmup input the config's dims ${dimsText(configDims)}, without the batch dimension` : `give the warmup input the config's dims ${dimsText(configDims)}`,
+        hint:
+          mbs > 0
+            ? `give the warmup input the config's dims ${dimsText(configDims)}, without the batch dimension`
+            : `give the warmup input the config's dims ${dimsText(configDims)}`,
       });
     }
     // The byte size then matches by construction: Triton appends exactly dims x element-size bytes.

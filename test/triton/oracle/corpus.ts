@@ -38,8 +38,14 @@ interface Mutation {
 const clone = <T>(x: T): T => structuredClone(x);
 const in0 = (c: ModelConfig): ModelInput => c.input?.[0] ?? {};
 const out0 = (c: ModelConfig): ModelOutput => c.output?.[0] ?? {};
-const withIn0 = (c: ModelConfig, patch: Partial<ModelInput>): ModelConfig => ({ ...c, input: [{ ...in0(c), ...patch }, ...(c.input ?? []).slice(1)] });
-const withOut0 = (c: ModelConfig, patch: Partial<ModelOutput>): ModelConfig => ({ ...c, output: [{ ...out0(c), ...patch }, ...(c.output ?? []).slice(1)] });
+const withIn0 = (c: ModelConfig, patch: Partial<ModelInput>): ModelConfig => ({
+  ...c,
+  input: [{ ...in0(c), ...patch }, ...(c.input ?? []).slice(1)],
+});
+const withOut0 = (c: ModelConfig, patch: Partial<ModelOutput>): ModelConfig => ({
+  ...c,
+  output: [{ ...out0(c), ...patch }, ...(c.output ?? []).slice(1)],
+});
 const dims0 = (c: ModelConfig): number[] => (in0(c).dims ?? []).map(Number);
 const bytesOf = (c: ModelConfig): number => dims0(c).reduce((a, b) => a * b, 1) * 4;
 const fixedFp32 = (b: Base): boolean => in0(b.config).data_type === 'TYPE_FP32' && dims0(b.config).every((d) => d > 0);
@@ -48,8 +54,11 @@ const warmAll = (c: ModelConfig): { key: string; value: { data_type?: ModelInput
   (c.input ?? []).map((t) => ({ key: t.name ?? '', value: { data_type: t.data_type, dims: t.dims, zero_data: true } }));
 const isMnist = (b: Base): boolean => b.slug === 'mnist';
 const control = (kind: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ kind, ...extra });
-const seq = (c: ModelConfig, inputs: { name?: string; control: Record<string, unknown>[] }[], extra: Record<string, unknown> = {}): ModelConfig =>
-  ({ ...c, dynamic_batching: undefined, sequence_batching: { control_input: inputs, ...extra } });
+const seq = (c: ModelConfig, inputs: { name?: string; control: Record<string, unknown>[] }[], extra: Record<string, unknown> = {}): ModelConfig => ({
+  ...c,
+  dynamic_batching: undefined,
+  sequence_batching: { control_input: inputs, ...extra },
+});
 
 const MUTATIONS: readonly Mutation[] = [
   { slug: 'valid' },
@@ -65,37 +74,130 @@ const MUTATIONS: readonly Mutation[] = [
   { slug: 'default-filename-onnx', config: (c) => ({ ...c, backend: undefined, default_model_filename: 'model.onnx' }) },
   { slug: 'ensemble-platform-with-backend', config: (c) => ({ ...c, platform: 'ensemble' }) },
   { slug: 'ensemble-platform-no-scheduling', config: (c) => ({ ...c, backend: undefined, platform: 'ensemble' }) },
-  { slug: 'ensemble-scheduling-not-ensemble', config: (c) => ({ ...c, dynamic_batching: undefined, sequence_batching: undefined, ensemble_scheduling: { step: [{ model_name: 'x', input_map: [{ key: 'a', value: 'b' }], output_map: [{ key: 'c', value: 'd' }] }] } }) },
+  {
+    slug: 'ensemble-scheduling-not-ensemble',
+    config: (c) => ({
+      ...c,
+      dynamic_batching: undefined,
+      sequence_batching: undefined,
+      ensemble_scheduling: { step: [{ model_name: 'x', input_map: [{ key: 'a', value: 'b' }], output_map: [{ key: 'c', value: 'd' }] }] },
+    }),
+  },
   // Dynamic batching.
   { slug: 'db-empty', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: {} }) },
   { slug: 'db-preferred-zero', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preferred_batch_size: [0] } }) },
-  { slug: 'db-preferred-over', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preferred_batch_size: [(c.max_batch_size ?? 0) + 1] } }) },
-  { slug: 'db-preferred-ok', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preferred_batch_size: [Math.max(1, c.max_batch_size ?? 0)] } }) },
+  {
+    slug: 'db-preferred-over',
+    config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preferred_batch_size: [(c.max_batch_size ?? 0) + 1] } }),
+  },
+  {
+    slug: 'db-preferred-ok',
+    config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preferred_batch_size: [Math.max(1, c.max_batch_size ?? 0)] } }),
+  },
   { slug: 'db-priority-default-zero', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { priority_levels: 2 } }) },
-  { slug: 'db-priority-default-over', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { priority_levels: 2, default_priority_level: 3 } }) },
-  { slug: 'db-priority-ok', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { priority_levels: 2, default_priority_level: 1 } }) },
-  { slug: 'db-priority-policy-over', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { priority_levels: 2, default_priority_level: 1, priority_queue_policy: [{ key: 3, value: { max_queue_size: 4 } }] } }) },
-  { slug: 'db-preserve-levels', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { priority_levels: 2, default_priority_level: 1, preserve_ordering: true } }) },
-  { slug: 'db-preserve-delay', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preserve_ordering: true, default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 100 } } }) },
-  { slug: 'db-preserve-delay-no-timeout', config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { preserve_ordering: true, default_queue_policy: { timeout_action: 'DELAY' } } }) },
+  {
+    slug: 'db-priority-default-over',
+    config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { priority_levels: 2, default_priority_level: 3 } }),
+  },
+  {
+    slug: 'db-priority-ok',
+    config: (c) => ({ ...c, sequence_batching: undefined, dynamic_batching: { priority_levels: 2, default_priority_level: 1 } }),
+  },
+  {
+    slug: 'db-priority-policy-over',
+    config: (c) => ({
+      ...c,
+      sequence_batching: undefined,
+      dynamic_batching: { priority_levels: 2, default_priority_level: 1, priority_queue_policy: [{ key: 3, value: { max_queue_size: 4 } }] },
+    }),
+  },
+  {
+    slug: 'db-preserve-levels',
+    config: (c) => ({
+      ...c,
+      sequence_batching: undefined,
+      dynamic_batching: { priority_levels: 2, default_priority_level: 1, preserve_ordering: true },
+    }),
+  },
+  {
+    slug: 'db-preserve-delay',
+    config: (c) => ({
+      ...c,
+      sequence_batching: undefined,
+      dynamic_batching: { preserve_ordering: true, default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 100 } },
+    }),
+  },
+  {
+    slug: 'db-preserve-delay-no-timeout',
+    config: (c) => ({
+      ...c,
+      sequence_batching: undefined,
+      dynamic_batching: { preserve_ordering: true, default_queue_policy: { timeout_action: 'DELAY' } },
+    }),
+  },
   // Sequence batching.
   { slug: 'sb-empty', config: (c) => seq(c, []) },
   { slug: 'sb-start-no-values', config: (c) => seq(c, [{ name: 'START', control: [control('CONTROL_SEQUENCE_START')] }]) },
   { slug: 'sb-start-ok', config: (c) => seq(c, [{ name: 'START', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] }]) },
   { slug: 'sb-start-one-value', config: (c) => seq(c, [{ name: 'START', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0] })] }]) },
-  { slug: 'sb-start-two-kinds', config: (c) => seq(c, [{ name: 'START', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1], fp32_false_true: [0, 1] })] }]) },
-  { slug: 'sb-two-start', config: (c) => seq(c, [{ name: 'S1', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] }, { name: 'S2', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] }]) },
-  { slug: 'sb-two-end', config: (c) => seq(c, [{ name: 'E1', control: [control('CONTROL_SEQUENCE_END', { int32_false_true: [0, 1] })] }, { name: 'E2', control: [control('CONTROL_SEQUENCE_END', { int32_false_true: [0, 1] })] }]) },
-  { slug: 'sb-two-ready-one-input', config: (c) => seq(c, [{ name: 'R', control: [control('CONTROL_SEQUENCE_READY', { int32_false_true: [0, 1] }), control('CONTROL_SEQUENCE_READY', { int32_false_true: [0, 1] })] }]) },
-  { slug: 'sb-same-name', config: (c) => seq(c, [{ name: 'C', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] }, { name: 'C', control: [control('CONTROL_SEQUENCE_END', { int32_false_true: [0, 1] })] }]) },
+  {
+    slug: 'sb-start-two-kinds',
+    config: (c) => seq(c, [{ name: 'START', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1], fp32_false_true: [0, 1] })] }]),
+  },
+  {
+    slug: 'sb-two-start',
+    config: (c) =>
+      seq(c, [
+        { name: 'S1', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] },
+        { name: 'S2', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] },
+      ]),
+  },
+  {
+    slug: 'sb-two-end',
+    config: (c) =>
+      seq(c, [
+        { name: 'E1', control: [control('CONTROL_SEQUENCE_END', { int32_false_true: [0, 1] })] },
+        { name: 'E2', control: [control('CONTROL_SEQUENCE_END', { int32_false_true: [0, 1] })] },
+      ]),
+  },
+  {
+    slug: 'sb-two-ready-one-input',
+    config: (c) =>
+      seq(c, [
+        {
+          name: 'R',
+          control: [control('CONTROL_SEQUENCE_READY', { int32_false_true: [0, 1] }), control('CONTROL_SEQUENCE_READY', { int32_false_true: [0, 1] })],
+        },
+      ]),
+  },
+  {
+    slug: 'sb-same-name',
+    config: (c) =>
+      seq(c, [
+        { name: 'C', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] },
+        { name: 'C', control: [control('CONTROL_SEQUENCE_END', { int32_false_true: [0, 1] })] },
+      ]),
+  },
   { slug: 'sb-no-name', config: (c) => seq(c, [{ control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] }]) },
   { slug: 'sb-ready-bool', config: (c) => seq(c, [{ name: 'R', control: [control('CONTROL_SEQUENCE_READY', { bool_false_true: [false, true] })] }]) },
   { slug: 'sb-end-fp32-three', config: (c) => seq(c, [{ name: 'E', control: [control('CONTROL_SEQUENCE_END', { fp32_false_true: [0, 1, 1] })] }]) },
   { slug: 'sb-corrid-fp32', config: (c) => seq(c, [{ name: 'ID', control: [control('CONTROL_SEQUENCE_CORRID', { data_type: 'TYPE_FP32' })] }]) },
   { slug: 'sb-corrid-uint64', config: (c) => seq(c, [{ name: 'ID', control: [control('CONTROL_SEQUENCE_CORRID', { data_type: 'TYPE_UINT64' })] }]) },
-  { slug: 'sb-corrid-values', config: (c) => seq(c, [{ name: 'ID', control: [control('CONTROL_SEQUENCE_CORRID', { data_type: 'TYPE_INT32', int32_false_true: [0, 1] })] }]) },
+  {
+    slug: 'sb-corrid-values',
+    config: (c) => seq(c, [{ name: 'ID', control: [control('CONTROL_SEQUENCE_CORRID', { data_type: 'TYPE_INT32', int32_false_true: [0, 1] })] }]),
+  },
   { slug: 'sb-corrid-no-type', config: (c) => seq(c, [{ name: 'ID', control: [control('CONTROL_SEQUENCE_CORRID')] }]) },
-  { slug: 'sb-full', config: (c) => seq(c, [{ name: 'START', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] }, { name: 'READY', control: [control('CONTROL_SEQUENCE_READY', { int32_false_true: [0, 1] })] }, { name: 'END', control: [control('CONTROL_SEQUENCE_END', { int32_false_true: [0, 1] })] }, { name: 'CORRID', control: [control('CONTROL_SEQUENCE_CORRID', { data_type: 'TYPE_UINT64' })] }]) },
+  {
+    slug: 'sb-full',
+    config: (c) =>
+      seq(c, [
+        { name: 'START', control: [control('CONTROL_SEQUENCE_START', { int32_false_true: [0, 1] })] },
+        { name: 'READY', control: [control('CONTROL_SEQUENCE_READY', { int32_false_true: [0, 1] })] },
+        { name: 'END', control: [control('CONTROL_SEQUENCE_END', { int32_false_true: [0, 1] })] },
+        { name: 'CORRID', control: [control('CONTROL_SEQUENCE_CORRID', { data_type: 'TYPE_UINT64' })] },
+      ]),
+  },
   { slug: 'sb-oldest-over', config: (c) => seq(c, [], { oldest: { preferred_batch_size: [(c.max_batch_size ?? 0) + 1] } }) },
   { slug: 'sb-oldest-zero', config: (c) => seq(c, [], { oldest: { preferred_batch_size: [0] } }) },
   { slug: 'sb-oldest-ok', config: (c) => seq(c, [], { oldest: { max_candidate_sequences: 4 } }) },
@@ -103,7 +205,10 @@ const MUTATIONS: readonly Mutation[] = [
   { slug: 'sb-direct-util-negative', config: (c) => seq(c, [], { direct: { minimum_slot_utilization: -0.5 } }) },
   { slug: 'sb-direct-util-ok', config: (c) => seq(c, [], { direct: { minimum_slot_utilization: 0.5 } }) },
   { slug: 'sb-response-cache', config: (c) => ({ ...seq(c, []), response_cache: { enable: true } }) },
-  { slug: 'sb-batch-strategy', config: (c) => ({ ...seq(c, []), parameters: [{ key: 'TRITON_BATCH_STRATEGY_PATH', value: { string_value: '/nonexistent/batchstrategy.so' } }] }) },
+  {
+    slug: 'sb-batch-strategy',
+    config: (c) => ({ ...seq(c, []), parameters: [{ key: 'TRITON_BATCH_STRATEGY_PATH', value: { string_value: '/nonexistent/batchstrategy.so' } }] }),
+  },
   { slug: 'decoupled-response-cache', config: (c) => ({ ...c, model_transaction_policy: { decoupled: true }, response_cache: { enable: true } }) },
   // Implicit state (SequenceBatchScheduler::Create). Only states Triton refuses: with the stand-in
   // backend, tritonserver 2.51 crashes (SIGSEGV) while loading one of the models that pass these checks.
@@ -137,9 +242,29 @@ const MUTATIONS: readonly Mutation[] = [
   { slug: 'in-reshape-empty', config: (c) => withIn0(c, { reshape: {} }) },
   { slug: 'in-reshape-empty-no-batch', config: (c) => withIn0({ ...c, max_batch_size: 0, dynamic_batching: undefined }, { dims: [1], reshape: {} }) },
   { slug: 'in-reshape-empty-scalar', config: (c) => withIn0(c, { dims: [1], reshape: {} }) },
-  { slug: 'in-reshape-variable-ok', config: (c) => withIn0(c, { dims: [-1, ...dims0(c).slice(1)], reshape: { shape: [-1, dims0(c).slice(1).reduce((a, b) => a * b, 1)] } }) },
-  { slug: 'in-reshape-variable-fixed', config: (c) => withIn0(c, { dims: [-1, ...dims0(c).slice(1)], reshape: { shape: [dims0(c).reduce((a, b) => a * b, 1)] } }) },
-  { slug: 'in-reshape-variable-count', config: (c) => withIn0(c, { dims: [-1, -1, ...dims0(c).slice(1)], reshape: { shape: [-1, ...dims0(c).slice(1)] } }) },
+  {
+    slug: 'in-reshape-variable-ok',
+    config: (c) =>
+      withIn0(c, {
+        dims: [-1, ...dims0(c).slice(1)],
+        reshape: {
+          shape: [
+            -1,
+            dims0(c)
+              .slice(1)
+              .reduce((a, b) => a * b, 1),
+          ],
+        },
+      }),
+  },
+  {
+    slug: 'in-reshape-variable-fixed',
+    config: (c) => withIn0(c, { dims: [-1, ...dims0(c).slice(1)], reshape: { shape: [dims0(c).reduce((a, b) => a * b, 1)] } }),
+  },
+  {
+    slug: 'in-reshape-variable-count',
+    config: (c) => withIn0(c, { dims: [-1, -1, ...dims0(c).slice(1)], reshape: { shape: [-1, ...dims0(c).slice(1)] } }),
+  },
   { slug: 'in-reshape-variable-trunk', config: (c) => withIn0(c, { dims: [-1, 2, 3], reshape: { shape: [3, -1, 2] } }) },
   { slug: 'in-nchw-ok', config: (c) => withIn0(c, { format: 'FORMAT_NCHW', dims: [1, 28, 28] }) },
   { slug: 'in-nhwc-flat', config: (c) => withIn0(c, { format: 'FORMAT_NHWC', dims: [784] }) },
@@ -155,44 +280,213 @@ const MUTATIONS: readonly Mutation[] = [
   { slug: 'out-label-missing', config: (c) => withOut0(c, { label_filename: 'labels.txt' }) },
   { slug: 'decoupled', only: isMnist, config: (c) => ({ ...c, model_transaction_policy: { decoupled: true } }) },
   { slug: 'out-label-outside', config: (c) => withOut0(c, { label_filename: '../labels.txt' }) },
-  { slug: 'out-label-ok', config: (c) => withOut0(c, { label_filename: 'labels.txt' }), files: () => ({ 'labels.txt': Array.from({ length: 10 }, (_, i) => String(i)).join('\n') }) },
+  {
+    slug: 'out-label-ok',
+    config: (c) => withOut0(c, { label_filename: 'labels.txt' }),
+    files: () => ({ 'labels.txt': Array.from({ length: 10 }, (_, i) => String(i)).join('\n') }),
+  },
   // Batch inputs and outputs.
   { slug: 'bi-no-source', config: (c) => ({ ...c, batch_input: [{ kind: 'BATCH_ELEMENT_COUNT', target_name: ['N'], data_type: 'TYPE_INT32' }] }) },
-  { slug: 'bi-max-element-no-source', config: (c) => ({ ...c, batch_input: [{ kind: 'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE', target_name: ['N'], data_type: 'TYPE_INT32' }] }) },
-  { slug: 'bi-ok', config: (c) => ({ ...c, batch_input: [{ kind: 'BATCH_ACCUMULATED_ELEMENT_COUNT', target_name: ['N'], data_type: 'TYPE_FP32', source_input: [in0(c).name ?? ''] }] }) },
-  { slug: 'bi-type', config: (c) => ({ ...c, batch_input: [{ kind: 'BATCH_ELEMENT_COUNT', target_name: ['N'], data_type: 'TYPE_FP16', source_input: [in0(c).name ?? ''] }] }) },
-  { slug: 'bi-unknown-source', config: (c) => ({ ...c, batch_input: [{ kind: 'BATCH_ITEM_SHAPE', target_name: ['N'], data_type: 'TYPE_INT32', source_input: ['nosuch'] }] }) },
-  { slug: 'bi-two-sources', config: (c) => ({ ...c, batch_input: [{ kind: 'BATCH_ITEM_SHAPE_FLATTEN', target_name: ['N'], data_type: 'TYPE_INT32', source_input: [in0(c).name ?? '', in0(c).name ?? ''] }] }) },
+  {
+    slug: 'bi-max-element-no-source',
+    config: (c) => ({ ...c, batch_input: [{ kind: 'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE', target_name: ['N'], data_type: 'TYPE_INT32' }] }),
+  },
+  {
+    slug: 'bi-ok',
+    config: (c) => ({
+      ...c,
+      batch_input: [{ kind: 'BATCH_ACCUMULATED_ELEMENT_COUNT', target_name: ['N'], data_type: 'TYPE_FP32', source_input: [in0(c).name ?? ''] }],
+    }),
+  },
+  {
+    slug: 'bi-type',
+    config: (c) => ({
+      ...c,
+      batch_input: [{ kind: 'BATCH_ELEMENT_COUNT', target_name: ['N'], data_type: 'TYPE_FP16', source_input: [in0(c).name ?? ''] }],
+    }),
+  },
+  {
+    slug: 'bi-unknown-source',
+    config: (c) => ({ ...c, batch_input: [{ kind: 'BATCH_ITEM_SHAPE', target_name: ['N'], data_type: 'TYPE_INT32', source_input: ['nosuch'] }] }),
+  },
+  {
+    slug: 'bi-two-sources',
+    config: (c) => ({
+      ...c,
+      batch_input: [
+        { kind: 'BATCH_ITEM_SHAPE_FLATTEN', target_name: ['N'], data_type: 'TYPE_INT32', source_input: [in0(c).name ?? '', in0(c).name ?? ''] },
+      ],
+    }),
+  },
   { slug: 'bo-no-source', config: (c) => ({ ...c, batch_output: [{ kind: 'BATCH_SCATTER_WITH_INPUT_SHAPE', target_name: [out0(c).name ?? ''] }] }) },
-  { slug: 'bo-ok', config: (c) => ({ ...c, batch_output: [{ kind: 'BATCH_SCATTER_WITH_INPUT_SHAPE', target_name: [out0(c).name ?? ''], source_input: [in0(c).name ?? ''] }] }) },
+  {
+    slug: 'bo-ok',
+    config: (c) => ({
+      ...c,
+      batch_output: [{ kind: 'BATCH_SCATTER_WITH_INPUT_SHAPE', target_name: [out0(c).name ?? ''], source_input: [in0(c).name ?? ''] }],
+    }),
+  },
   { slug: 'bo-unknown-target', config: (c) => ({ ...c, batch_output: [{ target_name: ['nosuch'], source_input: [in0(c).name ?? ''] }] }) },
-  { slug: 'bo-target-twice', config: (c) => ({ ...c, batch_output: [{ target_name: [out0(c).name ?? '', out0(c).name ?? ''], source_input: [in0(c).name ?? ''] }] }) },
+  {
+    slug: 'bo-target-twice',
+    config: (c) => ({ ...c, batch_output: [{ target_name: [out0(c).name ?? '', out0(c).name ?? ''], source_input: [in0(c).name ?? ''] }] }),
+  },
   // Versions.
   { slug: 'vp-specific-missing', config: (c) => ({ ...c, version_policy: { specific: { versions: [7] } } }) },
   { slug: 'vp-specific-some', config: (c) => ({ ...c, version_policy: { specific: { versions: [1, 7] } } }) },
   { slug: 'vp-latest-zero', config: (c) => ({ ...c, version_policy: { latest: { num_versions: 0 } } }) },
   { slug: 'vp-all', config: (c) => ({ ...c, version_policy: { all: {} } }) },
   // Warmup (sizes follow the first input, so only for fixed FP32 inputs).
-  { slug: 'wu-zero', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: (c.input ?? []).map((t) => ({ key: t.name ?? '', value: { data_type: t.data_type, dims: t.dims, zero_data: true } })) }] }) },
-  { slug: 'wu-variable', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: [-1], zero_data: true } }] }] }) },
-  { slug: 'wu-variable-batch-zero', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 0, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: [-1], zero_data: true } }] }] }) },
-  { slug: 'wu-no-data', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: in0(c).dims } }] }] }) },
-  { slug: 'wu-file-missing', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: in0(c).dims, input_data_file: 'input0' } }] }] }) },
-  { slug: 'wu-file-short', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: in0(c).dims, input_data_file: 'input0' } }] }] }), files: (c) => ({ 'warmup/input0': Buffer.alloc(bytesOf(c) - 4) }) },
+  {
+    slug: 'wu-zero',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      model_warmup: [
+        {
+          name: 'w',
+          batch_size: 1,
+          inputs: (c.input ?? []).map((t) => ({ key: t.name ?? '', value: { data_type: t.data_type, dims: t.dims, zero_data: true } })),
+        },
+      ],
+    }),
+  },
+  {
+    slug: 'wu-variable',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      model_warmup: [
+        { name: 'w', batch_size: 1, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: [-1], zero_data: true } }] },
+      ],
+    }),
+  },
+  {
+    slug: 'wu-variable-batch-zero',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      model_warmup: [
+        { name: 'w', batch_size: 0, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: [-1], zero_data: true } }] },
+      ],
+    }),
+  },
+  {
+    slug: 'wu-no-data',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      model_warmup: [{ name: 'w', batch_size: 1, inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: in0(c).dims } }] }],
+    }),
+  },
+  {
+    slug: 'wu-file-missing',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      model_warmup: [
+        {
+          name: 'w',
+          batch_size: 1,
+          inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: in0(c).dims, input_data_file: 'input0' } }],
+        },
+      ],
+    }),
+  },
+  {
+    slug: 'wu-file-short',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      model_warmup: [
+        {
+          name: 'w',
+          batch_size: 1,
+          inputs: [{ key: in0(c).name ?? '', value: { data_type: 'TYPE_FP32', dims: in0(c).dims, input_data_file: 'input0' } }],
+        },
+      ],
+    }),
+    files: (c) => ({ 'warmup/input0': Buffer.alloc(bytesOf(c) - 4) }),
+  },
   // The request Triton builds from a sample (InferenceRequest::PrepareForInference).
   { slug: 'wu-missing-input', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [] }] }) },
-  { slug: 'wu-missing-optional', only: fixedFp32, config: (c) => ({ ...c, input: [...(c.input ?? []), { name: 'OPTIONAL_EXTRA', data_type: 'TYPE_FP32', dims: [1], optional: true }], model_warmup: [{ name: 'w', batch_size: 1, inputs: [] }] }) },
-  { slug: 'wu-extra-input', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: [...warmAll(c), { key: 'NOT_AN_INPUT', value: { data_type: 'TYPE_FP32', dims: [1], zero_data: true } }] }] }) },
-  { slug: 'wu-wrong-shape', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: warmAll(c).map((e, i) => (i === 0 ? { ...e, value: { ...e.value, dims: [...dims0(c), 1] } } : e)) }] }) },
-  { slug: 'wu-wrong-type', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: warmAll(c).map((e, i) => (i === 0 ? { ...e, value: { ...e.value, data_type: 'TYPE_INT32' } } : e)) }] }) },
-  { slug: 'wu-batch-over', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: (c.max_batch_size ?? 0) + 3, inputs: warmAll(c) }] }) },
-  { slug: 'wu-file-ok', only: fixedFp32, config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: 1, inputs: (c.input ?? []).map((t) => ({ key: t.name ?? '', value: { data_type: t.data_type, dims: t.dims, input_data_file: 'input0' } })) }] }), files: (c) => ({ 'warmup/input0': Buffer.alloc(bytesOf(c)) }) },
+  {
+    slug: 'wu-missing-optional',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      input: [...(c.input ?? []), { name: 'OPTIONAL_EXTRA', data_type: 'TYPE_FP32', dims: [1], optional: true }],
+      model_warmup: [{ name: 'w', batch_size: 1, inputs: [] }],
+    }),
+  },
+  {
+    slug: 'wu-extra-input',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      model_warmup: [
+        { name: 'w', batch_size: 1, inputs: [...warmAll(c), { key: 'NOT_AN_INPUT', value: { data_type: 'TYPE_FP32', dims: [1], zero_data: true } }] },
+      ],
+    }),
+  },
+  {
+    slug: 'wu-wrong-shape',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      model_warmup: [
+        { name: 'w', batch_size: 1, inputs: warmAll(c).map((e, i) => (i === 0 ? { ...e, value: { ...e.value, dims: [...dims0(c), 1] } } : e)) },
+      ],
+    }),
+  },
+  {
+    slug: 'wu-wrong-type',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      model_warmup: [
+        { name: 'w', batch_size: 1, inputs: warmAll(c).map((e, i) => (i === 0 ? { ...e, value: { ...e.value, data_type: 'TYPE_INT32' } } : e)) },
+      ],
+    }),
+  },
+  {
+    slug: 'wu-batch-over',
+    only: fixedFp32,
+    config: (c) => ({ ...c, model_warmup: [{ name: 'w', batch_size: (c.max_batch_size ?? 0) + 3, inputs: warmAll(c) }] }),
+  },
+  {
+    slug: 'wu-file-ok',
+    only: fixedFp32,
+    config: (c) => ({
+      ...c,
+      model_warmup: [
+        {
+          name: 'w',
+          batch_size: 1,
+          inputs: (c.input ?? []).map((t) => ({ key: t.name ?? '', value: { data_type: t.data_type, dims: t.dims, input_data_file: 'input0' } })),
+        },
+      ],
+    }),
+    files: (c) => ({ 'warmup/input0': Buffer.alloc(bytesOf(c)) }),
+  },
   // Parameters and files.
-  { slug: 'param-duplicate', config: (c) => ({ ...c, parameters: [{ key: 'timeout_ns', value: { string_value: '1' } }, { key: 'timeout_ns', value: { string_value: '2' } }] }) },
+  {
+    slug: 'param-duplicate',
+    config: (c) => ({
+      ...c,
+      parameters: [
+        { key: 'timeout_ns', value: { string_value: '1' } },
+        { key: 'timeout_ns', value: { string_value: '2' } },
+      ],
+    }),
+  },
   { slug: 'param-unknown', config: (c) => ({ ...c, parameters: [{ key: 'timeout_nanos', value: { string_value: '1' } }] }) },
   { slug: 'runtime-missing', config: (c) => ({ ...c, runtime: 'libtriton_other.so' }) },
   { slug: 'runtime-escapes', config: (c) => ({ ...c, runtime: '../../escape.so' }) },
-  { slug: 'metrics-newer', config: (c) => ({ ...c, model_metrics: { metric_control: [{ metric_identifier: { family: 'f' }, histogram_options: { buckets: [1] } }] } }) },
+  {
+    slug: 'metrics-newer',
+    config: (c) => ({ ...c, model_metrics: { metric_control: [{ metric_identifier: { family: 'f' }, histogram_options: { buckets: [1] } }] } }),
+  },
   // Syntax.
   { slug: 'syntax-float-int', text: (t) => t.replace(/max_batch_size: \d+/, 'max_batch_size: 1.0') },
   { slug: 'syntax-unknown-field', text: (t) => `${t}colour: "blue"\n` },
@@ -203,12 +497,24 @@ const MUTATIONS: readonly Mutation[] = [
 
 /** Ensembles over the valid MNIST model (their steps need a loaded model). */
 function ensembles(step: string): { slug: string; config: ModelConfig }[] {
-  const io = { input: [{ name: 'IMAGE', data_type: 'TYPE_FP32' as const, dims: [1, 28, 28] }], output: [{ name: 'LABELS', data_type: 'TYPE_FP32' as const, dims: [10] }] };
+  const io = {
+    input: [{ name: 'IMAGE', data_type: 'TYPE_FP32' as const, dims: [1, 28, 28] }],
+    output: [{ name: 'LABELS', data_type: 'TYPE_FP32' as const, dims: [10] }],
+  };
   const valid: ModelConfig = {
     platform: 'ensemble',
     max_batch_size: 1,
     ...io,
-    ensemble_scheduling: { step: [{ model_name: step, model_version: -1, input_map: [{ key: 'digit_image', value: 'IMAGE' }], output_map: [{ key: 'output_labels', value: 'LABELS' }] }] },
+    ensemble_scheduling: {
+      step: [
+        {
+          model_name: step,
+          model_version: -1,
+          input_map: [{ key: 'digit_image', value: 'IMAGE' }],
+          output_map: [{ key: 'output_labels', value: 'LABELS' }],
+        },
+      ],
+    },
   };
   const step0 = valid.ensemble_scheduling?.step?.[0] ?? {};
   const withStep = (patch: Record<string, unknown>): ModelConfig => ({ ...valid, ensemble_scheduling: { step: [{ ...step0, ...patch }] } });
@@ -216,7 +522,15 @@ function ensembles(step: string): { slug: string; config: ModelConfig }[] {
     { slug: 'ens-valid', config: valid },
     { slug: 'ens-with-backend', config: { ...valid, backend: 'poplar' } },
     { slug: 'ens-instance-group', config: { ...valid, instance_group: [{ kind: 'KIND_CPU' }] } },
-    { slug: 'ens-warmup', config: { ...valid, model_warmup: [{ name: 'w', batch_size: 1, inputs: [{ key: 'IMAGE', value: { data_type: 'TYPE_FP32', dims: [1, 28, 28], zero_data: true } }] }] } },
+    {
+      slug: 'ens-warmup',
+      config: {
+        ...valid,
+        model_warmup: [
+          { name: 'w', batch_size: 1, inputs: [{ key: 'IMAGE', value: { data_type: 'TYPE_FP32', dims: [1, 28, 28], zero_data: true } }] },
+        ],
+      },
+    },
     { slug: 'ens-optimization', config: { ...valid, optimization: { priority: 'PRIORITY_MAX' } } },
     { slug: 'ens-no-steps', config: { ...valid, ensemble_scheduling: {} } },
     { slug: 'ens-step-no-model', config: withStep({ model_name: undefined }) },
@@ -233,7 +547,10 @@ function ensembles(step: string): { slug: string; config: ModelConfig }[] {
     { slug: 'ens-shape-mismatch', config: { ...valid, output: [{ ...io.output[0], dims: [11] }] } },
     { slug: 'ens-variable-shape', config: { ...valid, input: [{ ...io.input[0], dims: [-1, 28, 28] }] } },
     { slug: 'ens-mbs-over', config: { ...valid, max_batch_size: 4 } },
-    { slug: 'ens-no-batch', config: { ...valid, max_batch_size: 0, input: [{ ...io.input[0], dims: [-1, 1, 28, 28] }], output: [{ ...io.output[0], dims: [-1, 10] }] } },
+    {
+      slug: 'ens-no-batch',
+      config: { ...valid, max_batch_size: 0, input: [{ ...io.input[0], dims: [-1, 1, 28, 28] }], output: [{ ...io.output[0], dims: [-1, 10] }] },
+    },
     // The decoupled-flow walk of ValidateEnsembleConfig: the outputs come from a decoupled and a plain model.
     { slug: 'ens-decoupled-only', config: withStep({ model_name: 'mnist__decoupled' }) },
     {
@@ -241,11 +558,29 @@ function ensembles(step: string): { slug: string; config: ModelConfig }[] {
       config: {
         ...valid,
         output: [...io.output, { name: 'LABELS2', data_type: 'TYPE_FP32', dims: [10] }],
-        ensemble_scheduling: { step: [step0, { ...step0, model_name: 'mnist__decoupled', output_map: [{ key: 'output_labels', value: 'LABELS2' }] }] },
+        ensemble_scheduling: {
+          step: [step0, { ...step0, model_name: 'mnist__decoupled', output_map: [{ key: 'output_labels', value: 'LABELS2' }] }],
+        },
       },
     },
-    { slug: 'ens-nonexistent-input', config: withStep({ input_map: [{ key: 'digit_image', value: 'IMAGE' }, { key: 'nosuch', value: 'IMAGE' }] }) },
-    { slug: 'ens-nonexistent-output', config: withStep({ output_map: [{ key: 'output_labels', value: 'LABELS' }, { key: 'nosuch', value: 'MORE' }] }) },
+    {
+      slug: 'ens-nonexistent-input',
+      config: withStep({
+        input_map: [
+          { key: 'digit_image', value: 'IMAGE' },
+          { key: 'nosuch', value: 'IMAGE' },
+        ],
+      }),
+    },
+    {
+      slug: 'ens-nonexistent-output',
+      config: withStep({
+        output_map: [
+          { key: 'output_labels', value: 'LABELS' },
+          { key: 'nosuch', value: 'MORE' },
+        ],
+      }),
+    },
   ];
 }
 
@@ -269,7 +604,8 @@ async function writeFiles(dir: string, files: Files): Promise<void> {
 export async function buildCorpus(root: string): Promise<CorpusModel[]> {
   const models: CorpusModel[] = [];
   const bases: Base[] = [await readBase('mnist', join(FIXTURES, 'repos/clean/mnist'))];
-  for (const name of ['bert', 'resnet50', 'efficientnet-b0', 'efficientnet-b4']) bases.push(await readBase(name, join(FIXTURES, 'graphcore-examples', name)));
+  for (const name of ['bert', 'resnet50', 'efficientnet-b0', 'efficientnet-b4'])
+    bases.push(await readBase(name, join(FIXTURES, 'graphcore-examples', name)));
 
   for (const base of bases) {
     for (const m of MUTATIONS) {

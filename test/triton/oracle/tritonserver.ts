@@ -80,7 +80,13 @@ export interface RunningTriton {
  * Starts tritonserver on the repository (every model loaded at start-up,
  * failures kept) and resolves once its HTTP service listens.
  */
-export async function startTriton(binary: string, repository: string, backendDirectory: string, timeoutMs = 300_000, extraArgs: readonly string[] = []): Promise<RunningTriton> {
+export async function startTriton(
+  binary: string,
+  repository: string,
+  backendDirectory: string,
+  timeoutMs = 300_000,
+  extraArgs: readonly string[] = [],
+): Promise<RunningTriton> {
   const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
   const child = spawn(
     binary,
@@ -126,7 +132,8 @@ export async function startTriton(binary: string, repository: string, backendDir
       try {
         return await fetch(`http://127.0.0.1:${http}${path}`, init);
       } catch (error) {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`tritonserver ended (${child.exitCode ?? child.signalCode ?? ''}) after starting:\n${log.slice(-4000)}`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`tritonserver ended (${child.exitCode ?? child.signalCode ?? ''}) after starting:\n${log.slice(-4000)}`);
         if (Date.now() > deadline) throw error;
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -142,7 +149,11 @@ export async function startTriton(binary: string, repository: string, backendDir
 export async function loadInTriton(binary: string, repository: string, backendDirectory: string, timeoutMs = 300_000): Promise<TritonRun> {
   const triton = await startTriton(binary, repository, backendDirectory, timeoutMs);
   try {
-    const index = (await (await triton.ask('/v2/repository/index', { method: 'POST', body: '{}' })).json()) as { name: string; state?: string; reason?: string }[];
+    const index = (await (await triton.ask('/v2/repository/index', { method: 'POST', body: '{}' })).json()) as {
+      name: string;
+      state?: string;
+      reason?: string;
+    }[];
     const version = ((await (await triton.ask('/v2')).json()) as { version: string }).version;
     const log = triton.log();
     const verdicts = new Map<string, TritonVerdict>();
@@ -152,12 +163,14 @@ export async function loadInTriton(binary: string, repository: string, backendDi
     }
     // A model refused before it is loaded has no state; its reason is only in the log.
     const refuse = (name: string | undefined, message: string | undefined): void => {
-      if (name !== undefined && verdicts.get(name)?.loaded !== true) verdicts.set(name, { loaded: false, message: unquote(message ?? '').replace(STATUS_PREFIX, '') });
+      if (name !== undefined && verdicts.get(name)?.loaded !== true)
+        verdicts.set(name, { loaded: false, message: unquote(message ?? '').replace(STATUS_PREFIX, '') });
     };
     for (const match of log.matchAll(/Poll failed for model directory '([^']*)': (.*)"$/gm)) refuse(match[1], match[2]);
     for (const match of log.matchAll(/failed to load model '([^']*)': (.*)"$/gm)) refuse(match[1], match[2]);
     // Dependency-graph failures of ensembles name the ensemble inside the message.
-    for (const match of log.matchAll(/model_repository_manager\.cc:\d+\] "((?:[A-Za-z ]+: )?(?:in )?ensemble '?([^\s',]+)'?[ ,].*)"$/gm)) refuse(match[2], match[1]);
+    for (const match of log.matchAll(/model_repository_manager\.cc:\d+\] "((?:[A-Za-z ]+: )?(?:in )?ensemble '?([^\s',]+)'?[ ,].*)"$/gm))
+      refuse(match[2], match[1]);
     return { verdicts, version };
   } finally {
     await triton.stop();
