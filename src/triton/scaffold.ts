@@ -90,7 +90,13 @@ export async function planScaffold(
   repository: string,
   model: string,
   version: number,
-  files: { readonly config: string; readonly nameMap: string; readonly popefFiles: readonly string[]; readonly description?: string },
+  files: {
+    readonly config: string;
+    readonly nameMap: string;
+    readonly popefFiles: readonly string[];
+    /** The PopEF description to place: one the model was scaffolded from, or one written for an SDK-written file. */
+    readonly description?: ScaffoldFile['content'];
+  },
   options: ScaffoldOptions = {},
 ): Promise<ScaffoldPlan> {
   checkModelName(model);
@@ -118,8 +124,8 @@ export async function planScaffold(
     taken.add(name);
     out.push({ path: join(String(version), name), content: { copyFrom: file } });
   });
-  // Scaffolded from a PopEF description: it goes where validate looks for it, beside where the export belongs.
-  if (files.description !== undefined) out.push({ path: join(String(version), 'executable.popef.json'), content: { copyFrom: files.description } });
+  // A description goes where validate looks for it: beside the export, or where the export belongs.
+  if (files.description !== undefined) out.push({ path: join(String(version), 'executable.popef.json'), content: files.description });
   const replaces: string[] = [];
   for (const target of [join(modelDir, 'config.pbtxt'), join(modelDir, String(version))]) {
     if (await exists(target)) replaces.push(target);

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { schemaErrors } from '../../src/json-schemas.js';
@@ -123,18 +123,40 @@ describe('SDK-written files read through the SDK', { skip }, () => {
         { env: env(dir) },
       );
       assert.equal(made.code, 0, made.stderr);
+      // Scaffold wrote a description of the SDK file it placed, naming it as placed, for machines without the SDK.
+      assert.match(made.stdout, /write \S*repo\/mnist\/1\/executable\.popef\.json/);
+      const placedDescription = join(repo, 'mnist', '1', 'executable.popef.json');
+      const placed = JSON.parse(await readFile(placedDescription, 'utf8')) as {
+        reader: string;
+        files: { name: string; size: number; sha256: string }[];
+        models: { file: string }[];
+      };
+      const sdkBytes = await readFile(file);
+      assert.deepEqual(placed.files, [
+        { name: 'executable.popef', size: sdkBytes.byteLength, sha256: createHash('sha256').update(sdkBytes).digest('hex') },
+      ]);
+      assert.deepEqual(
+        placed.models.map((m) => m.file),
+        ['executable.popef'],
+      );
+      assert.match(placed.reader, /Poplar SDK/);
       const rules = async (e: Record<string, string>): Promise<string[]> => {
         const r = await runCli(['validate', repo, '--format', 'json'], { env: e });
         return (JSON.parse(r.stdout) as { repositories: { models: { findings: { rule: string }[] }[] }[] }).repositories.flatMap((x) =>
           x.models.flatMap((m) => m.findings.map((f) => f.rule)),
         );
       };
-      // With the SDK: read and cross-checked, so no notice; without it, the notice.
+      // With the SDK: read through it; without it: cross-checked against the description scaffold wrote.
+      const noSdk = env(dir, { PYTHONPATH: join(dir, 'tmp') });
       assert.deepEqual(await rules(env(dir)), []);
-      assert.deepEqual(await rules(env(dir, { PYTHONPATH: join(dir, 'tmp') })), ['popef/not-cross-checked']);
+      assert.deepEqual(await rules(noSdk), []);
       const config = join(repo, 'mnist', 'config.pbtxt');
       await writeFile(config, (await readFile(config, 'utf8')).replace('dims: [ 1, 28, 28 ]', 'dims: [ 1, 28, 29 ]'));
       assert.ok((await rules(env(dir))).includes('popef/dims'));
+      assert.ok((await rules(noSdk)).includes('popef/dims'));
+      // Without the description and without the SDK, nothing to cross-check against: the notice.
+      await rm(placedDescription);
+      assert.deepEqual(await rules(noSdk), ['popef/not-cross-checked']);
 
       const described = await runCli(['describe', file], { env: env(dir) });
       assert.equal(described.code, 0, described.stderr);

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
-import { openModelSet } from './open-popef.js';
+import { openModelSetReadBy } from './open-popef.js';
 import { describedModel, isDescriptionName, parseDescription } from '../../inspect/description.js';
 import { FILE_LIMITS, readRegularText } from '../../io/local-file.js';
 import type { Metadata } from '../../schema/model.js';
@@ -30,6 +30,8 @@ export interface GeneratedFiles extends GeneratedConfig {
   readonly executable: string;
   /** How many models the files hold (scaffold places all files, so it needs exactly one). */
   readonly modelCount: number;
+  /** Whether a file was not in the open layout and the Poplar SDK's reader read it (scaffold then writes a description beside it). */
+  readonly readBySdk: boolean;
 }
 
 /** Opens the files (or reads a description), picks the model, generates config.pbtxt and name_map.json text. */
@@ -46,10 +48,11 @@ export async function generateFiles(files: readonly string[], flags: ConfigFlags
       descriptionFile: only,
       executable: model.name,
       modelCount: description.models.length,
+      readBySdk: false,
     };
   }
   // Metadata and anchors only: an SDK-written file's executable is not copied to read them.
-  const set = await openModelSet(paths, io, { executables: false });
+  const { set, readBy } = await openModelSetReadBy(paths, io, { executables: false });
   try {
     const model = set.model(flags.executable);
     const metadata = model.metadata;
@@ -58,7 +61,13 @@ export async function generateFiles(files: readonly string[], flags: ConfigFlags
     }
     const owner = set.fileOf(model.executable).source.name;
     const popefFiles = [owner, ...paths.filter((p) => p !== owner)];
-    return { ...generate(metadata, set.storedTensorNames, flags, modelName), popefFiles, executable: model.name, modelCount: set.models.length };
+    return {
+      ...generate(metadata, set.storedTensorNames, flags, modelName),
+      popefFiles,
+      executable: model.name,
+      modelCount: set.models.length,
+      readBySdk: readBy.some((r) => r.reader === 'poplar-sdk'),
+    };
   } finally {
     await set.close();
   }

@@ -1,17 +1,18 @@
 import { basename, resolve } from 'node:path';
 import { ModelSet } from '../../format/model-set.js';
 import type { PopefFile } from '../../format/reader.js';
-import { descriptionPathOf, describeModelSet, sha256Of, type DescribedFile } from '../../inspect/description.js';
+import { descriptionPathOf, describeModelSet, sha256Of, type DescribedFile, type PopefDescription } from '../../inspect/description.js';
 import { writeFilesAtomically } from '../../triton/write-files.js';
 import { VERSION } from '../../version.js';
 import type { CliIo } from '../io.js';
-import { openPopef } from './open-popef.js';
+import { openPopef, type ReadBy } from './open-popef.js';
 import { openSource } from './sources.js';
 
 /**
- * `popef describe`: reads the files with the same opener as `popef dump`
- * (open-popef.ts: the open layout, or the SDK's reader where it is installed), so it describes whatever dump can read, and writes the
- * description atomically (triton/write-files.ts).
+ * `popef describe`, and the description `popef scaffold` writes beside an
+ * SDK-written file it places: both read the files with the same opener as
+ * `popef dump` (open-popef.ts: the open layout, or the SDK's reader where it
+ * is installed), so a description holds whatever dump can read.
  */
 
 export interface Described {
@@ -21,10 +22,54 @@ export interface Described {
   readonly reader: string;
 }
 
+/** A file to describe, and the name the description records for it (its base name, or the name it will have once placed). */
+export interface FileToDescribe {
+  readonly path: string;
+  readonly recordedName: string;
+}
+
 /** Which reader read the files, as the description records it. */
-function readerName(readers: readonly ('open-layout' | 'poplar-sdk')[], sdkVersion: string | null | undefined): string {
-  if (readers.every((r) => r === 'open-layout')) return `popef-toolkit ${VERSION} open-layout reader`;
+function readerName(readers: readonly ReadBy[]): string {
+  if (readers.every((r) => r.reader === 'open-layout')) return `popef-toolkit ${VERSION} open-layout reader`;
+  const sdkVersion = readers.find((r) => r.sdkVersion !== undefined)?.sdkVersion;
   return `Poplar SDK ${sdkVersion ?? '(release not reported)'} popef.Reader, through popef-toolkit ${VERSION}'s bridge`;
+}
+
+/** Describes the files as one model set. Names in the description are the recorded names, in the models' `file` fields too. */
+export async function describePopefFiles(files: readonly FileToDescribe[], io: CliIo): Promise<PopefDescription> {
+  const opened: PopefFile[] = [];
+  let set: ModelSet | undefined;
+  try {
+    // Size and SHA-256 are of the files as given: an SDK-written file is read through an open-layout copy, which they must not describe.
+    const described: DescribedFile[] = [];
+    for (const f of files) {
+      const source = await openSource(f.path, io);
+      try {
+        described.push({ name: f.recordedName, size: source.size, sha256: await sha256Of(source) });
+      } finally {
+        await source.close();
+      }
+    }
+    const readers: ReadBy[] = [];
+    for (const f of files) {
+      const o = await openPopef(f.path, io);
+      opened.push(o.file);
+      readers.push(o.readBy);
+    }
+    set = await ModelSet.fromFiles(opened);
+    const description = describeModelSet(set, described, readerName(readers));
+    // The models name their file by base name; a file placed under another name is recorded under that one.
+    const renamed = new Map(files.map((f) => [basename(f.path), f.recordedName]));
+    return { ...description, models: description.models.map((m) => ({ ...m, file: renamed.get(m.file) ?? m.file })) };
+  } finally {
+    if (set !== undefined) await set.close();
+    else await Promise.all(opened.map((f) => f.close()));
+  }
+}
+
+/** The text of a description file. */
+export function descriptionText(description: PopefDescription): string {
+  return `${JSON.stringify(description, null, 2)}\n`;
 }
 
 export async function describeFiles(
@@ -32,37 +77,12 @@ export async function describeFiles(
   flags: { readonly output?: string; readonly force?: boolean },
   io: CliIo,
 ): Promise<Described> {
-  const opened: PopefFile[] = [];
-  let set: ModelSet | undefined;
-  try {
-    // Size and SHA-256 are of the files as given: an SDK-written file is read through an open-layout copy, which they must not describe.
-    const files: DescribedFile[] = [];
-    for (const name of names) {
-      const source = await openSource(name, io);
-      try {
-        files.push({ name: basename(name), size: source.size, sha256: await sha256Of(source) });
-      } finally {
-        await source.close();
-      }
-    }
-    const readers: ('open-layout' | 'poplar-sdk')[] = [];
-    let sdkVersion: string | null | undefined;
-    for (const name of names) {
-      const o = await openPopef(name, io);
-      opened.push(o.file);
-      readers.push(o.readBy.reader);
-      sdkVersion ??= o.readBy.sdkVersion;
-    }
-    set = await ModelSet.fromFiles(opened);
-    const description = describeModelSet(set, files, readerName(readers, sdkVersion));
-    const shown = flags.output ?? descriptionPathOf(names[0] ?? '');
-    // The one atomic write every command uses: refuses an existing file without --force, leaves nothing half-written.
-    await writeFilesAtomically([{ path: resolve(io.cwd, shown), content: `${JSON.stringify(description, null, 2)}\n` }], {
-      force: flags.force === true,
-    });
-    return { shown, models: description.models.length, files: files.length, reader: description.reader };
-  } finally {
-    if (set !== undefined) await set.close();
-    else await Promise.all(opened.map((f) => f.close()));
-  }
+  const description = await describePopefFiles(
+    names.map((path) => ({ path, recordedName: basename(path) })),
+    io,
+  );
+  const shown = flags.output ?? descriptionPathOf(names[0] ?? '');
+  // The one atomic write every command uses: refuses an existing file without --force, leaves nothing half-written.
+  await writeFilesAtomically([{ path: resolve(io.cwd, shown), content: descriptionText(description) }], { force: flags.force === true });
+  return { shown, models: description.models.length, files: names.length, reader: description.reader };
 }

@@ -164,13 +164,22 @@ export async function openPopefFiles(names: readonly string[], io: CliIo, option
   }
 }
 
-/** The files as one model set (see openPopef for files not in the open layout). */
-export async function openModelSet(names: readonly string[], io: CliIo, options: OpenPopefOptions = {}): Promise<ModelSet> {
-  const files = (await openPopefFiles(names, io, options)).map((o) => o.file);
+/** The files as one model set (see openPopef for files not in the open layout), with the reader that read each. */
+export async function openModelSetReadBy(
+  names: readonly string[],
+  io: CliIo,
+  options: OpenPopefOptions = {},
+): Promise<{ readonly set: ModelSet; readonly readBy: readonly ReadBy[] }> {
+  const opened = await openPopefFiles(names, io, options);
   try {
-    return await ModelSet.fromFiles(files);
+    return { set: await ModelSet.fromFiles(opened.map((o) => o.file)), readBy: opened.map((o) => o.readBy) };
   } catch (error) {
-    await Promise.all(files.map((f) => f.close()));
+    await Promise.all(opened.map((o) => o.file.close()));
     throw error;
   }
+}
+
+/** The files as one model set (see openPopef for files not in the open layout). */
+export async function openModelSet(names: readonly string[], io: CliIo, options: OpenPopefOptions = {}): Promise<ModelSet> {
+  return (await openModelSetReadBy(names, io, options)).set;
 }

@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
-import { join, relative, resolve } from 'node:path';
+import { basename, join, relative, resolve } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import { printable } from '../../present/printable.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { addConfigOptions, type ConfigFlags } from './config-flags.js';
+import type { GeneratedFiles } from './config-generate.js';
 import { exitCodesHelp, parseIntOption } from './options.js';
 
 interface Flags extends ConfigFlags {
@@ -19,6 +20,20 @@ interface Flags extends ConfigFlags {
 /** A path as a POSIX shell word: as it is when it has nothing special, else single-quoted. */
 function shellQuote(path: string): string {
   return /^[A-Za-z0-9_./:@%+=,-]+$/.test(path) ? path : `'${path.replace(/'/g, "'\\''")}'`;
+}
+
+/**
+ * The description placed beside the export: the one the model was scaffolded
+ * from, or, for an SDK-written file the Poplar SDK read here, one written now
+ * (as popef describe writes it, naming the file executable.popef), so that
+ * validate can cross-check the version on a machine without the SDK.
+ */
+async function descriptionToPlace(generated: GeneratedFiles, io: CliIo): Promise<{ text: string } | { copyFrom: string } | undefined> {
+  if (generated.descriptionFile !== undefined) return { copyFrom: generated.descriptionFile };
+  if (!generated.readBySdk) return undefined;
+  const { describePopefFiles, descriptionText } = await import('./describe-run.js');
+  const placed = generated.popefFiles.map((path, i) => ({ path, recordedName: i === 0 ? 'executable.popef' : basename(path) }));
+  return { text: descriptionText(await describePopefFiles(placed, io)) };
 }
 
 export function registerScaffold(program: Command, io: CliIo, run: (handler: Handler) => void): void {
@@ -54,6 +69,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
           },
         );
       }
+      const description = await descriptionToPlace(generated, io);
       const repository = resolve(io.cwd, flags.repository);
       if (flags.dryRun !== true) {
         // A killed earlier run is finished first, so that this one plans against a whole model.
@@ -68,7 +84,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
           config: generated.pbtxt,
           nameMap: generated.nameMapText,
           popefFiles: generated.popefFiles,
-          ...(generated.descriptionFile === undefined ? {} : { description: generated.descriptionFile }),
+          ...(description === undefined ? {} : { description }),
         },
         { force: flags.force },
       );
