@@ -2,7 +2,7 @@ import type { Blob, ReadWarning } from '../format/blob.js';
 import { Codec, LAYOUT_VERSION } from '../format/constants.js';
 import { hex } from '../format/header.js';
 import type { ModelSet } from '../format/model-set.js';
-import { sizeInBytes, type DataType, type Metadata, type TensorType } from '../schema/model.js';
+import { sizeInBytes, type DataType, type Metadata, type TensorInfo, type TensorType } from '../schema/model.js';
 import { anchorRole, type AnchorRole } from './anchor-roles.js';
 
 /**
@@ -188,6 +188,11 @@ function blobReport(b: Blob): BlobReport {
 }
 
 /** Builds the report of an open model set (reads nothing more from disk). */
+/** A tensor or feed blob's name, file and tensor info (a feed's shape is one sample's). */
+function tensorReport(t: { readonly name: string; readonly file: string; readonly tensorInfo: TensorInfo }): TensorReport {
+  return { name: t.name, file: t.file, dtype: t.tensorInfo.dtype, shape: t.tensorInfo.shape, sizeInBytes: toSize(sizeInBytes(t.tensorInfo)) };
+}
+
 export function buildReport(set: ModelSet, verify: VerifyReport | null = null): DumpReport {
   const stored = new Set(set.tensors.map((t) => t.name));
   return {
@@ -205,22 +210,8 @@ export function buildReport(set: ModelSet, verify: VerifyReport | null = null): 
       tensors: m.tensors.map((t) => t.name),
     })),
     blobs: set.blobs.map(blobReport),
-    tensors: set.tensors.map((t) => ({
-      name: t.name,
-      file: t.file,
-      dtype: t.tensorInfo.dtype,
-      shape: t.tensorInfo.shape,
-      sizeInBytes: toSize(sizeInBytes(t.tensorInfo)),
-    })),
-    feeds: set.feeds.map((f) => ({
-      name: f.name,
-      file: f.file,
-      dtype: f.tensorInfo.dtype,
-      shape: f.tensorInfo.shape,
-      sizeInBytes: toSize(sizeInBytes(f.tensorInfo)),
-      sampleCount: f.sampleCount,
-      totalBytes: toSize(f.payloadLength),
-    })),
+    tensors: set.tensors.map(tensorReport),
+    feeds: set.feeds.map((f) => ({ ...tensorReport(f), sampleCount: f.sampleCount, totalBytes: toSize(f.payloadLength) })),
     opaques: set.opaques.map((o) => ({ name: o.name, executable: o.executable, file: o.file, size: o.payloadLength })),
     warnings: set.warnings,
     verify,

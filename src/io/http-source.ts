@@ -98,6 +98,13 @@ export class HttpSource implements ByteSource {
     return new PopefError(code, message, { file: this.name, suggestion });
   }
 
+  /** A fetch that ended on its signal: the overall deadline when that has passed, else this request's timeout. */
+  private throwIfTimedOut(error: Error, field: string, what: string, suggestion: string): void {
+    if (error.name !== 'TimeoutError' && error.name !== 'AbortError') return;
+    this.checkDeadline(field);
+    throw this.fail(ErrorCode.Timeout, `${what} within ${this.options.timeoutMs / 1000} s (reading ${field})`, suggestion);
+  }
+
   /** One Range request (following redirects); checks status, Content-Range and length. */
   private async request(offset: number, length: number, field: string, probing = false): Promise<{ body: Uint8Array; total: number }> {
     if (this.fetched + length > this.options.maxBytes) {
@@ -123,14 +130,7 @@ export class HttpSource implements ByteSource {
         });
       } catch (error) {
         const e = error as Error;
-        if (e.name === 'TimeoutError' || e.name === 'AbortError') {
-          this.checkDeadline(field);
-          throw this.fail(
-            ErrorCode.Timeout,
-            `no answer from the server within ${this.options.timeoutMs / 1000} s (reading ${field})`,
-            'check the URL and the network, then try again',
-          );
-        }
+        this.throwIfTimedOut(e, field, 'no answer from the server', 'check the URL and the network, then try again');
         throw this.fail(ErrorCode.Io, `cannot reach the server: ${(e.cause as Error | undefined)?.message ?? e.message}`, 'check the URL');
       }
       if (REDIRECTS.has(response.status)) {
@@ -223,15 +223,7 @@ export class HttpSource implements ByteSource {
           // The request's own timeout signal also ends a body that stalls.
           step = await reader.read();
         } catch (error) {
-          const e = error as Error;
-          if (e.name === 'TimeoutError' || e.name === 'AbortError') {
-            this.checkDeadline(field);
-            throw this.fail(
-              ErrorCode.Timeout,
-              `the server did not finish sending within ${this.options.timeoutMs / 1000} s (reading ${field})`,
-              'check the server and the network, then try again',
-            );
-          }
+          this.throwIfTimedOut(error as Error, field, 'the server did not finish sending', 'check the server and the network, then try again');
           // The connection closed under us (undici says "terminated"): what arrived is short.
           break;
         }

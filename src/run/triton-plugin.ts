@@ -126,6 +126,18 @@ function grpcCall(
   });
 }
 
+/** The served model a run talks to, and how the model's anchors are named on the server. */
+interface ServedModel {
+  readonly endpoint: Endpoint;
+  readonly model: string;
+  /** '' for the server's choice of version. */
+  readonly version: string;
+  readonly inputs: readonly TensorSpec[];
+  readonly outputs: readonly TensorSpec[];
+  /** The server's name for an anchor. */
+  readonly client: (anchor: string) => string;
+}
+
 export class TritonPlugin implements ExecutionPlugin {
   readonly name = 'triton';
   private readonly clients: Client[] = [];
@@ -194,10 +206,8 @@ export class TritonPlugin implements ExecutionPlugin {
       if (protocolFromPopef(spec.dtype) === undefined)
         throw new PopefError(ErrorCode.InvalidInput, `tensor "${spec.name}" of dtype ${spec.dtype} has no datatype in Triton's protocol`, {});
     }
-    const run =
-      endpoint.kind === 'http'
-        ? this.httpRun(endpoint, modelName, version, inputs, outputs, client)
-        : this.grpcRun(endpoint, modelName, version, inputs, outputs, client);
+    const served: ServedModel = { endpoint, model: modelName, version, inputs, outputs, client };
+    const run = endpoint.kind === 'http' ? this.httpRun(served) : this.grpcRun(served);
     return { inputs, outputs, run, close: () => Promise.resolve() };
   }
 
@@ -214,14 +224,7 @@ export class TritonPlugin implements ExecutionPlugin {
     return { ...spec, data };
   }
 
-  private httpRun(
-    endpoint: Endpoint,
-    model: string,
-    version: string,
-    inputs: readonly TensorSpec[],
-    outputs: readonly TensorSpec[],
-    client: (a: string) => string,
-  ): OpenedModel['run'] {
+  private httpRun({ endpoint, model, version, inputs, outputs, client }: ServedModel): OpenedModel['run'] {
     const path = `/v2/models/${encodeURIComponent(model)}${version === '' ? '' : `/versions/${version}`}/infer`;
     const byName = new Map(outputs.map((spec) => [client(spec.name), spec]));
     return async (values) => {
@@ -284,14 +287,7 @@ export class TritonPlugin implements ExecutionPlugin {
     };
   }
 
-  private grpcRun(
-    endpoint: Endpoint,
-    model: string,
-    version: string,
-    inputs: readonly TensorSpec[],
-    outputs: readonly TensorSpec[],
-    client: (a: string) => string,
-  ): OpenedModel['run'] {
+  private grpcRun({ endpoint, model, version, inputs, outputs, client }: ServedModel): OpenedModel['run'] {
     // Answers past the outputs' bytes and the header allowance are refused by grpc-js before they are buffered.
     const channel = new Client(endpoint.address, credentials.createInsecure(), {
       'grpc.max_receive_message_length': Math.min(responseLimit(outputs), 2 ** 31 - 1),
