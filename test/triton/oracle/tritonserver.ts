@@ -119,7 +119,8 @@ export async function startTriton(
   try {
     // The HTTP service starts once the initial load of every model has ended.
     while (!log.includes('Started HTTPService')) {
-      if (child.exitCode !== null) throw new Error(`tritonserver exited with ${child.exitCode}:\n${log.slice(-4000)}`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`tritonserver exited with ${child.exitCode ?? child.signalCode ?? ''} before it was ready:\n${log.slice(-4000)}`);
       if (Date.now() > deadline) throw new Error(`tritonserver did not start within ${timeoutMs} ms:\n${log.slice(-4000)}`);
       await new Promise((r) => setTimeout(r, 100));
     }
