@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fixture, inTempDir } from '../helpers.js';
-import { assertCleanError, processRunning, spawnPopef, until } from './spawn-popef.js';
+import { afterLoading, assertCleanError, processRunning, spawnPopef, until } from './spawn-popef.js';
 
 /**
  * Plugins that misbehave, and interrupts at awkward moments: every command
@@ -309,7 +309,7 @@ describe('misbehaving plugins', () => {
 describe('interrupts', () => {
   it('Ctrl-C stops a timed run within 1 s, with exit 130', async () => {
     const run = await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--random', '--duration', '100'], {
-      interrupt: { signal: 'SIGINT', afterMs: 1500 },
+      interrupt: { signal: 'SIGINT', when: afterLoading('onnxruntime', 300) },
     });
     assert.equal(run.hung, false);
     assert.equal(run.code, 130, run.stderr);
@@ -318,7 +318,7 @@ describe('interrupts', () => {
 
   it('SIGTERM stops a timed run within 1 s, with exit 143', async () => {
     const run = await spawnPopef(['run', MNIST, '--plugin', 'cpu', '--random', '--duration', '100'], {
-      interrupt: { signal: 'SIGTERM', afterMs: 1500 },
+      interrupt: { signal: 'SIGTERM', when: afterLoading('onnxruntime', 300) },
     });
     assert.equal(run.code, 143, run.stderr);
     assert.ok((run.stopMs ?? Infinity) < 1000, `stopped ${run.stopMs ?? '?'} ms after SIGTERM`);

@@ -37,6 +37,25 @@ export interface SpawnOptions {
 }
 
 /**
+ * An interrupt moment: `afterMs` after the process has mapped a shared
+ * library whose path contains `library` (Linux's /proc/PID/maps), i.e. once
+ * the command is under way, so that a slow start on a loaded machine is not
+ * mistaken for a slow stop (a signal that comes before the CLI has its
+ * handler kills the process by the default action). Node's own handlers
+ * are there from its start, so the caught-signal mask cannot tell.
+ */
+export function afterLoading(library: string, afterMs: number): (child: ChildProcess) => Promise<void> {
+  return async (child) => {
+    for (;;) {
+      const maps = await readFile(`/proc/${child.pid ?? 0}/maps`, 'utf8').catch(() => undefined);
+      if (maps === undefined || maps.includes(library)) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, afterMs));
+  };
+}
+
+/**
  * Runs the built CLI as a user would, in its own process, so that a hang,
  * a stack overflow or a stray child cannot take the test runner with it.
  */
