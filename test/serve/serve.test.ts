@@ -396,7 +396,9 @@ describe('popef serve: requests queue per model instance', () => {
         await writeFile(join(repo, 'mnist', 'config.pbtxt'), config.replace('kind: KIND_CPU', `kind: KIND_CPU\n    count: ${instances}`));
         let running = 0;
         let most = 0;
-        // A plugin double that only records how many runs overlap; each run takes 5 ms.
+        // A plugin double that only records how many runs overlap. Each run holds until `expected` runs
+        // overlap (or 2 s pass: arrivals on a loaded machine are slow), then 50 ms more, in which a server
+        // that allowed more runs at once would start them: the count does not depend on arrival timing.
         const plugin: ExecutionPlugin = {
           name: 'recorder',
           probe: () => Promise.resolve({ available: true }),
@@ -409,7 +411,9 @@ describe('popef serve: requests queue per model instance', () => {
               run: async () => {
                 running += 1;
                 most = Math.max(most, running);
-                await new Promise((r) => setTimeout(r, 5));
+                const deadline = Date.now() + 2000;
+                while (running < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+                await new Promise((r) => setTimeout(r, 50));
                 running -= 1;
                 return new Map([
                   ['softmax/Softmax:0', { name: 'softmax/Softmax:0', dtype: 'F32' as const, shape: [1, 10], data: new Uint8Array(40) }],
