@@ -100,7 +100,7 @@ now_ns(void)
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Reads input `name`; a missing input is no error (returns false). */
+/* Reads input `name`; a missing input is no error (*found stays false). */
 static TRITONSERVER_Error*
 read_input(TRITONBACKEND_Request* request, const char* name, Tensor* t, bool* found)
 {
@@ -176,7 +176,10 @@ compute(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response)
       const int32_t* b = (const int32_t*)in1.data;
       const size_t n = in0.size / sizeof(int32_t);
       int32_t* out = malloc(in0.size > 0 ? in0.size : 1);
-      if (out == 0) return TRITONSERVER_ErrorNew(ERROR_INTERNAL, "out of memory");
+      if (out == 0) {
+        error = TRITONSERVER_ErrorNew(ERROR_INTERNAL, "out of memory");
+        break;
+      }
       for (size_t j = 0; j < n; j++) out[j] = k == 0 ? a[j] + b[j] : a[j] - b[j];
       error = write_output(response, name, &in0, (const char*)out);
       free(out);

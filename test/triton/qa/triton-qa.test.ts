@@ -226,7 +226,7 @@ describe("Triton's QA client tests on tritonserver and on popef serve", { skip: 
     }
   });
 
-  it('the stand-in models compute on both servers what the QA models compute (simple adds and subtracts, the others copy)', () => {
+  it("the stand-in models compute on both servers what the QA models compute (simple's sum read from a shared-memory region, an identity's raw binary bytes)", () => {
     // Checked through the upstream tests that read outputs: they must pass on both servers.
     for (const id of [
       'L0_http HttpTest.test_raw_binary',
