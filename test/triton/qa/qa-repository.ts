@@ -32,10 +32,38 @@ interface QaModel {
   readonly nodes: readonly Proto[];
   /** More config.pbtxt text (a scheduler, say). */
   readonly extraConfig?: string;
+  /** The version directories (default: 1). */
+  readonly versions?: readonly number[];
 }
 
 const TRITON_TYPE: Record<Dtype, string> = { F32: 'TYPE_FP32', S32: 'TYPE_INT32', F16: 'TYPE_FP16' };
 const ONNX_TYPE: Record<Dtype, number> = { F32: ONNX_FLOAT, S32: ONNX_INT32, F16: ONNX_FLOAT16 };
+
+/** Triton's add/sub QA models: OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, cast to the output type. */
+function addSub(name: string, input: Dtype, output: Dtype, more: Partial<QaModel> = {}): QaModel {
+  const cast = (from: string, to: string): Proto[] =>
+    input === output ? [] : [node('Cast', [from], [to], `cast_${to}`, [new Proto().bytes(1, 'to').int(3, ONNX_TYPE[output]).int(20, 2)])];
+  const raw = (o: string): string => (input === output ? o : `${o}_raw`);
+  return {
+    name,
+    maxBatchSize: 8,
+    inputs: [
+      { name: 'INPUT0', dtype: input, dims: [16] },
+      { name: 'INPUT1', dtype: input, dims: [16] },
+    ],
+    outputs: [
+      { name: 'OUTPUT0', dtype: output, dims: [16] },
+      { name: 'OUTPUT1', dtype: output, dims: [16] },
+    ],
+    nodes: [
+      node('Add', ['INPUT0', 'INPUT1'], [raw('OUTPUT0')], 'add'),
+      node('Sub', ['INPUT0', 'INPUT1'], [raw('OUTPUT1')], 'sub'),
+      ...cast(raw('OUTPUT0'), 'OUTPUT0'),
+      ...cast(raw('OUTPUT1'), 'OUTPUT1'),
+    ],
+    ...more,
+  };
+}
 
 function identity(name: string, count: number, dtype: Dtype, dims: readonly number[], extraConfig?: string): QaModel {
   const tensors = (prefix: string): Tensor[] => Array.from({ length: count }, (_, i) => ({ name: `${prefix}${i}`, dtype, dims }));
@@ -66,20 +94,12 @@ function inputValidation(name: string, optional: readonly boolean[]): QaModel {
  * executable's tensors have fixed shapes): the size the test sends.
  */
 export const QA_MODELS: readonly QaModel[] = [
-  {
-    // qa/L0_simple_*'s "simple": OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1.
-    name: 'simple',
-    maxBatchSize: 8,
-    inputs: [
-      { name: 'INPUT0', dtype: 'S32', dims: [16] },
-      { name: 'INPUT1', dtype: 'S32', dims: [16] },
-    ],
-    outputs: [
-      { name: 'OUTPUT0', dtype: 'S32', dims: [16] },
-      { name: 'OUTPUT1', dtype: 'S32', dims: [16] },
-    ],
-    nodes: [node('Add', ['INPUT0', 'INPUT1'], ['OUTPUT0'], 'add'), node('Sub', ['INPUT0', 'INPUT1'], ['OUTPUT1'], 'sub')],
-  },
+  // qa/L0_simple_*'s "simple".
+  addSub('simple', 'S32', 'S32'),
+  // L0_server_status's multi-version models (upstream: TensorFlow and ONNX models of qa_model_repository).
+  addSub('graphdef_int32_int32_int32', 'S32', 'S32', { versions: [1, 2, 3], extraConfig: 'version_policy: { all {} }\n' }),
+  addSub('onnx_int32_int32_int32', 'S32', 'S32', { versions: [1, 2, 3], extraConfig: 'version_policy: { all {} }\n' }),
+  addSub('graphdef_float16_float32_float32', 'F16', 'F32'),
   identity('onnx_zero_1_float32', 1, 'F32', [8]),
   identity('onnx_zero_1_float32_longer', 1, 'F32', [32]),
   identity('onnx_zero_1_float16', 1, 'F16', [2, 2]),
@@ -117,7 +137,11 @@ function configText(model: QaModel): string {
 }
 
 async function writeModel(repo: string, model: QaModel): Promise<void> {
-  const dir = join(repo, model.name, '1');
+  for (const version of model.versions ?? [1]) await writeVersion(join(repo, model.name, String(version)), model);
+  await writeFile(join(repo, model.name, 'config.pbtxt'), configText(model));
+}
+
+async function writeVersion(dir: string, model: QaModel): Promise<void> {
   await mkdir(dir, { recursive: true });
   const executable = model.name;
   const anchor = (t: Tensor, type: Anchor['type']): Anchor => {
@@ -140,7 +164,6 @@ async function writeModel(repo: string, model: QaModel): Promise<void> {
   await w.close();
   const names = Object.fromEntries([...model.inputs, ...model.outputs].map((t) => [t.name, t.name]));
   await writeFile(join(dir, 'name_map.json'), `${JSON.stringify(names, null, 2)}\n`);
-  await writeFile(join(repo, model.name, 'config.pbtxt'), configText(model));
 }
 
 /** Writes the QA repository into `<dir>/models` and returns its path. */

@@ -2,7 +2,7 @@
 against one server and prints, as JSON, the outcome of each test:
 {"Class.test_name": {"outcome": "pass" | "fail" | "error" | "skip", "detail": "..."}}.
 
-Usage: run_qa.py HTTP_HOST:PORT GRPC_HOST:PORT L0_x/file.py [--skip Class.test ...]
+Usage: run_qa.py HTTP_HOST:PORT GRPC_HOST:PORT L0_x/file.py [--only Class] [--skip Class.test ...]
 
 Upstream's test.sh scripts start tritonserver on the default ports 8000 and
 8001 for each file; here each server listens on a free port. So the
@@ -104,6 +104,7 @@ def iterate(suite):
 def main() -> int:
     http, grpc, file, *rest = sys.argv[1:]
     skip = {rest[i + 1] for i in range(len(rest) - 1) if rest[i] == "--skip"}
+    only = {rest[i + 1] for i in range(len(rest) - 1) if rest[i] == "--only"}
     with tempfile.TemporaryDirectory(prefix="triton-qa-") as temp:
         root = Path(temp)
         copy_tree(root, http, grpc)
@@ -114,7 +115,8 @@ def main() -> int:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         loader = unittest.defaultTestLoader
-        suite = unittest.TestSuite(t for t in iterate(loader.loadTestsFromModule(module)) if Outcomes.key(t) not in skip)
+        tests = [t for t in iterate(loader.loadTestsFromModule(module)) if Outcomes.key(t) not in skip]
+        suite = unittest.TestSuite(t for t in tests if not only or type(t).__name__ in only)
         result = Outcomes(http)
         # The tests print a great deal (verbose clients); keep stdout for the JSON.
         real_stdout = sys.stdout

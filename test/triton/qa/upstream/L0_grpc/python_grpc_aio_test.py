@@ -69,7 +69,7 @@ class TestGrpcAioClient(unittest.IsolatedAsyncioTestCase):
 
     async def test_get_model_repository_index(self):
         ret = await self._triton_client.get_model_repository_index()
-        self.assertEqual(len(ret.models), 11)  # popef-toolkit adaptation: the models in test/triton/qa/qa-repository.ts (upstream: 8)
+        self.assertEqual(len(ret.models), 18)  # popef-toolkit adaptation: the model versions of test/triton/qa/qa-repository.ts (upstream: 8)
 
     async def test_load_model(self):
         with self.assertRaisesRegex(

@@ -66,7 +66,7 @@ class TestHttpAioClient(unittest.IsolatedAsyncioTestCase):
 
     async def test_get_model_repository_index(self):
         ret = await self._triton_client.get_model_repository_index()
-        self.assertEqual(len(ret), 11)  # popef-toolkit adaptation: the models in test/triton/qa/qa-repository.ts (upstream: 7)
+        self.assertEqual(len(ret), 18)  # popef-toolkit adaptation: the model versions of test/triton/qa/qa-repository.ts (upstream: 7)
 
     async def test_load_model(self):
         with self.assertRaisesRegex(

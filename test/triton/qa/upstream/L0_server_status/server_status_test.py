@@ -721,10 +721,11 @@ class ModelMetadataTest(tu.TestResultCollector):
                     stats = infer_stats["model_stats"]
                 else:
                     stats = infer_stats.model_stats
+                # popef-toolkit adaptation: the ready versions of test/triton/qa/qa-repository.ts after test.sh's edits (upstream: 219).
                 self.assertEqual(
                     len(stats),
-                    219,
-                    "expected 219 infer stats for all ready versions of all model",
+                    14,
+                    "expected 14 infer stats for all ready versions of all model",
                 )
 
         except InferenceServerException as ex:
