@@ -18,5 +18,5 @@ if (ruff === undefined) {
   process.stderr.write(`lint:py: skipped: ${message}\n`);
   process.exit(0);
 }
-const r = spawnSync(ruff, ['check', 'src/run/bridge', 'fixtures/sim-sdk'], { cwd: root, stdio: 'inherit' });
+const r = spawnSync(ruff, ['check', 'src/run/bridge', 'fixtures/sim-sdk', 'test/triton/qa/run_qa.py'], { cwd: root, stdio: 'inherit' });
 process.exit(r.status ?? 1);

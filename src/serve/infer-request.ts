@@ -131,6 +131,38 @@ function protocolName(datatype: string): string {
 }
 
 /**
+ * Triton core's ValidateRequestInputs: the number of inputs, between the
+ * required ones and all of them (the exact-count message when no input is
+ * optional). Then, unlike Triton (whose backend sees the request without
+ * it), an absent optional input is refused: a Poplar executable has a
+ * tensor for every input and cannot run without its data.
+ */
+function validateRequestInputs(model: RequestContract, request: InferRequest, seen: ReadonlySet<string>, prefix: string): void {
+  const total = model.inputs.length;
+  const required = model.inputs.filter((t) => t.optional !== true).length;
+  const count = request.inputs.length;
+  if (count > total || count < required) {
+    // Triton builds both lists by appending "'name'," after "[" and dropping the last character: with
+    // nothing missing, the "[" itself goes ("missing required input(s) ]"). It lists the given inputs in
+    // the order of its unordered_map, which for a few names is the reverse of their arrival.
+    const missing = model.inputs.filter((t) => t.optional !== true && !seen.has(t.name)).map((t) => `'${t.name}'`);
+    const given = [...new Set(request.inputs.map((t) => `'${t.name}'`))].reverse();
+    const missingText = missing.length === 0 ? ']' : `[${missing.join(',')}]`;
+    const expected = total === required ? `expected ${total} inputs` : `expected number of inputs between ${required} and ${total}`;
+    throw invalidArg(
+      `${prefix}${expected} but got ${count} inputs for model '${model.name}'. ` +
+        `Got input(s) [${given.join(',')}], but missing required input(s) ${missingText}. Please provide all required input(s).`,
+    );
+  }
+  const absent = model.inputs.find((t) => !seen.has(t.name));
+  if (absent !== undefined && request.inputs.every((t) => model.inputs.some((c) => c.name === t.name)))
+    throw invalidArg(
+      `${prefix}input '${absent.name}' of model '${model.name}' was not given: ${absent.optional === true ? 'it is optional in the config, but ' : ''}` +
+        'a Poplar executable takes every input, so the request must give it',
+    );
+}
+
+/**
  * Checks a request against the model, as Triton core does before a backend
  * sees it, and returns the plugin's input tensors. When the model batches
  * and the request brings fewer rows than the PopEF anchors hold, the rows
@@ -150,19 +182,7 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
   for (const output of request.outputs) {
     if (!outputNames.has(output.name)) throw invalidArg(`unexpected inference output '${output.name}' for model '${model.name}'`);
   }
-  // ValidateRequestInputs: the count first (no input of a Poplar model is optional).
-  if (request.inputs.length !== model.inputs.length) {
-    // Triton builds both lists by appending "'name'," after "[" and dropping the last character: with
-    // nothing missing, the "[" itself goes ("missing required input(s) ]"). It lists the given inputs in
-    // the order of its unordered_map, which for a few names is the reverse of their arrival.
-    const missing = model.inputs.filter((t) => !seen.has(t.name)).map((t) => `'${t.name}'`);
-    const given = [...new Set(request.inputs.map((t) => `'${t.name}'`))].reverse();
-    const missingText = missing.length === 0 ? ']' : `[${missing.join(',')}]`;
-    throw invalidArg(
-      `${prefix}expected ${model.inputs.length} inputs but got ${request.inputs.length} inputs for model '${model.name}'. ` +
-        `Got input(s) [${given.join(',')}], but missing required input(s) ${missingText}. Please provide all required input(s).`,
-    );
-  }
+  validateRequestInputs(model, request, seen, prefix);
   let batch = 0;
   const shapes = new Map<string, readonly number[]>();
   for (const input of request.inputs) {

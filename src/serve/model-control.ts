@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { ErrorCode, PopefError } from '../errors.js';
 import type { LoadOptions, ModelRepository } from './model-repository.js';
 import { RequestError } from './status.js';
+import type { ServedModel } from './served-model.js';
 
 /**
  * Triton's model control (--model-control-mode, core r24.10,
@@ -175,19 +176,26 @@ export class ModelControl {
     this.draining.add(tracked);
   }
 
-  /** The repository index: every model directory, with the state of each loaded version. */
+  /**
+   * The repository index: every model directory, with one entry for each
+   * loaded version (Triton lists each version its policy selected, in
+   * ascending order), or one without a version for a model never loaded.
+   */
   async index(readyOnly: boolean): Promise<IndexEntry[]> {
-    const served = new Map(this.repository.list().map((m) => [m.name, m]));
+    const served = new Map<string, ServedModel[]>();
+    for (const m of this.repository.list()) served.set(m.name, [...(served.get(m.name) ?? []), m]);
     const names = new Set([...(await this.directories()).keys(), ...served.keys()]);
     const out: IndexEntry[] = [];
     for (const name of [...names].sort()) {
-      const m = served.get(name);
-      if (m === undefined) {
+      const versions = served.get(name);
+      if (versions === undefined) {
         if (!readyOnly) out.push({ name, version: '', state: '', reason: '' });
         continue;
       }
-      const state = this.repository.stateOf(m);
-      if (!readyOnly || state === 'READY') out.push({ name, version: m.version, state, reason: m.reason });
+      for (const m of versions) {
+        const state = this.repository.stateOf(m);
+        if (!readyOnly || state === 'READY') out.push({ name, version: m.version, state, reason: m.reason });
+      }
     }
     return out;
   }

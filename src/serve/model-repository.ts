@@ -63,7 +63,8 @@ function joinTensors(
     if (spec === undefined) return `tensor '${name}' (anchor '${anchor}') is not a tensor the execution plugin offers for this model`;
     const datatype = protocolFromConfig(t.data_type);
     if (datatype === '') return `tensor '${name}' has no data_type`;
-    out.push({ name, anchor, datatype, dims: dimsOf(t), anchorShape: spec.shape, labels: labels.get(name) });
+    const optional = 'optional' in t && t.optional === true ? { optional: true } : {};
+    out.push({ name, anchor, datatype, dims: dimsOf(t), anchorShape: spec.shape, labels: labels.get(name), ...optional });
   }
   return out;
 }

@@ -30,6 +30,8 @@ export interface ServedTensor {
   readonly anchorShape: readonly number[];
   /** Classification labels (the output's label_filename), one per class index. */
   readonly labels?: readonly string[];
+  /** An input the config marks `optional: true` (Triton then accepts a request without it). */
+  readonly optional?: boolean;
 }
 
 export type ModelState = 'READY' | 'UNAVAILABLE';

@@ -33,13 +33,20 @@ export function findTritonServer(): string | undefined {
   return undefined;
 }
 
-/** Compiles the stand-in backend as `<dir>/<name>/libtriton_<name>.so` for each backend name. */
-export async function buildStandInBackends(dir: string, names: readonly string[]): Promise<void> {
+/**
+ * Compiles the stand-in backend (or another C source, such as the QA tests'
+ * computing one) as `<dir>/<name>/libtriton_<name>.so` for each backend name.
+ */
+export async function buildStandInBackends(
+  dir: string,
+  names: readonly string[],
+  source = join(ROOT, 'test/triton/oracle/stand-in-backend.c'),
+): Promise<void> {
   for (const name of names) {
     await mkdir(join(dir, name), { recursive: true });
     const out = join(dir, name, `libtriton_${name}.so`);
-    const cc = spawnSync('cc', ['-shared', '-fPIC', '-O1', '-o', out, join(ROOT, 'test/triton/oracle/stand-in-backend.c')], { encoding: 'utf8' });
-    if (cc.status !== 0) throw new Error(`cc could not build the stand-in backend: ${cc.error?.message ?? cc.stderr}`);
+    const cc = spawnSync('cc', ['-shared', '-fPIC', '-O1', '-o', out, source], { encoding: 'utf8' });
+    if (cc.status !== 0) throw new Error(`cc could not build the stand-in backend ${source}: ${cc.error?.message ?? cc.stderr}`);
   }
 }
 
