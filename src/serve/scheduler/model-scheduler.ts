@@ -162,8 +162,9 @@ export class ModelScheduler {
     }
     const now = monotonicNs();
     const skipped = this.queue.sweep(now);
-    this.fail(skipped.rejected, new RequestError('UNAVAILABLE', 'Request timeout expired'));
-    this.fail(skipped.cancelled, new RequestError('CANCELLED', 'Request was cancelled'));
+    // An Error records a stack when made: made only for requests that leave (pump runs for every request and answer).
+    if (skipped.rejected.length > 0) this.fail(skipped.rejected, new RequestError('UNAVAILABLE', 'Request timeout expired'));
+    if (skipped.cancelled.length > 0) this.fail(skipped.cancelled, new RequestError('CANCELLED', 'Request was cancelled'));
     const instances = this.instances;
     if (instances === undefined) return;
     for (;;) {
