@@ -24,6 +24,23 @@ export interface GuardOptions {
   /** Time allowed for open and each run of an in-process plugin. */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
+  /**
+   * Trap process.exit while the plugin's steps run (default true). Only code
+   * we did not write that runs in our process can call it; the trap's
+   * AsyncLocalStorage turns on promise hooks for the whole process (Node 20),
+   * a cost on every promise of every request popef serve answers, so the
+   * built-in plugins and child processes go without it.
+   */
+  readonly trapExit?: boolean;
+}
+
+/** The step's promise: a plugin written in plain JavaScript may return a value, or throw before it returns a promise. */
+function started<T>(start: () => T | Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(start());
+  } catch (error) {
+    return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+  }
 }
 
 function describe(s: TensorSpec): string {
@@ -42,7 +59,7 @@ class GuardedPlugin implements ExecutionPlugin {
 
   /** The plugin's step, bounded by the timeout and the interrupt; its exceptions become E_PLUGIN. */
   async step<T>(what: string, start: () => Promise<T>): Promise<T> {
-    const work = withExitTrapped(this.name, what, start);
+    const work = this.options.trapExit === false ? started(start) : withExitTrapped(this.name, what, start);
     const { timeoutMs, signal } = this.options;
     try {
       return await raceDeadline(work, {

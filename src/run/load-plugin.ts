@@ -62,8 +62,16 @@ function isPluginObject(value: unknown): value is ExecutionPlugin {
 export async function loadPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPlugin> {
   const found = await findPlugin(spec, ctx);
   const inProcess = !(found instanceof ChildProcessPlugin);
-  return guardPlugin(found, { signal: ctx.signal, ...(inProcess && ctx.requestTimeoutMs !== undefined ? { timeoutMs: ctx.requestTimeoutMs } : {}) });
+  return guardPlugin(found, {
+    signal: ctx.signal,
+    ...(inProcess && ctx.requestTimeoutMs !== undefined ? { timeoutMs: ctx.requestTimeoutMs } : {}),
+    // The built-in plugins are ours, and a child process cannot end ours: only a loaded module's steps need the exit trap.
+    trapExit: inProcess && !BUILT_IN.has(spec),
+  });
 }
+
+/** The plugins of this package, by --plugin name. */
+const BUILT_IN: ReadonlySet<string> = new Set(['ipu', 'cpu', 'triton']);
 
 async function findPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPlugin> {
   if (spec === 'ipu') return ipuPlugin(ctx);

@@ -344,10 +344,22 @@ export class GrpcTransport extends TransportBase {
     for (const [method, [requestType, responseType, handler, viaFromObject]] of Object.entries(handlers)) {
       describe(method, requestType, responseType, false, viaFromObject === true);
       implementation[method] = (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
-        // grpc-js cancels the call when the client does and when its deadline passes.
+        // grpc-js cancels the call when the client does and when its deadline passes, and also after every answer
+        // it sent (its notifyOnCancel): only a call not yet answered is aborted, so that no answer costs an abort.
         const client = new AbortController();
-        call.once('cancelled', () => client.abort());
-        void this.answer(method, call.request, (r) => handler(r, client.signal), callback);
+        let answered = false;
+        call.once('cancelled', () => {
+          if (!answered) client.abort();
+        });
+        void this.answer(
+          method,
+          call.request,
+          (r) => handler(r, client.signal),
+          (error, value) => {
+            answered = true;
+            callback(error, value);
+          },
+        );
       };
     }
     describe('ModelStreamInfer', 'ModelInferRequest', 'ModelStreamInferResponse', true);

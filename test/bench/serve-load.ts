@@ -8,9 +8,15 @@
  * request in flight, as perf_analyzer does), or HTTP with binary tensors
  * (keep-alive sockets), and prints one JSON line of figures.
  *
+ * With BENCH_SERVER_PIDS (comma-separated process ids), it also reports the
+ * CPU time those processes and all their descendants (Triton's Python
+ * backend stubs) used during the timed window, per request: unlike req/s,
+ * that hardly depends on how loaded the machine is. And the 1-minute load
+ * average at the start and the end of the window.
+ *
  * usage: tsx test/bench/serve-load.ts grpc|grpc-stream|grpc-shm|http HOST:PORT MODEL CONCURRENCY SECONDS
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { Client, credentials, type ServiceError } from '@grpc/grpc-js';
 import { protocolCodec, type ProtocolMessage } from '../../src/triton/inference-protocol.js';
@@ -22,6 +28,44 @@ const image = Buffer.alloc(28 * 28 * 4);
 for (let i = 0; i < 28 * 28; i++) image.writeFloatLE((i % 28) / 28, i * 4);
 
 type Send = () => Promise<void>;
+
+/** USER_HZ: the unit of utime and stime in /proc/PID/stat (100 on Linux for every architecture Node runs on). */
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user + system, all threads) used so far by these processes and every descendant alive now. */
+function treeCpuSeconds(roots: readonly number[]): number {
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // it ended meanwhile
+    }
+    // The command name (field 2) is in parentheses and may hold spaces: fields are counted after the last ')'.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    stats.set(Number(entry), { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
+  }
+  const inTree = new Set(roots);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const [pid, s] of stats)
+      if (!inTree.has(pid) && inTree.has(s.ppid)) {
+        inTree.add(pid);
+        grew = true;
+      }
+  }
+  let ticks = 0;
+  for (const pid of inTree) ticks += stats.get(pid)?.ticks ?? 0;
+  return ticks / TICKS_PER_SECOND;
+}
+
+const serverPids = (process.env.BENCH_SERVER_PIDS ?? '')
+  .split(',')
+  .filter((p) => p !== '')
+  .map(Number);
+const loadAverage = (): number => Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
 
 function grpcSender(): { send: Send; close: () => void } {
   const client = new Client(address, credentials.createInsecure());
@@ -196,6 +240,8 @@ const { send, close } =
 // Warm-up: connections open, first requests compiled.
 for (let i = 0; i < 50; i++) await send();
 const latencies: number[] = [];
+const loadBefore = loadAverage();
+const cpuBefore = serverPids.length > 0 ? treeCpuSeconds(serverPids) : NaN;
 const deadline = performance.now() + seconds * 1000;
 const started = performance.now();
 await Promise.all(
@@ -208,9 +254,20 @@ await Promise.all(
   }),
 );
 const elapsed = (performance.now() - started) / 1000;
+const cpuMsPerRequest = serverPids.length > 0 ? ((treeCpuSeconds(serverPids) - cpuBefore) * 1000) / latencies.length : null;
+const loadAfter = loadAverage();
 close();
 latencies.sort((a, b) => a - b);
 const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
 console.log(
-  JSON.stringify({ protocol, concurrency, requests: latencies.length, throughput: latencies.length / elapsed, p50: at(0.5), p99: at(0.99) }),
+  JSON.stringify({
+    protocol,
+    concurrency,
+    requests: latencies.length,
+    throughput: latencies.length / elapsed,
+    p50: at(0.5),
+    p99: at(0.99),
+    cpuMsPerRequest,
+    load: [loadBefore, loadAfter],
+  }),
 );

@@ -42,6 +42,35 @@ describe('the MNIST demo model', () => {
 });
 
 describe('the cpu plugin', () => {
+  it('gives the same outputs for input bytes at any offset, and outputs that later runs leave alone', async () => {
+    const plugin = new CpuPlugin();
+    try {
+      const model = await plugin.open({ files: [MNIST], executable: EXE, options: {} });
+      const spec = model.inputs[0];
+      assert.ok(spec);
+      const image = await loadInput(spec, fixture('mnist/img/7.png'), 'input');
+      const run = async (data: Uint8Array): Promise<Uint8Array> => {
+        const out = (await model.run(new Map([['input', { ...image, data }]]))).get('softmax/Softmax:0');
+        assert.ok(out);
+        return out.data;
+      };
+      const aligned = await run(image.data);
+      const expected = Uint8Array.from(aligned);
+      // An aligned slice of a larger buffer (as in a request body) and one at an odd offset (copied for onnxruntime).
+      for (const at of [8, 3]) {
+        const host = new Uint8Array(image.data.byteLength + 16).fill(0xff);
+        host.set(image.data, at);
+        assert.deepEqual(await run(host.subarray(at, at + image.data.byteLength)), expected, `input at byte offset ${at}`);
+      }
+      // The first run's output is still its own after other runs with other inputs.
+      await run(new Uint8Array(image.data.byteLength));
+      assert.deepEqual(aligned, expected);
+      await model.close();
+    } finally {
+      await plugin.dispose();
+    }
+  });
+
   it('says how to install onnxruntime-node when it is missing (exit 2)', async () => {
     const r = await runCli(['run', MNIST, '--plugin', 'cpu', '--random'], {
       env: { ...process.env, POPEF_ONNXRUNTIME_MODULE: 'onnxruntime-node-is-not-here' },

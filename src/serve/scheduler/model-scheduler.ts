@@ -43,6 +43,15 @@ interface Job extends Queued {
   readonly level: number;
   resolve(outputs: Map<string, Tensor>): void;
   reject(error: unknown): void;
+  /** Set once it has left the queue (to run, or failed); removes its abort listener when it had to wait. */
+  left?: () => void;
+}
+
+/** The job leaves the queue: its abort listener, if it waited for one, goes. */
+function leave(job: Job): void {
+  const unlisten = job.left;
+  job.left = () => undefined;
+  unlisten?.();
 }
 
 /** Triton's default scheduler, in batcher terms: first come first served, one request per execution, no queue policy. */
@@ -140,15 +149,21 @@ export class ModelScheduler {
         return;
       }
       this.queue.enqueue(job.level, job);
-      // A client that goes away takes its request out of the queue at once (Triton drops it when its cursor passes).
-      signal?.addEventListener('abort', () => this.pump(), { once: true });
       this.pump();
+      // A client that goes away takes its request out of the queue at once (Triton drops it when its cursor passes).
+      // Most requests leave the queue in the pump above: only one still waiting needs to hear of its client.
+      if (signal !== undefined && job.left === undefined) {
+        const onAbort = (): void => this.pump();
+        signal.addEventListener('abort', onAbort, { once: true });
+        job.left = () => signal.removeEventListener('abort', onAbort);
+      }
     });
   }
 
   private fail(jobs: readonly Job[], error: RequestError): void {
     const now = monotonicNs();
     for (const job of jobs) {
+      leave(job);
       recordFailure(this.options.stats, job.enqueuedNs, now);
       job.reject(error);
     }
@@ -162,8 +177,9 @@ export class ModelScheduler {
     }
     const now = monotonicNs();
     const skipped = this.queue.sweep(now);
-    this.fail(skipped.rejected, new RequestError('UNAVAILABLE', 'Request timeout expired'));
-    this.fail(skipped.cancelled, new RequestError('CANCELLED', 'Request was cancelled'));
+    // An Error records a stack when made: made only for requests that leave (pump runs for every request and answer).
+    if (skipped.rejected.length > 0) this.fail(skipped.rejected, new RequestError('UNAVAILABLE', 'Request timeout expired'));
+    if (skipped.cancelled.length > 0) this.fail(skipped.cancelled, new RequestError('CANCELLED', 'Request was cancelled'));
     const instances = this.instances;
     if (instances === undefined) return;
     for (;;) {
@@ -192,6 +208,7 @@ export class ModelScheduler {
   }
 
   private async execute(instance: Instance, jobs: Job[]): Promise<void> {
+    for (const job of jobs) leave(job);
     const current = instance.current;
     if (current === undefined) return;
     instance.busy += 1;

@@ -76,6 +76,8 @@ export interface RunningTriton {
   readonly grpcPort: number;
   /** Where its metrics service listens (when started with --allow-metrics=true). */
   readonly metricsPort: number;
+  /** The tritonserver process (its Python backend stubs are its children): what the serve benchmark reads CPU time of. */
+  readonly pid: number;
   /** Everything the server printed so far. */
   log(): string;
   /** GET or POST on the server's HTTP port, retried while the port is not yet open. */
@@ -147,7 +149,7 @@ export async function startTriton(
       }
     }
   };
-  return { httpPort: http, grpcPort: grpc, metricsPort: metrics, log: () => log, ask, stop };
+  return { httpPort: http, grpcPort: grpc, metricsPort: metrics, pid: child.pid ?? 0, log: () => log, ask, stop };
 }
 
 /**
