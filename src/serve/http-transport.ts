@@ -4,7 +4,16 @@ import { createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
 import { encodeBody, responseEncoding } from './http-encoding.js';
-import { REPOSITORY_ROUTE, SHARED_MEMORY_ROUTE, repositoryRoute, sharedMemoryRoute, type BodyReader, type HttpAnswer } from './http-control.js';
+import {
+  REPOSITORY_ROUTE,
+  SHARED_MEMORY_ROUTE,
+  loggingRoute,
+  repositoryRoute,
+  sharedMemoryRoute,
+  traceRoute,
+  type BodyReader,
+  type HttpAnswer,
+} from './http-control.js';
 import { fromInferBody, inferResponse, parseJson } from './http-infer-body.js';
 import { statisticsReport, type InferenceServer, type InferResult, type TransportOptions } from './inference-server.js';
 import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
@@ -193,6 +202,12 @@ export class HttpTransport extends TransportBase {
       route('GET', '^/v2/health/ready', () => empty(core.ready() ? 200 : 400)),
       route('GET', '^/v2', () => json(core.metadata())),
       route('GET', '^/v2/models/stats', () => json(statisticsReport(core.statistics('', '')))),
+      // Log and trace settings check their methods themselves (GET or POST); a versioned trace path is 404, as in Triton.
+      route('ANY', '^/v2/logging', async (req) => answerOf(await loggingRoute(core, req.method ?? '', this.bodyReader(req)))),
+      route('ANY', '^/v2/trace/setting', async (req) => answerOf(await traceRoute(core, '', req.method ?? '', this.bodyReader(req)))),
+      route('ANY', '^/v2/models/(?<model>[^/]+)/trace/setting', async (req, m) =>
+        answerOf(await traceRoute(core, modelOf(m), req.method ?? '', this.bodyReader(req))),
+      ),
       route('POST', `${MODEL}/infer`, (req, m, res) => this.infer(req, res, modelOf(m), versionOf(m))),
       route('GET', `${MODEL}/ready`, (_, m) => (core.modelReady(modelOf(m), versionOf(m)) ? empty(200) : failure(400, 'Model version not ready'))),
       route('GET', `${MODEL}/config`, (_, m) => json(configToJson(core.model(modelOf(m), versionOf(m)).config ?? {}))),
@@ -220,7 +235,7 @@ export class HttpTransport extends TransportBase {
     }
     // A body a route did not read is drained, so that the connection can carry the next request.
     req.resume();
-    this.send(res, answer);
+    // The record is written before the answer, so that it is there when the client has the answer (serve-log.test.ts).
     this.options.log?.({
       transport: 'http',
       method: `${req.method ?? ''} ${req.url ?? ''}`,
@@ -229,6 +244,7 @@ export class HttpTransport extends TransportBase {
       ms: performance.now() - started,
       error: answer.status >= 400 ? errorOf(answer) : undefined,
     });
+    this.send(res, answer);
   }
 
   /** The route for a request, first match wins; a path known only under another method is 405. */
