@@ -23,6 +23,11 @@ export type JsonObject = Record<string, unknown>;
  * are given), only their status and the empty-document case.
  */
 export function parseJson(text: string): JsonObject {
+  return asObject(parseJsonValue(text)) ?? {};
+}
+
+/** A body as rapidjson parses it (up to a NUL, its messages and offsets), of any JSON type. */
+export function parseJsonValue(text: string): unknown {
   const nul = text.indexOf('\0');
   const json = nul < 0 ? text : text.slice(0, nul);
   const fail = (message: string, at: number): RequestError =>
@@ -37,7 +42,7 @@ export function parseJson(text: string): JsonObject {
     const message = (error as Error).message;
     throw fail(message.replace(/ in JSON at position \d+.*$/, ''), Number(/position (\d+)/.exec(message)?.[1] ?? json.length));
   }
-  return asObject(value) ?? {};
+  return value;
 }
 
 export function member(obj: JsonObject, key: string): unknown {

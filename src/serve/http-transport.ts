@@ -14,9 +14,10 @@ import {
   type BodyReader,
   type HttpAnswer,
 } from './http-control.js';
+import { fromGenerateBody, generateResponse } from './http-generate.js';
 import { fromInferBody, inferResponse, parseJson } from './http-infer-body.js';
 import { statisticsReport, type InferenceServer, type InferResult, type TransportOptions } from './inference-server.js';
-import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
+import { RequestError, ResponseError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 import { TransportBase, listenHttp } from './transport.js';
 import type { BodyReservation } from './body-budget.js';
 
@@ -209,6 +210,8 @@ export class HttpTransport extends TransportBase {
         answerOf(await traceRoute(core, modelOf(m), req.method ?? '', this.bodyReader(req))),
       ),
       route('POST', `${MODEL}/infer`, (req, m, res) => this.infer(req, res, modelOf(m), versionOf(m))),
+      route('POST', `${MODEL}/generate`, (req, m, res) => this.generate(req, res, modelOf(m), versionOf(m), false)),
+      route('POST', `${MODEL}/generate_stream`, (req, m, res) => this.generate(req, res, modelOf(m), versionOf(m), true)),
       route('GET', `${MODEL}/ready`, (_, m) => (core.modelReady(modelOf(m), versionOf(m)) ? empty(200) : failure(400, 'Model version not ready'))),
       route('GET', `${MODEL}/config`, (_, m) => json(configToJson(core.model(modelOf(m), versionOf(m)).config ?? {}))),
       route('GET', `${MODEL}/stats`, (_, m) => json(statisticsReport(core.statistics(modelOf(m), versionOf(m))))),
@@ -303,6 +306,35 @@ export class HttpTransport extends TransportBase {
         this.core.sharedMemory,
       );
       return inferAnswer(await this.core.infer({ ...request, signal: closedBeforeAnswer(res) }), binaryOutputs, req.headers['accept-encoding']);
+    });
+  }
+
+  /**
+   * generate and generate_stream (http-generate.ts maps the body): the
+   * model's inputs are read first, then the body, which must not be
+   * compressed (Triton's HandleGenerate does not inflate it). An error
+   * before the request runs is a JSON error; one that comes back in the
+   * response is the answer's body, an SSE event when streaming, under
+   * that error's status.
+   */
+  private generate(req: IncomingMessage, res: ServerResponse, model: string, version: string, streaming: boolean): Promise<Answer> {
+    const { inputs } = this.core.modelMetadata(model, version);
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding !== '' && encoding !== 'identity')
+      throw invalidArg("Unsupported content-encoding, only 'identity' is supported.");
+    return this.withBody(req, res, async (body) => {
+      const request = fromGenerateBody(model, version, inputs, body);
+      let status = 200;
+      let text: string;
+      try {
+        text = generateResponse(await this.core.infer({ ...request, signal: closedBeforeAnswer(res) }));
+      } catch (error) {
+        if (!(error instanceof ResponseError)) throw error;
+        status = httpStatusOf(error.status);
+        text = JSON.stringify({ error: error.message });
+      }
+      if (!streaming) return { status, parts: [Buffer.from(text)], headers: { 'Content-Type': 'application/json' } };
+      return { status, parts: [Buffer.from(`data: ${text}\n\n`)], headers: { 'Content-Type': 'text/event-stream; charset=utf-8' } };
     });
   }
 
