@@ -254,7 +254,10 @@ export function inferResponse(result: InferResult, defaultBinary: boolean): { js
  * Inference-Header-Content-Length header (undefined when absent), which
  * splits the body into the JSON header and the binary sections. A length of
  * 0 makes the whole body the data of the model's one input (Triton's raw
- * binary request), answered in binary.
+ * binary request), answered in binary. `contentLength` is the request's
+ * Content-Length header when the body was not compressed: Triton
+ * (GetContentLength) takes the lengths from it, not from the body, which
+ * matters only for a chunked body that also carries one.
  */
 export function fromInferBody(
   model: string,
@@ -262,17 +265,24 @@ export function fromInferBody(
   body: Buffer,
   headerLength: string | undefined,
   sharedMemory: SharedMemoryRegistry = new SharedMemoryRegistry(),
+  contentLength?: string,
 ): { request: InferRequest; binaryOutputs: boolean } {
-  let jsonLength = body.byteLength;
+  const total = contentLength === undefined ? body.byteLength : atoi(contentLength);
+  let jsonLength = total;
   if (headerLength !== undefined) {
-    // As C's atoi, which Triton uses: the leading integer, 0 when there is none.
-    const parsed = Number(/^\s*[+-]?\d+/.exec(headerLength)?.[0] ?? 0);
-    if (parsed < 0 || parsed > body.byteLength)
-      throw invalidArg(`inference header size should be in range (0, ${body.byteLength}), got: ${headerLength}`);
+    const parsed = atoi(headerLength);
+    if (parsed < 0 || parsed > total) throw invalidArg(`inference header size should be in range (0, ${total}), got: ${headerLength}`);
     jsonLength = parsed;
   }
   if (jsonLength === 0)
     return { request: { modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body }, binaryOutputs: true };
+  // EVBufferToJson: the JSON is the first jsonLength bytes of what arrived.
+  if (jsonLength > body.byteLength) throw invalidArg(`unexpected size for request JSON, expecting ${jsonLength - body.byteLength} more bytes`);
   const header = parseJson(body.subarray(0, jsonLength).toString('utf8'));
   return parseInferBody(model, version, header, body.subarray(jsonLength), headerLength !== undefined, sharedMemory);
+}
+
+/** C's atoi, which Triton uses for both length headers: the leading integer, 0 when there is none. */
+function atoi(text: string): number {
+  return Number(/^\s*[+-]?\d+/.exec(text)?.[0] ?? 0);
 }

@@ -147,7 +147,11 @@ export class HttpTransport extends TransportBase {
   constructor(core: InferenceServer, options: TransportOptions) {
     super(core, options);
     this.routes = this.routeTable(core);
-    this.server = createServer((req, res) => {
+    // Lenient parsing, as Triton's libevhtp parses: a chunked body that also
+    // carries Content-Length is read as chunked (node:http's strict parser
+    // refuses it with a bare 400), and the infer route then takes the
+    // lengths from Content-Length as Triton does (http-infer-body.ts).
+    this.server = createServer({ insecureHTTPParser: true }, (req, res) => {
       const socket = req.socket;
       this.connections.set(socket, (this.connections.get(socket) ?? 0) + 1);
       res.once('close', () => {
@@ -298,12 +302,15 @@ export class HttpTransport extends TransportBase {
     this.core.model(model, version);
     return this.withBody(req, res, async (body) => {
       const headerLength = req.headers[HEADER];
+      // readBody inflated these; their Content-Length is not the body's.
+      const compressed = ['gzip', 'deflate'].includes((req.headers['content-encoding'] ?? '').toLowerCase());
       const { request, binaryOutputs } = fromInferBody(
         model,
         version,
         body,
         typeof headerLength === 'string' ? headerLength : undefined,
         this.core.sharedMemory,
+        compressed ? undefined : req.headers['content-length'],
       );
       return inferAnswer(await this.core.infer({ ...request, signal: closedBeforeAnswer(res) }), binaryOutputs, req.headers['accept-encoding']);
     });
