@@ -281,6 +281,11 @@ function zeros(n: number): string {
   return new Array<number>(n).fill(0).join(',');
 }
 
+/** Runs one of the client scripts against a server's gRPC and HTTP ports, on the MNIST model: its JSON answer. */
+function clientCases<T>(script: string, grpc: number, http: number): T {
+  return JSON.parse(python([join(CLIENTS, script), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as T;
+}
+
 /** Runs protocol_cases.py (streaming, shared memory, model control) against one server. */
 function protocolCases(grpc: number, http: number, mode: 'none' | 'explicit'): Record<string, unknown> {
   return JSON.parse(python([join(CLIENTS, 'protocol_cases.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist', mode])) as Record<string, unknown>;
@@ -347,11 +352,7 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
   });
 
   it("perf_analyzer's requests in each of its modes (its binary cannot run here) succeed on both", () => {
-    const run = (grpc: number, http: number): Record<string, { ok: boolean; sum?: number }> =>
-      JSON.parse(python([join(CLIENTS, 'perf_requests.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<
-        string,
-        { ok: boolean; sum?: number }
-      >;
+    const run = (grpc: number, http: number): Record<string, { ok: boolean; sum?: number }> => clientCases('perf_requests.py', grpc, http);
     const [mine, real] = [run(ours.grpc, ours.http), run(theirs.grpcPort, theirs.httpPort)];
     assert.deepEqual(Object.keys(mine).sort(), [
       'grpc-async',
@@ -456,11 +457,7 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     assert.deepEqual(differences, []);
   });
   it('the same log and trace settings, updates and refusals, global and per model, over HTTP and gRPC', () => {
-    const run = (grpc: number, http: number): Record<string, { ok: boolean; message?: string }> =>
-      JSON.parse(python([join(CLIENTS, 'settings_cases.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<
-        string,
-        { ok: boolean; message?: string }
-      >;
+    const run = (grpc: number, http: number): Record<string, { ok: boolean; message?: string }> => clientCases('settings_cases.py', grpc, http);
     const [mine, real] = [run(ours.grpc, ours.http), run(theirs.grpcPort, theirs.httpPort)];
     assert.deepEqual(mine, real);
     // The cases do reach both sides of each check.
