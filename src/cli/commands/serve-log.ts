@@ -24,7 +24,8 @@ export class ServeLog {
   private readonly stderr: (text: string) => void;
 
   constructor(flags: ServeFlags, io: CliIo) {
-    const file = flags.logFile === undefined ? '' : resolve(io.cwd, flags.logFile);
+    // Reported as given, as Triton reports its --log-file; opened from the working directory.
+    const file = flags.logFile ?? '';
     this.settings = new LogSettings({
       file,
       info: flags.logInfo,
@@ -37,7 +38,7 @@ export class ServeLog {
     this.json = flags.jsonLogs === true;
     this.stderr = io.stderr;
     try {
-      this.fd = file === '' ? undefined : openSync(file, 'a');
+      this.fd = file === '' ? undefined : openSync(resolve(io.cwd, file), 'a');
     } catch (error) {
       throw new PopefError(ErrorCode.Io, `cannot open the log file ${file}: ${(error as Error).message}`, {
         suggestion: 'give --log-file a path in a directory that exists and can be written',
