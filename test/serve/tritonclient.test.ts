@@ -282,8 +282,11 @@ function zeros(n: number): string {
 }
 
 /** Runs one of the client scripts against a server's gRPC and HTTP ports, on the MNIST model: its JSON answer. */
-function clientCases<T>(script: string, grpc: number, http: number): T {
-  return JSON.parse(python([join(CLIENTS, script), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as T;
+function clientCases(script: string, grpc: number, http: number): Record<string, { ok: boolean; message?: string; sum?: number }> {
+  return JSON.parse(python([join(CLIENTS, script), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<
+    string,
+    { ok: boolean; message?: string; sum?: number }
+  >;
 }
 
 /** Runs protocol_cases.py (streaming, shared memory, model control) against one server. */
