@@ -19,6 +19,8 @@ import { SharedMemoryRegistry, type RegionSlice } from './shared-memory.js';
 import { RequestError, ResponseError, asRequestError, invalidArg, type StatusCode } from './status.js';
 import { TransportBase } from './transport.js';
 import { grpcRequestParameters } from './grpc-parameters.js';
+import { grpcBadLogFormat, type LogUpdateReader } from './log-settings.js';
+import type { TraceUpdateReader } from './trace-settings.js';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
@@ -248,6 +250,82 @@ function checkUnloadParameters(params: Record<string, Message>): void {
     throw invalidArg("invalid value type for 'unload_dependents' parameter, expected bool_param.");
 }
 
+/** The settings of a LogSettingsRequest, read as RegisterLogging reads them: each by the member of its oneof. */
+function logReader(settings: Record<string, Message>): LogUpdateReader {
+  const take = (key: string, choice: string, what: string): Message | undefined => {
+    const value = settings[key];
+    if (value === undefined) return undefined;
+    if (choiceOf(value) !== choice) throw invalidArg(`expect ${what} for '${key}'`);
+    return value;
+  };
+  return {
+    logFile: () => settings.log_file !== undefined,
+    bool: (key) => {
+      const v = take(key, 'bool_param', 'boolean');
+      return v === undefined ? undefined : v.bool_param === true;
+    },
+    uint: (key) => {
+      const v = take(key, 'uint32_param', 'int32');
+      return v === undefined ? undefined : toInt(v.uint32_param);
+    },
+    string: (key) => {
+      const v = take(key, 'string_param', 'string');
+      return v === undefined ? undefined : str(v.string_param);
+    },
+    badFormat: grpcBadLogFormat,
+  };
+}
+
+/** LogSettings: an update when the request has settings, then the settings in the response's oneofs. */
+function logSettings(core: InferenceServer, request: Message): Message {
+  const settings = (request.settings ?? {}) as Record<string, Message>;
+  if (Object.keys(settings).length > 0) core.logSettings.update(logReader(settings));
+  const r = core.logSettings.report();
+  return {
+    settings: {
+      log_file: { string_param: r.log_file },
+      log_info: { bool_param: r.log_info },
+      log_warning: { bool_param: r.log_warning },
+      log_error: { bool_param: r.log_error },
+      log_verbose_level: { uint32_param: r.log_verbose_level },
+      log_format: { string_param: r.log_format },
+    },
+  };
+}
+
+/** The settings of a TraceSettingRequest: lists of strings, an empty one clearing its field. */
+function traceReader(settings: Record<string, Message>): TraceUpdateReader {
+  const values = (key: string): string[] | undefined => {
+    const v = settings[key];
+    return v === undefined ? undefined : list(v.value).map(str);
+  };
+  return {
+    has: (key) => settings[key] !== undefined,
+    list: (key) => {
+      const v = values(key);
+      return v === undefined ? undefined : v.length === 0 ? null : v;
+    },
+    scalar: (key) => {
+      const v = values(key);
+      if (v === undefined) return undefined;
+      if (v.length > 1) throw invalidArg(`expect only 1 value for '${key}'`);
+      return v[0] ?? null;
+    },
+    text: str,
+    spaceBeforeCount: true,
+  };
+}
+
+/** TraceSetting: the model is checked first, then an update when there are settings; every value goes back as a list. */
+function traceSetting(core: InferenceServer, request: Message): Message {
+  const model = str(request.model_name);
+  const settings = (request.settings ?? {}) as Record<string, Message>;
+  const report = core.traceSettings(model, Object.keys(settings).length > 0 ? traceReader(settings) : undefined);
+  return {
+    settings: Object.fromEntries(Object.entries(report).map(([key, value]) => [key, { value: Array.isArray(value) ? value : [value] }])),
+  };
+}
+
 function noRepositoryName(request: Message): void {
   if (str(request.repository_name) !== '') throw new RequestError('UNSUPPORTED', "'repository_name' specification is not supported");
 }
@@ -324,6 +402,8 @@ export class GrpcTransport extends TransportBase {
       CudaSharedMemoryRegister: ['CudaSharedMemoryRegisterRequest', 'CudaSharedMemoryRegisterResponse', () => shm.registerCuda()],
       CudaSharedMemoryUnregister: ['CudaSharedMemoryUnregisterRequest', 'CudaSharedMemoryUnregisterResponse', () => (shm.unregisterCuda(), {})],
       ModelInfer: ['ModelInferRequest', 'ModelInferResponse', (r, signal) => this.infer(r, signal)],
+      LogSettings: ['LogSettingsRequest', 'LogSettingsResponse', (r) => logSettings(core, r)],
+      TraceSetting: ['TraceSettingRequest', 'TraceSettingResponse', (r) => traceSetting(core, r)],
     };
     const definition: Record<string, ServiceDefinition[string]> = {};
     const implementation: UntypedServiceImplementation = {};

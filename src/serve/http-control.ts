@@ -1,12 +1,15 @@
 import type { InferenceServer } from './inference-server.js';
 import { jsonAccess } from './json-tensors.js';
+import { httpBadLogFormat, type LogUpdateReader } from './log-settings.js';
 import { RequestError, invalidArg } from './status.js';
+import type { TraceUpdateReader } from './trace-settings.js';
 
 /**
- * The HTTP endpoints of shared memory and model control, as Triton's
- * HTTPAPIServer answers them (server r24.10, http_server.cc:
- * HandleSystemSharedMemory, HandleCudaSharedMemory, HandleRepositoryIndex,
- * HandleRepositoryControl): their paths, methods, body fields and messages.
+ * The HTTP endpoints of shared memory, model control, log and trace
+ * settings, as Triton's HTTPAPIServer answers them (server r24.10,
+ * http_server.cc: HandleSystemSharedMemory, HandleCudaSharedMemory,
+ * HandleRepositoryIndex, HandleRepositoryControl, HandleLogging,
+ * HandleTrace): their paths, methods, body fields and messages.
  * Each handler gets the route's captures and a reader of the JSON body, and
  * returns the status and JSON to send (no JSON: an empty 200).
  */
@@ -127,4 +130,65 @@ export async function repositoryRoute(core: InferenceServer, match: RegExpExecAr
   // Triton parses unload_dependents, then overwrites a parse error with the unload's own outcome: its type never fails the call.
   await core.unloadModel(model);
   return OK;
+}
+
+/** A member that is there and not null (TritonJson's Find, then IsNull). */
+function given(obj: JsonObject, key: string): unknown {
+  const v = member(obj, key);
+  return v === null ? undefined : v;
+}
+
+/** The fields of a log-settings body, read as HandleLogging reads them (a null field is left alone). */
+function logReader(request: JsonObject): LogUpdateReader {
+  return {
+    logFile: () => given(request, 'log_file') !== undefined,
+    bool: (key) => {
+      const v = given(request, key);
+      return v === undefined ? undefined : asBool(v);
+    },
+    uint: (key) => {
+      const v = given(request, key);
+      return v === undefined ? undefined : asUInt(v);
+    },
+    string: (key) => {
+      const v = given(request, key);
+      return v === undefined ? undefined : asString(v);
+    },
+    badFormat: httpBadLogFormat,
+  };
+}
+
+/** The fields of a trace-settings body, read as HandleTrace reads them (null clears a field). */
+function traceReader(request: JsonObject): TraceUpdateReader {
+  return {
+    has: (key) => member(request, key) !== undefined,
+    list: (key) => {
+      const v = member(request, key);
+      if (v === null || v === undefined) return v;
+      if (!Array.isArray(v)) throw jsonAccess('attempt to access JSON non-array as array');
+      return v as unknown[];
+    },
+    scalar: (key) => {
+      const v = member(request, key);
+      return v === null || v === undefined ? v : asString(v);
+    },
+    text: asString,
+    spaceBeforeCount: false,
+  };
+}
+
+/** GET or POST /v2/logging: the settings, after the body's update on a POST. */
+export async function loggingRoute(core: InferenceServer, method: string, body: BodyReader): Promise<HttpAnswer> {
+  if (method !== 'GET' && method !== 'POST') return NOT_ALLOWED;
+  if (method === 'POST') core.logSettings.update(logReader((await body(false)) ?? {}));
+  return { status: 200, json: core.logSettings.report() };
+}
+
+/** GET or POST /v2/trace/setting and /v2/models/{m}/trace/setting ('' for the global settings). */
+export async function traceRoute(core: InferenceServer, model: string, method: string, body: BodyReader): Promise<HttpAnswer> {
+  if (method !== 'GET' && method !== 'POST') return NOT_ALLOWED;
+  // The model is checked before the body is read, as HandleTrace does.
+  if (method === 'GET') return { status: 200, json: core.traceSettings(model) };
+  core.traceSettings(model);
+  return { status: 200, json: core.traceSettings(model, traceReader((await body(false)) ?? {})) };
 }

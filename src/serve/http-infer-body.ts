@@ -23,6 +23,11 @@ export type JsonObject = Record<string, unknown>;
  * are given), only their status and the empty-document case.
  */
 export function parseJson(text: string): JsonObject {
+  return asObject(parseJsonValue(text)) ?? {};
+}
+
+/** A body as rapidjson parses it (up to a NUL, its messages and offsets), of any JSON type. */
+export function parseJsonValue(text: string): unknown {
   const nul = text.indexOf('\0');
   const json = nul < 0 ? text : text.slice(0, nul);
   const fail = (message: string, at: number): RequestError =>
@@ -37,7 +42,7 @@ export function parseJson(text: string): JsonObject {
     const message = (error as Error).message;
     throw fail(message.replace(/ in JSON at position \d+.*$/, ''), Number(/position (\d+)/.exec(message)?.[1] ?? json.length));
   }
-  return asObject(value) ?? {};
+  return value;
 }
 
 export function member(obj: JsonObject, key: string): unknown {
@@ -249,7 +254,10 @@ export function inferResponse(result: InferResult, defaultBinary: boolean): { js
  * Inference-Header-Content-Length header (undefined when absent), which
  * splits the body into the JSON header and the binary sections. A length of
  * 0 makes the whole body the data of the model's one input (Triton's raw
- * binary request), answered in binary.
+ * binary request), answered in binary. `contentLength` is the request's
+ * Content-Length header when the body was not compressed: Triton
+ * (GetContentLength) takes the lengths from it, not from the body, which
+ * matters only for a chunked body that also carries one.
  */
 export function fromInferBody(
   model: string,
@@ -257,17 +265,24 @@ export function fromInferBody(
   body: Buffer,
   headerLength: string | undefined,
   sharedMemory: SharedMemoryRegistry = new SharedMemoryRegistry(),
+  contentLength?: string,
 ): { request: InferRequest; binaryOutputs: boolean } {
-  let jsonLength = body.byteLength;
+  const total = contentLength === undefined ? body.byteLength : atoi(contentLength);
+  let jsonLength = total;
   if (headerLength !== undefined) {
-    // As C's atoi, which Triton uses: the leading integer, 0 when there is none.
-    const parsed = Number(/^\s*[+-]?\d+/.exec(headerLength)?.[0] ?? 0);
-    if (parsed < 0 || parsed > body.byteLength)
-      throw invalidArg(`inference header size should be in range (0, ${body.byteLength}), got: ${headerLength}`);
+    const parsed = atoi(headerLength);
+    if (parsed < 0 || parsed > total) throw invalidArg(`inference header size should be in range (0, ${total}), got: ${headerLength}`);
     jsonLength = parsed;
   }
   if (jsonLength === 0)
     return { request: { modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body }, binaryOutputs: true };
+  // EVBufferToJson: the JSON is the first jsonLength bytes of what arrived.
+  if (jsonLength > body.byteLength) throw invalidArg(`unexpected size for request JSON, expecting ${jsonLength - body.byteLength} more bytes`);
   const header = parseJson(body.subarray(0, jsonLength).toString('utf8'));
   return parseInferBody(model, version, header, body.subarray(jsonLength), headerLength !== undefined, sharedMemory);
+}
+
+/** C's atoi, which Triton uses for both length headers: the leading integer, 0 when there is none. */
+function atoi(text: string): number {
+  return Number(/^\s*[+-]?\d+/.exec(text)?.[0] ?? 0);
 }

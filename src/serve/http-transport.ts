@@ -4,10 +4,20 @@ import { createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { configToJson } from './config-json.js';
 import { encodeBody, responseEncoding } from './http-encoding.js';
-import { REPOSITORY_ROUTE, SHARED_MEMORY_ROUTE, repositoryRoute, sharedMemoryRoute, type BodyReader, type HttpAnswer } from './http-control.js';
+import {
+  REPOSITORY_ROUTE,
+  SHARED_MEMORY_ROUTE,
+  loggingRoute,
+  repositoryRoute,
+  sharedMemoryRoute,
+  traceRoute,
+  type BodyReader,
+  type HttpAnswer,
+} from './http-control.js';
+import { fromGenerateBody, generateResponse } from './http-generate.js';
 import { fromInferBody, inferResponse, parseJson } from './http-infer-body.js';
 import { statisticsReport, type InferenceServer, type InferResult, type TransportOptions } from './inference-server.js';
-import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
+import { RequestError, ResponseError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 import { TransportBase, listenHttp } from './transport.js';
 import type { BodyReservation } from './body-budget.js';
 
@@ -137,7 +147,11 @@ export class HttpTransport extends TransportBase {
   constructor(core: InferenceServer, options: TransportOptions) {
     super(core, options);
     this.routes = this.routeTable(core);
-    this.server = createServer((req, res) => {
+    // Lenient parsing, as Triton's libevhtp parses: a chunked body that also
+    // carries Content-Length is read as chunked (node:http's strict parser
+    // refuses it with a bare 400), and the infer route then takes the
+    // lengths from Content-Length as Triton does (http-infer-body.ts).
+    this.server = createServer({ insecureHTTPParser: true }, (req, res) => {
       const socket = req.socket;
       this.connections.set(socket, (this.connections.get(socket) ?? 0) + 1);
       res.once('close', () => {
@@ -193,7 +207,15 @@ export class HttpTransport extends TransportBase {
       route('GET', '^/v2/health/ready', () => empty(core.ready() ? 200 : 400)),
       route('GET', '^/v2', () => json(core.metadata())),
       route('GET', '^/v2/models/stats', () => json(statisticsReport(core.statistics('', '')))),
+      // Log and trace settings check their methods themselves (GET or POST); a versioned trace path is 404, as in Triton.
+      route('ANY', '^/v2/logging', async (req) => answerOf(await loggingRoute(core, req.method ?? '', this.bodyReader(req)))),
+      route('ANY', '^/v2/trace/setting', async (req) => answerOf(await traceRoute(core, '', req.method ?? '', this.bodyReader(req)))),
+      route('ANY', '^/v2/models/(?<model>[^/]+)/trace/setting', async (req, m) =>
+        answerOf(await traceRoute(core, modelOf(m), req.method ?? '', this.bodyReader(req))),
+      ),
       route('POST', `${MODEL}/infer`, (req, m, res) => this.infer(req, res, modelOf(m), versionOf(m))),
+      route('POST', `${MODEL}/generate`, (req, m, res) => this.generate(req, res, modelOf(m), versionOf(m), false)),
+      route('POST', `${MODEL}/generate_stream`, (req, m, res) => this.generate(req, res, modelOf(m), versionOf(m), true)),
       route('GET', `${MODEL}/ready`, (_, m) => (core.modelReady(modelOf(m), versionOf(m)) ? empty(200) : failure(400, 'Model version not ready'))),
       route('GET', `${MODEL}/config`, (_, m) => json(configToJson(core.model(modelOf(m), versionOf(m)).config ?? {}))),
       route('GET', `${MODEL}/stats`, (_, m) => json(statisticsReport(core.statistics(modelOf(m), versionOf(m))))),
@@ -220,7 +242,7 @@ export class HttpTransport extends TransportBase {
     }
     // A body a route did not read is drained, so that the connection can carry the next request.
     req.resume();
-    this.send(res, answer);
+    // The record is written before the answer, so that it is there when the client has the answer (serve-log.test.ts).
     this.options.log?.({
       transport: 'http',
       method: `${req.method ?? ''} ${req.url ?? ''}`,
@@ -229,6 +251,7 @@ export class HttpTransport extends TransportBase {
       ms: performance.now() - started,
       error: answer.status >= 400 ? errorOf(answer) : undefined,
     });
+    this.send(res, answer);
   }
 
   /** The route for a request, first match wins; a path known only under another method is 405. */
@@ -279,14 +302,46 @@ export class HttpTransport extends TransportBase {
     this.core.model(model, version);
     return this.withBody(req, res, async (body) => {
       const headerLength = req.headers[HEADER];
+      // readBody inflated these; their Content-Length is not the body's.
+      const compressed = ['gzip', 'deflate'].includes((req.headers['content-encoding'] ?? '').toLowerCase());
       const { request, binaryOutputs } = fromInferBody(
         model,
         version,
         body,
         typeof headerLength === 'string' ? headerLength : undefined,
         this.core.sharedMemory,
+        compressed ? undefined : req.headers['content-length'],
       );
       return inferAnswer(await this.core.infer({ ...request, signal: closedBeforeAnswer(res) }), binaryOutputs, req.headers['accept-encoding']);
+    });
+  }
+
+  /**
+   * generate and generate_stream (http-generate.ts maps the body): the
+   * model's inputs are read first, then the body, which must not be
+   * compressed (Triton's HandleGenerate does not inflate it). An error
+   * before the request runs is a JSON error; one that comes back in the
+   * response is the answer's body, an SSE event when streaming, under
+   * that error's status.
+   */
+  private generate(req: IncomingMessage, res: ServerResponse, model: string, version: string, streaming: boolean): Promise<Answer> {
+    const { inputs } = this.core.modelMetadata(model, version);
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding !== '' && encoding !== 'identity')
+      throw invalidArg("Unsupported content-encoding, only 'identity' is supported.");
+    return this.withBody(req, res, async (body) => {
+      const request = fromGenerateBody(model, version, inputs, body);
+      let status = 200;
+      let text: string;
+      try {
+        text = generateResponse(await this.core.infer({ ...request, signal: closedBeforeAnswer(res) }));
+      } catch (error) {
+        if (!(error instanceof ResponseError)) throw error;
+        status = httpStatusOf(error.status);
+        text = JSON.stringify({ error: error.message });
+      }
+      if (!streaming) return { status, parts: [Buffer.from(text)], headers: { 'Content-Type': 'application/json' } };
+      return { status, parts: [Buffer.from(`data: ${text}\n\n`)], headers: { 'Content-Type': 'text/event-stream; charset=utf-8' } };
     });
   }
 

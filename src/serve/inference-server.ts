@@ -4,8 +4,10 @@ import { logRequest, normalizeRequest, respond, type InferRequest, type Response
 import type { IndexEntry, LoadParameters, ModelControl } from './model-control.js';
 import type { ModelRepository } from './model-repository.js';
 import type { ModelStats, ServedModel } from './served-model.js';
+import { LogSettings } from './log-settings.js';
 import { SharedMemoryRegistry } from './shared-memory.js';
 import { RequestError, ResponseError, asRequestError, invalidArg } from './status.js';
+import { TraceSettings, type TraceReport, type TraceUpdateReader } from './trace-settings.js';
 
 /**
  * The server's answers, independent of the transport: what the HTTP and
@@ -56,20 +58,52 @@ export interface TransportOptions {
 /**
  * The protocol extensions served: Triton's names, in the order its
  * ServerMetadata lists them (core r24.10, server.cc), only those implemented
- * here ('parameters': request parameters are read as Triton reads them).
+ * here ('parameters': request parameters are read as Triton reads them;
+ * 'cuda_shared_memory': answered as a server without GPUs answers, as
+ * Triton's CPU builds list it too; 'trace': the settings, no trace is
+ * written; 'model_repository(unload_dependents)': the parameter is taken,
+ * and with no ensembles served no model has dependents). Left out:
+ * 'sequence' and 'schedule_policy'.
  */
-export const EXTENSIONS = ['classification', 'model_repository', 'model_configuration', 'binary_tensor_data', 'parameters', 'statistics'];
+export const EXTENSIONS = [
+  'classification',
+  'model_repository',
+  'model_repository(unload_dependents)',
+  'model_configuration',
+  'system_shared_memory',
+  'cuda_shared_memory',
+  'binary_tensor_data',
+  'parameters',
+  'statistics',
+  'trace',
+  'logging',
+];
 
 export class InferenceServer {
   readonly repository: ModelRepository;
   /** The shared-memory regions clients registered (both transports share them, as in Triton). */
   readonly sharedMemory = new SharedMemoryRegistry();
+  /** What the log endpoints report and change; the server's writers ask it before each record. */
+  readonly logSettings: LogSettings;
+  private readonly trace = new TraceSettings();
   private readonly control: ModelControl | undefined;
   private stopping = false;
 
-  constructor(repository: ModelRepository, control?: ModelControl) {
+  constructor(repository: ModelRepository, control?: ModelControl, logSettings: LogSettings = new LogSettings()) {
     this.repository = repository;
     this.control = control;
+    this.logSettings = logSettings;
+  }
+
+  /**
+   * The trace settings of a model ('' for the global ones), after the
+   * update `change` asks for, if any. A model must be ready in some
+   * version, as HandleTrace checks (with its message, space included).
+   */
+  traceSettings(model: string, change?: TraceUpdateReader): TraceReport {
+    if (model !== '' && !this.repository.isReady(model, '')) throw invalidArg(`Request for unknown model : ${model}`);
+    if (change !== undefined) this.trace.update(model, change);
+    return this.trace.report(model);
   }
 
   live(): boolean {

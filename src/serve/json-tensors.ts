@@ -45,46 +45,56 @@ export function jsonAccess(message: string): RequestError {
   return new RequestError('INTERNAL', message);
 }
 
-/** ReadDataFromJson: too many elements stop the walk; too few are found at its end, with the field named. */
+/**
+ * ReadDataFromJson wraps every error of its element walk (a wrong element
+ * type, too many elements) as "Unable to parse 'data': ...", and finds too
+ * few at its end, with the same words.
+ */
+function dataError(message: string): RequestError {
+  return new RequestError('INTERNAL', `Unable to parse 'data': ${message}`);
+}
+
 function checkCount(found: number, expected: number): void {
-  if (found > expected) throw new RequestError('INTERNAL', "Shape does not match true shape of 'data' field");
-  if (found < expected) throw new RequestError('INTERNAL', "Unable to parse 'data': Shape does not match true shape of 'data' field");
+  if (found !== expected) throw dataError("Shape does not match true shape of 'data' field");
 }
 
 /** The bytes of an input given as JSON `data`, for `elements` elements of `datatype`. */
 export function readJsonData(name: string, datatype: string, shape: readonly number[], data: unknown): Uint8Array {
   const values = flatten(data);
   const count = shape.reduce((p, d) => p * d, 1);
+  if (datatype === 'BYTES') {
+    // JsonBytesArrayByteSize reads every element as a string before any is copied.
+    if (values.some((v) => typeof v !== 'string')) throw jsonAccess('Unable to parse JSON bytes array: attempt to access JSON non-string as string');
+    checkCount(values.length, count);
+    return serializeBytes(values as string[]);
+  }
   if (datatype === 'FP16' || datatype === 'BF16') {
     throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${name}`);
   }
-  if (datatype === 'BYTES') {
-    checkCount(values.length, count);
-    if (values.some((v) => typeof v !== 'string')) throw jsonAccess('attempt to access JSON non-string as string');
-    return serializeBytes(values as string[]);
-  }
   const dtype = popefFromProtocol(datatype as ProtocolDataType);
   if (dtype === undefined) throw invalidArg(`invalid datatype for input ${name}`);
-  checkCount(values.length, count);
   const numbers = new Float64Array(values.length);
   const range = INTEGER_RANGES[datatype as ProtocolDataType];
+  // Elements are read in order; the walk stops at the first bad one, or at the first past the count.
   for (let i = 0; i < values.length; i++) {
+    if (i >= count) throw dataError("Shape does not match true shape of 'data' field");
     const v = values[i];
     if (datatype === 'BOOL') {
-      if (typeof v !== 'boolean') throw jsonAccess('attempt to access JSON non-boolean as boolean');
+      if (typeof v !== 'boolean') throw dataError('attempt to access JSON non-boolean as boolean');
       numbers[i] = v ? 1 : 0;
       continue;
     }
     if (range !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < range[0] || v > range[1])) {
-      throw jsonAccess(
+      throw dataError(
         datatype.startsWith('U')
           ? 'attempt to access JSON non-unsigned-integer as unsigned-integer'
           : 'attempt to access JSON non-signed-integer as signed-integer',
       );
     }
-    if (typeof v !== 'number') throw jsonAccess('attempt to access JSON non-number as double');
+    if (typeof v !== 'number') throw dataError('attempt to access JSON non-number as double');
     numbers[i] = v;
   }
+  checkCount(values.length, count);
   return fromNumbers({ name, dtype, shape: [values.length] }, numbers).data;
 }
 

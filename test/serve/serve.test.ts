@@ -355,6 +355,39 @@ describe('popef serve: a model whose plugin dies', () => {
   });
 });
 
+describe('popef serve: generate when the plugin fails', () => {
+  it('answers the failure in the body under its status: a JSON error, an SSE event when streaming', { timeout: 60_000 }, async () => {
+    const temp = await tempDir();
+    let server: RunningServer | undefined;
+    try {
+      const repo = await mnistRepository(temp.dir);
+      // Each plugin process dies on its first run: every request reaches a plugin that fails it.
+      const env = { ...process.env, ECHO_PLUGIN_MODE: 'zeros', ECHO_PLUGIN_EXIT_ON_RUN: '1' };
+      server = await startServer({
+        repositories: [repo],
+        createPlugin: () => Promise.resolve(new ChildProcessPlugin({ name: 'echo', command: join(ROOT, 'test/run/echo-plugin'), env })),
+        host: '127.0.0.1',
+        httpPort: 0,
+        maxRequestSize: 1024 * 1024,
+      });
+      const body = JSON.stringify({ digit_image: new Array<number>(784).fill(0) });
+      const ask = async (kind: string): Promise<[number, string, string]> => {
+        const res = await fetch(`http://127.0.0.1:${server?.httpPort ?? 0}/v2/models/mnist/${kind}`, { method: 'POST', body });
+        return [res.status, res.headers.get('content-type') ?? '', await res.text()];
+      };
+      const [status, type, text] = await ask('generate');
+      assert.deepEqual([status, type], [500, 'application/json']);
+      assert.match((JSON.parse(text) as { error: string }).error, /^execution plugin failed for model 'mnist'/);
+      const [streamStatus, streamType, event] = await ask('generate_stream');
+      assert.deepEqual([streamStatus, streamType], [500, 'text/event-stream; charset=utf-8']);
+      assert.match(event, /^data: \{"error":"execution plugin failed for model 'mnist'.*"\}\n\n$/s);
+    } finally {
+      await server?.stop();
+      await temp.cleanup();
+    }
+  });
+});
+
 describe('popef run --plugin triton, without a server', () => {
   it('needs --url, and says plainly when nothing answers there', async () => {
     const noUrl = await runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'triton', '--random']);
@@ -659,7 +692,10 @@ describe('JSON tensor data (Triton HTTP frontend rules)', () => {
     refused('INT8', [1], [300], /non-signed-integer as signed-integer/);
     refused('UINT8', [1], [-1], /non-unsigned-integer as unsigned-integer/);
     refused('FP32', [1], ['a'], /non-number as double/);
-    refused('FP32', [2], [1, 2, 3], /^Shape does not match true shape of 'data' field$/);
+    // The real server prefixes the walk's errors too (an element past the count, a wrong element): see the differential.
+    refused('FP32', [2], [1, 2, 3], /^Unable to parse 'data': Shape does not match true shape of 'data' field$/);
+    refused('FP32', [1], ['a'], /^Unable to parse 'data': attempt to access JSON non-number as double$/);
+    refused('BYTES', [1], [1], /^Unable to parse JSON bytes array: attempt to access JSON non-string as string$/);
     refused('FP32', [4], [1, 2, 3], /^Unable to parse 'data': Shape does not match/);
     refused('FP16', [1], [1], /receiving FP16 data via JSON is not supported/);
     refused('BYTES', [1], [1], /non-string as string/);

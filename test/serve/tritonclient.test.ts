@@ -12,6 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
@@ -239,7 +240,53 @@ function rawCases(): [string, string, RequestInit][] {
     ['a percent-encoded model name', '/v2/models/m%6Eist', { method: 'GET' }],
     ['a percent-encoded unknown model', '/v2/models/no%20such/infer', post('{}')],
     ['a malformed percent escape', '/v2/models/no%zzsuch', { method: 'GET' }],
+    ['infer, a JSON element that is not a number', '/v2/models/mnist/infer', post(`{"inputs":[${json784('digit_image').replace('[0,', '["a",')}]}`)],
+    ['infer, more JSON elements than the shape', '/v2/models/mnist/infer', post(`{"inputs":[${json784('digit_image').replace('[0,', '[0,0,')}]}`)],
+    // Log and trace settings: bodies and methods the clients do not send.
+    ['logging, empty body', '/v2/logging', post('')],
+    ['logging, a body that is not an object', '/v2/logging', post('[1]')],
+    ['logging by PUT', '/v2/logging', { method: 'PUT' }],
+    ['trace, empty body', '/v2/trace/setting', post('')],
+    ['trace by PUT', '/v2/trace/setting', { method: 'PUT' }],
+    ['trace of a model version', '/v2/models/mnist/versions/1/trace/setting', { method: 'GET' }],
+    ['trace of an unknown model, by POST', '/v2/models/nosuch/trace/setting', post('{"trace_rate":"x"}')],
+    ['trace, level not strings', '/v2/trace/setting', post('{"trace_level":[1]}')],
+    // generate and generate_stream: Triton's mapping of JSON fields to inputs, and its refusals.
+    ...(['generate', 'generate_stream'] as const).flatMap((kind): [string, string, RequestInit][] => [
+      [`${kind}, a scalar for the image`, `/v2/models/mnist/${kind}`, post('{"digit_image":5}')],
+      [`${kind}, a nested image`, `/v2/models/mnist/${kind}`, post(`{"digit_image":[[${zeros(784)}]]}`)],
+      [`${kind}, too few elements`, `/v2/models/mnist/${kind}`, post('{"digit_image":[1,2,3]}')],
+      [`${kind}, no input`, `/v2/models/mnist/${kind}`, post('{"prompt":"seven"}')],
+      [`${kind}, an id that is not a string`, `/v2/models/mnist/${kind}`, post(`{"id":5,"digit_image":[${zeros(784)}]}`)],
+      [`${kind}, parameters not an object`, `/v2/models/mnist/${kind}`, post(`{"digit_image":[${zeros(784)}],"parameters":5}`)],
+      [`${kind}, a parameter of array type`, `/v2/models/mnist/${kind}`, post(`{"digit_image":[${zeros(784)}],"stop":["x"]}`)],
+      [`${kind}, a null parameter`, `/v2/models/mnist/${kind}`, post(`{"digit_image":[${zeros(784)}],"stop":null}`)],
+      [
+        `${kind}, the input twice`,
+        `/v2/models/mnist/${kind}`,
+        post(`{"id":"d","digit_image":[${zeros(784)}],"parameters":{"digit_image":[${zeros(784)}]}}`),
+      ],
+      [`${kind}, a string element`, `/v2/models/mnist/${kind}`, post(`{"digit_image":["a",${zeros(783)}]}`)],
+      [`${kind}, empty body`, `/v2/models/mnist/${kind}`, post('')],
+      [`${kind}, a body that is not an object`, `/v2/models/mnist/${kind}`, post('[1]')],
+      [`${kind}, gzip body`, `/v2/models/mnist/${kind}`, post('{}', { 'Content-Encoding': 'gzip' })],
+      [`${kind}, unknown model`, `/v2/models/nosuch/${kind}`, post('{}')],
+      [`${kind}, unknown version`, `/v2/models/mnist/versions/9/${kind}`, post('{}')],
+      [`${kind} by GET`, `/v2/models/mnist/${kind}`, { method: 'GET' }],
+    ]),
   ];
+}
+
+function zeros(n: number): string {
+  return new Array<number>(n).fill(0).join(',');
+}
+
+/** Runs one of the client scripts against a server's gRPC and HTTP ports, on the MNIST model: its JSON answer. */
+function clientCases(script: string, grpc: number, http: number): Record<string, { ok: boolean; message?: string; sum?: number }> {
+  return JSON.parse(python([join(CLIENTS, script), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<
+    string,
+    { ok: boolean; message?: string; sum?: number }
+  >;
 }
 
 /** Runs protocol_cases.py (streaming, shared memory, model control) against one server. */
@@ -308,11 +355,7 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
   });
 
   it("perf_analyzer's requests in each of its modes (its binary cannot run here) succeed on both", () => {
-    const run = (grpc: number, http: number): Record<string, { ok: boolean; sum?: number }> =>
-      JSON.parse(python([join(CLIENTS, 'perf_requests.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, 'mnist'])) as Record<
-        string,
-        { ok: boolean; sum?: number }
-      >;
+    const run = (grpc: number, http: number): Record<string, { ok: boolean; sum?: number }> => clientCases('perf_requests.py', grpc, http);
     const [mine, real] = [run(ours.grpc, ours.http), run(theirs.grpcPort, theirs.httpPort)];
     assert.deepEqual(Object.keys(mine).sort(), [
       'grpc-async',
@@ -416,6 +459,96 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     }
     assert.deepEqual(differences, []);
   });
+  it('the same log and trace settings, updates and refusals, global and per model, over HTTP and gRPC', () => {
+    const run = (grpc: number, http: number): Record<string, { ok: boolean; message?: string }> => clientCases('settings_cases.py', grpc, http);
+    const [mine, real] = [run(ours.grpc, ours.http), run(theirs.grpcPort, theirs.httpPort)];
+    assert.deepEqual(mine, real);
+    // The cases do reach both sides of each check.
+    assert.equal(real['http/log/verbose-and-format']?.ok, true);
+    assert.equal(real['http/trace/level-without-file']?.message, 'Attempting to set invalid trace setting :trace file name is not given');
+    assert.equal(real['grpc/log/info-as-uint']?.message, "expect boolean for 'log_info'");
+  });
+
+  it('generate and generate_stream answer a good request as Triton does: one JSON object, or one SSE event', async () => {
+    const body = `{"id":"g1","digit_image":[${zeros(784)}],"parameters":{"max_tokens":1,"temperature":0.5,"stream":false}}`;
+    // A connection of its own for each request (node:http, no agent): a kept-alive one that the server has closed would fail the request.
+    const answer = (port: number, kind: string): Promise<{ status: number; type: string; text: string }> =>
+      new Promise((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, path: `/v2/models/mnist/versions/1/${kind}`, method: 'POST', agent: false }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'] ?? '', text }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    for (const kind of ['generate', 'generate_stream']) {
+      const [mine, real] = [await answer(ours.http, kind), await answer(theirs.httpPort, kind)];
+      // The stand-in backend answers with no outputs: ours carries the softmax, the rest is the same.
+      const event = kind === 'generate_stream' ? /^data: (\{.*\})\n\n$/s : /^(\{.*\})$/s;
+      const [mineJson, realJson] = [mine, real].map((a) => JSON.parse(event.exec(a.text)?.[1] ?? 'null') as Record<string, unknown>);
+      const labels = mineJson?.output_labels as number[];
+      assert.equal(labels.length, 10);
+      assert.ok(Math.abs(labels.reduce((a, b) => a + b, 0) - 1) < 1e-5, String(labels));
+      assert.deepEqual(Object.keys(mineJson ?? {}), ['id', 'model_name', 'model_version', 'output_labels']);
+      delete mineJson?.output_labels;
+      assert.deepEqual({ ...mine, text: mineJson }, { ...real, text: realJson });
+      assert.deepEqual(realJson, { id: 'g1', model_name: 'mnist', model_version: '1' });
+    }
+  });
+
+  it('reads a chunked body that also carries Content-Length as Triton does (raw sockets)', async () => {
+    const json = `{"inputs":[${json784('digit_image')}]}`;
+    const chunked = (text: string): string => {
+      let out = '';
+      for (let i = 0; i < text.length; i += 1000) out += `${Math.min(1000, text.length - i).toString(16)}\r\n${text.slice(i, i + 1000)}\r\n`;
+      return `${out}0\r\n\r\n`;
+    };
+    const head = (path: string, headers: string): string =>
+      `POST ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n${headers}\r\n`;
+    const cases: [string, string][] = [
+      ['Content-Length of the decoded body', head('/v2/models/mnist/infer', `Content-Length: ${json.length}\r\n`) + chunked(json)],
+      [
+        'Content-Length first',
+        head('/v2/models/mnist/infer', '').replace('Transfer-Encoding', `Content-Length: ${json.length}\r\nTransfer-Encoding`) + chunked(json),
+      ],
+      ['Content-Length of the encoded body', head('/v2/models/mnist/infer', `Content-Length: ${chunked(json).length}\r\n`) + chunked(json)],
+      ['Content-Length short of the body', head('/v2/models/mnist/infer', `Content-Length: ${json.length}\r\n`) + chunked(`${json}trailing`)],
+      ['Content-Length 0: a raw binary request', head('/v2/models/mnist/infer', 'Content-Length: 0\r\n') + chunked('\0'.repeat(3136))],
+      [
+        'a header length past Content-Length',
+        head('/v2/models/mnist/infer', `Content-Length: 10\r\nInference-Header-Content-Length: ${json.length}\r\n`) + chunked(json),
+      ],
+      ['a control endpoint', head('/v2/logging', 'Content-Length: 1\r\n') + chunked('{}')],
+      ['generate', head('/v2/models/mnist/generate', 'Content-Length: 3\r\n') + chunked(`{"digit_image":[${zeros(784)}]}`)],
+    ];
+    const ask = (port: number, request: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        let got = '';
+        const socket = connect(port, '127.0.0.1', () => socket.end(request));
+        socket.setEncoding('latin1');
+        socket.on('data', (d: string) => (got += d));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(got));
+      });
+    const outcome = async (port: number, request: string): Promise<[number, string]> => {
+      const response = await ask(port, request);
+      const status = Number(/^HTTP\/1\.1 (\d+)/.exec(response)?.[1] ?? 0);
+      // Only errors are compared by body (the stand-in backend's answers have no outputs); a chunked answer is one chunk here.
+      const error = /"error":"((?:[^"\\]|\\.)*)"/.exec(response)?.[1] ?? '';
+      return [status, error];
+    };
+    const differences: string[] = [];
+    for (const [name, request] of cases) {
+      const [mine, real] = [await outcome(ours.http, request), await outcome(theirs.httpPort, request)];
+      if (JSON.stringify(mine) !== JSON.stringify(real))
+        differences.push(`${name}: popef serve ${JSON.stringify(mine)}, Triton ${JSON.stringify(real)}`);
+    }
+    assert.deepEqual(differences, []);
+    assert.deepEqual(await outcome(theirs.httpPort, cases[0]?.[1] ?? ''), [200, '']);
+  });
+
   it('the same metrics families, help texts, types and series on the metrics port; counts that move alike', async () => {
     const scrape = async (port: number): Promise<{ meta: string[]; series: string[]; counts: Map<string, number> }> => {
       const res = await fetch(`http://127.0.0.1:${port}/metrics`);

@@ -1,15 +1,13 @@
 import { resolve } from 'node:path';
 import { loadPlugin } from '../../run/load-plugin.js';
 import type { ExecutionPlugin } from '../../run/plugin-api.js';
-import { printable } from '../../present/printable.js';
-import type { RequestLog } from '../../serve/inference-server.js';
-import type { InstanceEvent } from '../../serve/served-model.js';
 import { startServer } from '../../serve/server.js';
 import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { pluginOptions, positiveSecondsMs, usage } from './options.js';
 import { assertAvailable } from './plugin-choice.js';
+import { ServeLog } from './serve-log.js';
 import type { ServeFlags } from './serve.js';
 
 export async function serveCommand(repositories: string[], flags: ServeFlags, io: CliIo): Promise<number> {
@@ -45,11 +43,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
   } finally {
     await probe.dispose();
   }
-  const log =
-    flags.jsonLogs === true
-      ? (entry: RequestLog): void =>
-          io.stderr(`${JSON.stringify({ time: new Date().toISOString(), ...entry, ms: Math.round(entry.ms * 1000) / 1000 })}\n`)
-      : undefined;
+  const log = new ServeLog(flags, io);
   const server = await startServer({
     repositories: repositories.map((r) => resolve(io.cwd, r)),
     createPlugin,
@@ -62,18 +56,13 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     maxRequestSize: flags.maxRequestSize,
     ...(flags.maxBuffered === undefined ? {} : { maxBufferedBytes: flags.maxBuffered }),
     modelControl: { mode: flags.modelControlMode, loadModels: flags.loadModel, pollSeconds: flags.repositoryPollSecs },
-    log,
-    onInstanceEvent: (e: InstanceEvent) => io.stderr(instanceLine(e, flags.jsonLogs === true)),
-    onModel: (m) => {
-      // A model's name is a directory name: one holding ESC or a newline must not recolour the terminal or forge a log line.
-      const name = printable(m.name, true);
-      const line = m.ready ? `model '${name}' version ${m.version}: READY` : `model '${name}': UNAVAILABLE: ${printable(m.reason, true)}`;
-      io.stderr(
-        flags.jsonLogs === true
-          ? `${JSON.stringify({ time: new Date().toISOString(), model: m.name, version: m.version, state: m.state, reason: m.reason })}\n`
-          : `popef serve: ${line}\n`,
-      );
-    },
+    log: (entry) => log.request(entry),
+    logSettings: log.settings,
+    onInstanceEvent: (e) => log.instance(e),
+    onModel: (m) => log.model(m),
+  }).catch((error: unknown) => {
+    log.close();
+    throw error;
   });
   const where = [...server.ports].map(([name, port]) => `${name} on ${flags.host}:${port}`).join(', ');
   const models = server.core.index();
@@ -87,15 +76,8 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
   });
   io.stderr('popef serve: stopping: finishing the running requests\n');
   await server.stop();
+  log.close();
   io.stderr('popef serve: stopped\n');
   io.signalIsNormalStop?.();
   return ExitCode.Ok;
-}
-
-/** An instance's change of state, for stderr: names escaped as validate and dump escape them. */
-function instanceLine(e: InstanceEvent, json: boolean): string {
-  if (json) return `${JSON.stringify({ time: new Date().toISOString(), ...e })}\n`;
-  const what = { READY: 'READY', FAILED: 'FAILED, restarting', GIVEN_UP: 'given up' }[e.state];
-  const line = `popef serve: model '${printable(e.model, true)}' instance '${printable(e.instance, true)}': ${what}: ${printable(e.reason, true)}\n`;
-  return e.modelUnavailable === true ? `${line}popef serve: model '${printable(e.model, true)}': UNAVAILABLE: no instance can be started\n` : line;
 }

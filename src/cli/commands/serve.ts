@@ -17,6 +17,12 @@ export interface ServeFlags {
   readonly referenceMap?: string[];
   readonly model?: string[];
   readonly jsonLogs?: boolean;
+  readonly logVerbose?: number;
+  readonly logInfo: boolean;
+  readonly logWarning: boolean;
+  readonly logError: boolean;
+  readonly logFormat: 'default' | 'ISO8601';
+  readonly logFile?: string;
   readonly maxRequestSize: number;
   readonly maxBuffered?: number;
   readonly timeout: string;
@@ -43,6 +49,12 @@ Triton's request-time rules and messages.
 Streaming (ModelStreamInfer), system shared memory (CUDA shared memory
 answers as Triton's GPU build on a host without GPUs) and model control
 (--model-control-mode, as Triton's) are served over both protocols.
+
+Log settings (GET/POST /v2/logging, gRPC LogSettings) report and change
+the --log-* options at run time; the server writes only what they allow.
+Trace settings (/v2/trace/setting, per model /v2/models/M/trace/setting,
+gRPC TraceSetting) are kept and reported as Triton's; no trace is written,
+so, as Triton without a trace file, any level but OFF is refused.
 
 Prometheus metrics (Triton's nv_* families) are served at /metrics on
 --metrics-port unless --allow-metrics=false.
@@ -78,7 +90,21 @@ export function registerServe(program: Command, io: CliIo, run: (handler: Handle
     )
     .option('--reference-map <anchor=name>', 'cpu plugin: the ONNX graph name of an anchor whose names differ (repeatable)', collect)
     .option('--model <name>', 'serve only this model (repeatable; default: every model)', collect)
-    .option('--json-logs', 'log one JSON line per request on standard error')
+    .option('--json-logs', 'write log records as JSON lines (and, unless --log-verbose is given, one per request)')
+    .addOption(
+      new Option('--log-verbose <level>', "as Triton's: 1 or more logs one record per request (default 0; 1 with --json-logs)").argParser(
+        parseIntOption(0, 2 ** 31 - 1),
+      ),
+    )
+    .addOption(new Option('--log-info <bool>', 'log informational records (models loaded)').argParser(parseBoolOption).default(true))
+    .addOption(new Option('--log-warning <bool>', 'log warnings (an instance restarted)').argParser(parseBoolOption).default(true))
+    .addOption(new Option('--log-error <bool>', 'log errors (a model unavailable, an instance given up)').argParser(parseBoolOption).default(true))
+    .addOption(
+      new Option('--log-format <format>', 'default, or ISO8601 (each record starts with its UTC time and severity)')
+        .choices(['default', 'ISO8601'])
+        .default('default'),
+    )
+    .option('--log-file <path>', 'append log records to this file instead of standard error (not changeable over the network, as in Triton)')
     .addOption(
       new Option('--max-request-size <bytes>', 'largest request body accepted')
         .argParser(parseIntOption(1024, 2 ** 31 - 1))
