@@ -20,9 +20,9 @@
  * directories is avoided by hard-linking the PopEF and the name map).
  */
 import { spawnSync } from 'node:child_process';
-import { link, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, link, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildStandInBackends, findTritonServer, startTriton } from '../triton/oracle/tritonserver.js';
 
@@ -45,15 +45,23 @@ function stats(values: readonly number[]): { min: number; median: number; max: n
 
 const ms = (n: number): string => `${n.toFixed(0)} ms`;
 
+/** Hard links per source file: ext4 allows 65,000. */
+const LINKS_PER_SOURCE = 50_000;
+
 /** A repository of `count` copies of the template model; the large files hard-linked, the config written per model (its name differs). */
 async function makeRepository(template: string, repo: string, count: number): Promise<void> {
   const config = await readFile(join(template, 'mnist/config.pbtxt'), 'utf8');
+  const sources = join(repo, '..', `${basename(repo)}-sources`);
   for (let i = 0; i < count; i++) {
+    const from = join(sources, String(Math.floor(i / LINKS_PER_SOURCE)));
+    if (i % LINKS_PER_SOURCE === 0) {
+      await mkdir(from, { recursive: true });
+      for (const f of ['name_map.json', 'executable.popef']) await copyFile(join(template, 'mnist/1', f), join(from, f));
+    }
     const model = `model_${String(i).padStart(6, '0')}`;
     await mkdir(join(repo, model, '1'), { recursive: true });
     await writeFile(join(repo, model, 'config.pbtxt'), config.replace('name: "mnist"', `name: "${model}"`));
-    await link(join(template, 'mnist/1/name_map.json'), join(repo, model, '1/name_map.json'));
-    await link(join(template, 'mnist/1/executable.popef'), join(repo, model, '1/executable.popef'));
+    for (const f of ['name_map.json', 'executable.popef']) await link(join(from, f), join(repo, model, '1', f));
   }
 }
 
