@@ -31,23 +31,29 @@ const lazyChildProcessForCommander = {
 
 rmSync('dist', { recursive: true, force: true });
 execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-await build({
-  entryPoints: ['src/cli/bin.ts', 'src/cli/launch.ts'],
+/** What the CLI's bundles share: CommonJS for Node 20, minified. */
+const nodeBundle = {
   bundle: true,
   platform: 'node',
   format: 'cjs',
   target: 'node20',
   minify: true,
   logLevel: 'warning',
-  outdir: 'dist',
-  outExtension: { '.js': '.cjs' },
   // Large, and needed only by serve, run --plugin triton and PNG inputs: loaded from node_modules when used.
   external: BUNDLE_EXTERNALS,
   // The sources are ES modules; in the bundle, import.meta.url is the bundle's own URL.
   define: { 'import.meta.url': '__popefBundleUrl' },
   banner: { js: "var __popefBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+};
+await build({
+  ...nodeBundle,
+  entryPoints: ['src/cli/bin.ts', 'src/cli/launch.ts'],
+  outdir: 'dist',
+  outExtension: { '.js': '.cjs' },
   plugins: [lazyChildProcessForCommander],
 });
+// validate's worker thread (src/triton/repository/model-pool.ts), beside the bundle that starts it.
+await build({ ...nodeBundle, entryPoints: ['src/triton/repository/validate-worker.ts'], outfile: 'dist/validate-worker.cjs' });
 
 // The viewer page, served by `popef view` and written by `popef view --export`.
 const { buildView } = await import('./build-view.mjs');

@@ -32,7 +32,11 @@ export class ModelSet {
     private readonly owners: ReadonlyMap<Blob, PopefFile>,
   ) {}
 
-  /** Opens every file (paths or byte sources) and links their blobs into models by executable name; checks the model-level rules. */
+  /**
+   * Opens every file (paths or byte sources) and links their blobs into
+   * models by executable name; checks the model-level rules. The byte
+   * sources given become the set's: all of them are closed when it fails.
+   */
   static async open(inputs: readonly (string | ByteSource)[]): Promise<ModelSet> {
     const files: PopefFile[] = [];
     try {
@@ -40,6 +44,8 @@ export class ModelSet {
       return await ModelSet.fromFiles(files);
     } catch (error) {
       await Promise.all(files.map((f) => f.close()));
+      // Those not reached yet (PopefFile.open closes the one that failed).
+      for (const i of inputs.slice(files.length + 1)) if (typeof i !== 'string') await i.close();
       throw error;
     }
   }

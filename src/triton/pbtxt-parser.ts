@@ -66,6 +66,24 @@ const SCALAR_POSITIONS = 64;
  */
 const FINE_ELEMENTS = 1000;
 const DECIMAL = /^(?:0|[1-9]\d*)$/;
+
+let mapEntryTable: ReadonlyMap<string, FieldSpec> | undefined;
+
+/**
+ * Map entry type name -> the map field's spec. Built once, on first use: it
+ * walks every message of the schema, which cost more than parsing a small
+ * config when every parse built it (issue 26).
+ */
+function mapEntries(): ReadonlyMap<string, FieldSpec> {
+  mapEntryTable ??= new Map<string, FieldSpec>(
+    Object.entries(MESSAGES).flatMap(([msg, fields]) =>
+      Object.entries(fields as Record<string, FieldSpec>).flatMap(([field, spec]) =>
+        spec.map === undefined ? [] : [[mapEntryTypeName(msg, field), spec] as const],
+      ),
+    ),
+  );
+  return mapEntryTable;
+}
 const INT_MAX: Record<'int32' | 'int64' | 'uint32' | 'uint64', number> = {
   int32: 2 ** 31 - 1,
   int64: Number.MAX_SAFE_INTEGER,
@@ -271,7 +289,7 @@ class Parser {
 
   /** A field's spec, including the synthetic key/value fields of map entries. */
   private specFor(type: string, name: string): FieldSpec | undefined {
-    const entry = this.mapEntries.get(type);
+    const entry = mapEntries().get(type);
     if (entry !== undefined) {
       if (name === 'key') return { n: 1, t: entry.map ?? 'string' };
       if (name === 'value') return { n: 2, t: entry.t };
@@ -279,15 +297,6 @@ class Parser {
     }
     return this.fieldsFor(type)?.[name];
   }
-
-  /** Map entry type name -> the map field's spec. */
-  private readonly mapEntries = new Map<string, FieldSpec>(
-    Object.entries(MESSAGES).flatMap(([msg, fields]) =>
-      Object.entries(fields as Record<string, FieldSpec>).flatMap(([field, spec]) =>
-        spec.map === undefined ? [] : [[mapEntryTypeName(msg, field), spec] as const],
-      ),
-    ),
-  );
 
   private consumeMessageValue(type: string, spec: FieldSpec, path: string): ParsedMessage {
     let delimiter = '}';

@@ -1,19 +1,105 @@
 /**
- * popef validate over a generated repository of 1,000 models (config,
- * name map and a small PopEF each), in a child process, with wall time and
- * peak RSS. Prints figures only. Run after npm run build:
+ * popef validate against the real tritonserver, on one repository of 1,000
+ * copies of the scaffolded MNIST model (config.pbtxt, name_map.json and the
+ * PopEF each), then popef validate alone on 100,000 copies. Prints figures
+ * only. Run after npm run build:
  *   npx tsx test/bench/validate.ts
+ *
+ * - validate: wall time of `popef validate REPO --format json` in a child
+ *   process (start-up included), with its peak RSS (all threads).
+ * - tritonserver: the server that nvidia-pytriton bundles in .venv, with the
+ *   stand-in poplar backend of the oracle tests (test/triton/oracle/), so
+ *   every load-time check of Triton's core runs: wall time from spawn until
+ *   its HTTP service starts, which it does once the initial load of every
+ *   model has ended; the repository index is then asked that all are READY.
+ *
+ * The two run alternately, ROUNDS times each, so that the load of the
+ * machine (other work on the same cores) falls on both alike; the figures
+ * are ranges and medians, with the load average before and after.
+ * BENCH_VALIDATE_LARGE=0 skips the 100,000-model part (about 2 GB of
+ * directories is avoided by hard-linking the PopEF and the name map).
  */
 import { spawnSync } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { copyFile, link, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildStandInBackends, findTritonServer, startTriton } from '../triton/oracle/tritonserver.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROUNDS = 5;
+const LARGE = 100_000;
+const TARGET_LARGE_MS = 15_000;
+const TARGET_LARGE_BYTES = 1024 ** 3;
+
+function load(): string {
+  return loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+}
+
+function stats(values: readonly number[]): { min: number; median: number; max: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { min: sorted[0] ?? NaN, median: sorted[Math.floor(sorted.length / 2)] ?? NaN, max: sorted[sorted.length - 1] ?? NaN };
+}
+
+const ms = (n: number): string => `${n.toFixed(0)} ms`;
+
+/** Hard links per source file: ext4 allows 65,000. */
+const LINKS_PER_SOURCE = 50_000;
+
+/** A repository of `count` copies of the template model; the large files hard-linked, the config written per model (its name differs). */
+async function makeRepository(template: string, repo: string, count: number): Promise<void> {
+  const config = await readFile(join(template, 'mnist/config.pbtxt'), 'utf8');
+  const sources = join(repo, '..', `${basename(repo)}-sources`);
+  for (let i = 0; i < count; i++) {
+    const from = join(sources, String(Math.floor(i / LINKS_PER_SOURCE)));
+    if (i % LINKS_PER_SOURCE === 0) {
+      await mkdir(from, { recursive: true });
+      for (const f of ['name_map.json', 'executable.popef']) await copyFile(join(template, 'mnist/1', f), join(from, f));
+    }
+    const model = `model_${String(i).padStart(6, '0')}`;
+    await mkdir(join(repo, model, '1'), { recursive: true });
+    await writeFile(join(repo, model, 'config.pbtxt'), config.replace('name: "mnist"', `name: "${model}"`));
+    for (const f of ['name_map.json', 'executable.popef']) await link(join(from, f), join(repo, model, '1', f));
+  }
+}
+
+/** One popef validate run: wall time and peak RSS (KiB). */
+async function runValidate(repo: string, rssFile: string, models: number): Promise<{ ms: number; rssKiB: number }> {
+  await rm(rssFile, { force: true });
+  const start = process.hrtime.bigint();
+  const r = spawnSync(
+    process.execPath,
+    ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'],
+    { env: { ...process.env, BENCH_RSS_FILE: rssFile }, maxBuffer: 1024 ** 3 },
+  );
+  const elapsed = Number(process.hrtime.bigint() - start) / 1e6;
+  if (r.status !== 0) throw new Error(`validate found problems (exit ${r.status}): ${r.stdout.toString().slice(0, 500)}${r.stderr.toString()}`);
+  const report = JSON.parse(r.stdout.toString()) as { summary: { models: number } };
+  if (report.summary.models !== models) throw new Error(`validate reported ${report.summary.models} models, not ${models}`);
+  // Every thread of the process appends the same process-wide figure; the largest is the peak.
+  const rss = (await readFile(rssFile, 'utf8')).split('\n').filter(Boolean).map(Number);
+  return { ms: elapsed, rssKiB: Math.max(...rss) };
+}
+
+/** One tritonserver start: wall time until every model's load has ended, checked READY. */
+async function runTriton(binary: string, repo: string, backends: string, models: number): Promise<number> {
+  const start = process.hrtime.bigint();
+  const triton = await startTriton(binary, repo, backends, 600_000, [], 5);
+  const elapsed = Number(process.hrtime.bigint() - start) / 1e6;
+  try {
+    const index = (await (await triton.ask('/v2/repository/index', { method: 'POST', body: '{}' })).json()) as { state?: string }[];
+    const ready = index.filter((m) => m.state === 'READY').length;
+    if (ready !== models) throw new Error(`tritonserver has ${ready} of ${models} models READY`);
+  } finally {
+    await triton.stop();
+  }
+  return elapsed;
+}
+
 const dir = await mkdtemp(join(tmpdir(), 'popef-bench-validate-'));
 try {
-  const repo = join(dir, 'repo');
   const template = join(dir, 'template');
   const s = spawnSync(process.execPath, [
     join(ROOT, 'bin/popef.cjs'),
@@ -29,34 +115,53 @@ try {
     'softmax/Softmax:0=output_labels',
   ]);
   if (s.status !== 0) throw new Error(s.stderr.toString());
-  const config = await readFile(join(template, 'mnist/config.pbtxt'), 'utf8');
-  for (let i = 0; i < 1000; i++) {
-    const model = `model_${String(i).padStart(4, '0')}`;
-    await mkdir(join(repo, model, '1'), { recursive: true });
-    await writeFile(join(repo, model, 'config.pbtxt'), config.replace('name: "mnist"', `name: "${model}"`));
-    await copyFile(join(template, 'mnist/1/name_map.json'), join(repo, model, '1/name_map.json'));
-    await copyFile(join(template, 'mnist/1/executable.popef'), join(repo, model, '1/executable.popef'));
-  }
+  const repo = join(dir, 'repo');
+  await makeRepository(template, repo, 1000);
   const rssFile = join(dir, 'rss.txt');
-  const times: number[] = [];
-  for (let run = 0; run < 5; run++) {
-    const start = process.hrtime.bigint();
-    const r = spawnSync(
-      process.execPath,
-      ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'],
-      {
-        env: { ...process.env, BENCH_RSS_FILE: rssFile },
-        maxBuffer: 64 * 1024 * 1024,
-      },
-    );
-    times.push(Number(process.hrtime.bigint() - start) / 1e6);
-    if (r.status !== 0) throw new Error(`validate found problems: ${r.stdout.toString().slice(0, 500)}`);
+
+  const triton = findTritonServer();
+  const backends = join(dir, 'backends');
+  if (triton !== undefined) await buildStandInBackends(backends, ['poplar']);
+  const before = load();
+  const ours: number[] = [];
+  const oursRss: number[] = [];
+  const theirs: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const v = await runValidate(repo, rssFile, 1000);
+    ours.push(v.ms);
+    oursRss.push(v.rssKiB);
+    if (triton !== undefined) theirs.push(await runTriton(triton, repo, backends, 1000));
   }
-  const rss = (await readFile(rssFile, 'utf8')).split('\n').filter(Boolean).map(Number);
-  times.sort((a, b) => a - b);
+  const o = stats(ours);
+  console.log(`1,000 models, ${ROUNDS} alternating rounds, load average ${before} before, ${load()} after:`);
   console.log(
-    `popef validate, 1000 models: median ${(times[2] ?? 0).toFixed(0)} ms wall (target < 2000), peak RSS ${(Math.max(...rss) / 1024).toFixed(1)} MiB (target < 200)`,
+    `  popef validate:          ${ms(o.min)} - ${ms(o.max)} (median ${ms(o.median)}), peak RSS ${(Math.max(...oursRss) / 1024).toFixed(0)} MiB`,
   );
+  if (triton === undefined) {
+    console.log('  tritonserver:            not run (no .venv with nvidia-pytriton; bash .ci/run installs it)');
+  } else {
+    const t = stats(theirs);
+    console.log(`  tritonserver to READY:   ${ms(t.min)} - ${ms(t.max)} (median ${ms(t.median)})`);
+    const ratios = ours.map((v, i) => v / (theirs[i] ?? NaN));
+    const r = stats(ratios);
+    console.log(
+      `  validate / tritonserver: ${r.median.toFixed(2)} median of the rounds' ratios (${r.min.toFixed(2)} - ${r.max.toFixed(2)}; target <= 1)`,
+    );
+  }
+
+  if (process.env.BENCH_VALIDATE_LARGE !== '0') {
+    await rm(repo, { recursive: true, force: true });
+    const large = join(dir, 'large');
+    await makeRepository(template, large, LARGE);
+    const beforeLarge = load();
+    const runs = [await runValidate(large, rssFile, LARGE), await runValidate(large, rssFile, LARGE)];
+    const times = runs.map((r) => r.ms);
+    const peak = Math.max(...runs.map((r) => r.rssKiB)) * 1024;
+    console.log(`100,000 models, 2 runs, load average ${beforeLarge} before, ${load()} after:`);
+    console.log(
+      `  popef validate:          ${ms(Math.min(...times))} - ${ms(Math.max(...times))} (target < ${ms(TARGET_LARGE_MS)}), peak RSS ${(peak / 1024 ** 2).toFixed(0)} MiB (target < ${(TARGET_LARGE_BYTES / 1024 ** 2).toFixed(0)} MiB)`,
+    );
+  }
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

@@ -22,6 +22,9 @@ describe('npm pack', () => {
       'bin/esm-only.cjs',
       'dist/bin.cjs',
       'dist/launch.cjs',
+      // validate's worker threads, beside the bundle and beside the library's module that starts them.
+      'dist/validate-worker.cjs',
+      'dist/triton/repository/validate-worker.js',
       'dist/index.js',
       'dist/index.d.ts',
       'schemas/FORMAT.md',

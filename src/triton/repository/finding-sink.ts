@@ -23,16 +23,45 @@ export interface SinkOptions {
   readonly positions?: ReadonlyMap<string, SourcePos>;
 }
 
+/**
+ * A sink's state as plain data, to cross a thread (validate's workers check
+ * models and the main thread adds the repository-level rules). Positions
+ * are left behind: the rules added later name no config path.
+ */
+export interface SinkState {
+  readonly listed: readonly Finding[];
+  readonly perRule: ReadonlyMap<RuleId, RuleCount>;
+}
+
+interface RuleCount {
+  count: number;
+  severity: Severity;
+  file?: string;
+}
+
 export class FindingSink {
   private readonly listed: Finding[] = [];
   /** Findings per rule, listed or not; and the severity and file of the first, for the closing count. */
-  private readonly perRule = new Map<RuleId, { count: number; severity: Severity; file?: string }>();
+  private readonly perRule = new Map<RuleId, RuleCount>();
   private readonly limit: number;
   private positions: ReadonlyMap<string, SourcePos>;
 
   constructor(private readonly options: SinkOptions = {}) {
     this.limit = options.limit ?? MAX_FINDINGS_PER_RULE;
     this.positions = options.positions ?? new Map();
+  }
+
+  /** What the sink holds so far, as plain data (see SinkState). */
+  state(): SinkState {
+    return { listed: this.listed, perRule: this.perRule };
+  }
+
+  /** A sink that goes on from `state` (taken by state(), perhaps in another thread). */
+  static resume(options: SinkOptions, state: SinkState): FindingSink {
+    const sink = new FindingSink(options);
+    sink.listed.push(...state.listed);
+    for (const [rule, count] of state.perRule) sink.perRule.set(rule, { ...count });
+    return sink;
   }
 
   /** The config's positions, once it is parsed. */

@@ -1,5 +1,4 @@
-import type { Dirent } from 'node:fs';
-import { lstat, readdir, realpath, stat } from 'node:fs/promises';
+import { lstatSync, readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { PopefError, ioError, isNotFound } from '../../errors.js';
 import { FILE_LIMITS, readRegularFile, readRegularText } from '../../io/local-file.js';
@@ -15,6 +14,12 @@ import type { DirEntry } from './normalize.js';
  * and what each selected version holds. `popef validate`, `popef run` and
  * `popef serve` all read a model directory through this module, so the three
  * agree on the version served.
+ *
+ * Directories are listed once each, and their entries' types come from the
+ * listing, so a plain file or directory costs no stat; only symbolic links
+ * are followed with one. These calls are synchronous: each is a few
+ * microseconds on a local file system, where a trip through libuv's thread
+ * pool costs far more on a loaded machine (src/io/local-file.ts).
  *
  * Failures to read a file that belongs to one version are kept beside it
  * (`listError`, `nameMapError`) rather than thrown: validate reports the model's other
@@ -97,46 +102,52 @@ export interface ModelDirectoryRead {
 }
 
 /** Whether `entry` is a symbolic link that loops (ELOOP): not a directory, and not to be skipped in silence. */
-export async function isLinkLoop(path: string, entry: Dirent): Promise<boolean> {
+export function isLinkLoop(path: string, entry: Dirent): boolean {
   if (!entry.isSymbolicLink()) return false;
-  return stat(path).then(
-    () => false,
-    (error: unknown) => (error as NodeJS.ErrnoException).code === 'ELOOP',
-  );
+  try {
+    statSync(path);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ELOOP';
+  }
 }
 
 /**
  * Whether `path` is a symbolic link whose target lies outside `root` (the
  * repository): such a file (/etc/shadow, an env file) is not read, so that
- * nothing of it can reach a report.
+ * nothing of it can reach a report. `entry`, when the caller listed the
+ * directory, says whether it is a link without another lstat.
  */
-export async function linksOutside(path: string, root: string | undefined): Promise<boolean> {
+export function linksOutside(path: string, root: string | undefined, entry?: Dirent): boolean {
   if (root === undefined) return false;
-  const info = await lstat(path).catch(() => undefined);
-  if (info?.isSymbolicLink() !== true) return false;
-  const [target, base] = await Promise.all([realpath(path).catch(() => undefined), realpath(root).catch(() => root)]);
+  if (entry !== undefined ? !entry.isSymbolicLink() : lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink() !== true) return false;
+  const realOrUndefined = (p: string): string | undefined => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return undefined;
+    }
+  };
+  const target = realOrUndefined(path);
   if (target === undefined) return false;
-  const inside = relative(base, target);
+  const inside = relative(realOrUndefined(root) ?? root, target);
   return inside === '' || inside.startsWith('..') || isAbsolute(inside);
 }
 
 /** A directory's entries; a failure is a PopefError naming the directory. */
-export async function listDir(path: string): Promise<Dirent[]> {
+export function listDir(path: string): Dirent[] {
   try {
-    return await readdir(path, { withFileTypes: true });
+    return readdirSync(path, { withFileTypes: true });
   } catch (error) {
     throw ioError(error, path, 'list the directory');
   }
 }
 
 /** Whether an entry is a directory, following a symbolic link as Triton does. */
-export async function isDirectory(path: string, entry: Dirent): Promise<boolean> {
+export function isDirectory(path: string, entry: Dirent): boolean {
   if (entry.isDirectory()) return true;
   if (!entry.isSymbolicLink()) return false;
-  return stat(path).then(
-    (s) => s.isDirectory(),
-    () => false,
-  );
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
 }
 
 /** How Triton reads a version directory's name (std::stoll: a numeric prefix counts). */
@@ -170,20 +181,22 @@ export function selectVersions(
 export async function readVersionDirectory(
   modelPath: string,
   candidate: VersionCandidate & { readonly version: number },
-  list: (path: string) => Promise<Dirent[]> = listDir,
+  list: (path: string) => Dirent[] = listDir,
   root?: string,
 ): Promise<VersionDirectory> {
   const path = join(modelPath, candidate.dir);
-  let files: string[];
+  let entries: Dirent[];
   try {
-    files = (await list(path)).filter((e) => !e.isDirectory()).map((e) => e.name);
+    entries = list(path).filter((e) => !e.isDirectory());
   } catch (error) {
     if (!(error instanceof PopefError)) throw error;
     return { dir: candidate.dir, version: candidate.version, files: [], popefFiles: [], listError: error };
   }
+  const files = entries.map((e) => e.name);
   const base = { dir: candidate.dir, version: candidate.version, files, popefFiles: sortPopefFiles(files) };
-  if (!files.includes('name_map.json')) return base;
-  if (await linksOutside(join(path, 'name_map.json'), root)) return { ...base, nameMapLinksOutside: true };
+  const nameMap = entries.find((e) => e.name === 'name_map.json');
+  if (nameMap === undefined) return base;
+  if (linksOutside(join(path, 'name_map.json'), root, nameMap)) return { ...base, nameMapLinksOutside: true };
   try {
     return { ...base, nameMapText: await readRegularText(join(path, 'name_map.json'), { what: 'name_map.json', limit: FILE_LIMITS.json }) };
   } catch (error) {
@@ -192,8 +205,10 @@ export async function readVersionDirectory(
   }
 }
 
-async function readConfig(path: string, file: string, root: string | undefined): Promise<ConfigRead> {
-  if (await linksOutside(path, root)) return { kind: 'link-outside' };
+/** config.pbtxt, when `entry` (from the model directory's listing) says there is one. */
+async function readConfig(path: string, file: string, root: string | undefined, entry: Dirent | undefined): Promise<ConfigRead> {
+  if (entry === undefined) return { kind: 'missing' };
+  if (linksOutside(path, root, entry)) return { kind: 'link-outside' };
   let bytes: Uint8Array;
   try {
     // The bytes go to the parser as they are: a 50 MB config is not also decoded into a string.
@@ -223,8 +238,8 @@ export async function readModelDirectory(
   root?: string,
 ): Promise<ModelDirectoryRead> {
   // Listings read once: autofill and the version reading both list the first sub-directory.
-  const listings = new Map<string, Promise<Dirent[]>>();
-  const list = (p: string): Promise<Dirent[]> => {
+  const listings = new Map<string, Dirent[]>();
+  const list = (p: string): Dirent[] => {
     let listing = listings.get(p);
     if (listing === undefined) {
       listing = listDir(p);
@@ -232,23 +247,39 @@ export async function readModelDirectory(
     }
     return listing;
   };
-  const config = await readConfig(join(path, 'config.pbtxt'), configFile, root);
-  const entries = await list(path);
+  let entries: Dirent[];
+  try {
+    entries = list(path);
+  } catch (error) {
+    // A model directory that cannot be listed: its config's failure to open is what Triton reports first.
+    await readRegularFile(join(path, 'config.pbtxt'), { what: 'config.pbtxt', limit: FILE_LIMITS.config }).catch((configError: unknown) => {
+      if (!isNotFound(configError)) throw configError;
+    });
+    throw error;
+  }
+  const config = await readConfig(
+    join(path, 'config.pbtxt'),
+    configFile,
+    root,
+    entries.find((e) => e.name === 'config.pbtxt'),
+  );
   const subdirs: string[] = [];
   const linkLoops: string[] = [];
   for (const e of entries) {
-    if (await isLinkLoop(join(path, e.name), e)) linkLoops.push(e.name);
-    else if (await isDirectory(join(path, e.name), e)) subdirs.push(e.name);
+    if (isLinkLoop(join(path, e.name), e)) linkLoops.push(e.name);
+    else if (isDirectory(join(path, e.name), e)) subdirs.push(e.name);
   }
   const first = [...subdirs].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))[0];
   let firstSubdirectory: DirEntry[] | undefined;
   if (first !== undefined) {
-    const inside = await list(join(path, first)).catch((error: unknown) => {
-      if (error instanceof PopefError) return [];
-      throw error;
-    });
-    firstSubdirectory = [];
-    for (const e of inside) firstSubdirectory.push({ name: e.name, isDirectory: await isDirectory(join(path, first, e.name), e) });
+    let inside: Dirent[];
+    try {
+      inside = list(join(path, first));
+    } catch (error) {
+      if (!(error instanceof PopefError)) throw error;
+      inside = [];
+    }
+    firstSubdirectory = inside.map((e) => ({ name: e.name, isDirectory: isDirectory(join(path, first, e.name), e) }));
   }
   const candidates = subdirs.filter((d) => !NOT_VERSIONS.has(d)).map(versionVerdict);
   const policy = config.kind === 'parsed' ? config.config.version_policy : undefined;

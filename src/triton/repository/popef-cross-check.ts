@@ -60,18 +60,40 @@ export interface VersionOutcome {
   readonly skipped?: string;
 }
 
-/** The index of the first file that is not in the open layout; a file that cannot be read is left to the reader to report. */
-async function firstForeignFile(paths: readonly string[]): Promise<number | undefined> {
-  for (const [i, path] of paths.entries()) {
-    let source: FileSource | undefined;
+/**
+ * Each PopEF file opened once, for both the layout test and the reading:
+ * its source, or its path when it could not be opened (the reader then
+ * opens it again and reports why it cannot).
+ */
+async function openAll(paths: readonly string[]): Promise<(FileSource | string)[]> {
+  const opened: (FileSource | string)[] = [];
+  for (const path of paths) {
     try {
-      source = await FileSource.open(path);
+      opened.push(await FileSource.open(path));
+    } catch (error) {
+      if (!(error instanceof PopefError)) {
+        await closeAll(opened);
+        throw error;
+      }
+      opened.push(path);
+    }
+  }
+  return opened;
+}
+
+async function closeAll(opened: readonly (FileSource | string)[]): Promise<void> {
+  for (const o of opened) if (typeof o !== 'string') await o.close();
+}
+
+/** The index of the first file that is not in the open layout; a file that cannot be read is left to the reader to report. */
+async function firstForeignFile(opened: readonly (FileSource | string)[]): Promise<number | undefined> {
+  for (const [i, source] of opened.entries()) {
+    if (typeof source === 'string') continue;
+    try {
       const n = Math.min(BLOB_MAGIC.length, source.size);
       if (layoutOf(n === 0 ? new Uint8Array() : await source.read(0, n, 'blob magic'), source.size) === 'foreign') return i;
     } catch (error) {
       if (!(error instanceof PopefError)) throw error;
-    } finally {
-      await source?.close();
     }
   }
   return undefined;
@@ -80,12 +102,14 @@ async function firstForeignFile(paths: readonly string[]): Promise<number | unde
 /** The config against the PopEF files of one version, read as one model set. */
 async function againstOpenLayout(
   paths: readonly string[],
+  sources: readonly (FileSource | string)[],
   shown: readonly string[],
   check: VersionCheck & { config: ModelConfig },
 ): Promise<RawFinding[]> {
   let set: ModelSet | undefined;
   try {
-    set = await ModelSet.open(paths);
+    // ModelSet.open closes what it was given when it fails.
+    set = await ModelSet.open(sources);
     if (set.models.length !== 1) {
       return [
         {
@@ -220,19 +244,25 @@ async function readDescription(check: VersionCheck, name: string): Promise<{ des
 export async function crossCheckVersion(check: VersionCheck): Promise<VersionOutcome> {
   const { versionPath, version } = check;
   const paths = version.popefFiles.map((f) => join(check.versionDir, f));
-  const foreign = paths.length === 0 ? undefined : await firstForeignFile(paths);
+  const opened = await openAll(paths);
+  const foreign = await firstForeignFile(opened).catch(async (error: unknown) => {
+    await closeAll(opened);
+    throw error;
+  });
   const skipUnusable = (): VersionOutcome => ({ findings: [], skipped: check.unusable });
   const config = check.config;
-  if (paths.length > 0 && foreign === undefined) {
-    if (config === undefined) return skipUnusable();
+  if (paths.length > 0 && foreign === undefined && config !== undefined) {
     return {
       findings: await againstOpenLayout(
         paths,
+        opened,
         version.popefFiles.map((f) => `${versionPath}/${f}`),
         { ...check, config },
       ),
     };
   }
+  await closeAll(opened);
+  if (paths.length > 0 && foreign === undefined) return skipUnusable();
   const foreignFile = foreign === undefined ? undefined : `${versionPath}/${version.popefFiles[foreign] ?? ''}`;
   if (paths.length > 0 && check.readForeignPopef !== undefined) {
     const read = await check.readForeignPopef(paths);

@@ -1,0 +1,285 @@
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { ErrorCode, PopefError } from '../../errors.js';
+import type { ParsedNameMap } from '../name-map.js';
+import type { ModelConfig } from '../model-config.js';
+import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
+import { backendLibrary, backendLibraryRules, backendSearchPath } from './backend-rules.js';
+import { parseFailure } from './check-text.js';
+import { checkConfig } from './config-rules.js';
+import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
+import { FindingSink, type SinkOptions } from './finding-sink.js';
+import {
+  notCrossCheckedRule,
+  popefBackendRule,
+  servedByPoplar,
+  type NotCrossChecked,
+  versionFileRules,
+  versionNameRules,
+  versionPolicyRules,
+} from './layout-rules.js';
+import { readModelDirectory } from './model-directory.js';
+import { anchorsByName, nameMapRules } from './name-map-rules.js';
+import { crossCheckVersion, type ReadForeignPopef } from './popef-cross-check.js';
+
+/**
+ * One model directory of a repository, checked on its own: every rule but
+ * the repository-level ones (the ensembles' steps), which need every
+ * model's verdict. Models are independent, so validate may check them in
+ * worker threads (model-pool.ts); what this returns crosses a thread as
+ * plain data once its sink's state is taken.
+ */
+
+export interface ValidateOptions {
+  /** Target Triton release for field checks (default 21.05; `latest` disables). */
+  readonly tritonVersion?: string;
+  /** Only these model directories. */
+  readonly models?: readonly string[];
+  /** Check that each model's backend library exists here. */
+  readonly backendDirectory?: string;
+  /** Report warnings as errors. */
+  readonly strict?: boolean;
+  /**
+   * Findings of one rule listed per model (default 100; Infinity for all).
+   * Past it they are counted in one closing finding: a config of half a
+   * million mistyped inputs needs its first mistakes shown, not a report of
+   * half a million lines.
+   */
+  readonly maxFindingsPerRule?: number;
+  /**
+   * A deployment gate: a served poplar version with no PopEF file
+   * (layout/popef-missing) or with one this reader cannot cross-check
+   * (popef/not-cross-checked) is an error, not a notice.
+   */
+  readonly requirePopef?: boolean;
+  /** Check a PopEF description's SHA-256 against the file beside it, not only its size (reads the whole file). */
+  readonly verify?: boolean;
+  /**
+   * Reads PopEF files that are not in the open layout (SDK-written exports),
+   * for a caller that can: the CLI fills it with the Poplar SDK's reader
+   * (through the bridge in src/run/bridge) where the SDK is installed. It
+   * gets the absolute paths of one version's PopEF files, in the order they
+   * form one model set, and returns their description (as `popef describe`
+   * would write it), or undefined when it cannot read them here (no SDK);
+   * then a description committed beside the file is used, else the version
+   * gets popef/not-cross-checked. Left out, validate reads only the open
+   * layout and never imports the run layer.
+   */
+  readonly readForeignPopef?: ReadForeignPopef;
+  /**
+   * Threads to check models on: this one and threads - 1 workers (default:
+   * the machine's cores for a repository of 256 models or more, else 1).
+   * The report is the same whatever the number.
+   */
+  readonly threads?: number;
+}
+
+// Synchronous stats: see model-directory.ts for why.
+function probeFile(path: string): FileProbe {
+  try {
+    const s = statSync(path);
+    return s.isFile() ? { size: s.size } : { error: 'Is a directory' };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return { error: code === 'EACCES' ? 'Permission denied' : code === 'ENOTDIR' ? 'Not a directory' : 'No such file or directory' };
+  }
+}
+
+/** Whether `path` is a regular file (following links). */
+export function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The options of a model's sink: here, and where a worker's result is taken back (model-pool.ts). */
+export function sinkOptionsFor(model: string, options: Pick<ValidateOptions, 'strict' | 'maxFindingsPerRule'>): SinkOptions {
+  return { model, strict: options.strict, limit: options.maxFindingsPerRule, configFile: `${model}/config.pbtxt` };
+}
+
+/** A model's findings so far, its sink still open for the repository-level rules (ensemble steps). */
+export interface CheckedModel {
+  readonly name: string;
+  readonly sink: FindingSink;
+  readonly config?: ModelConfig;
+  readonly versions: readonly number[];
+  readonly popefSkipped?: string;
+}
+
+/** Checks one model: reads its directory once, then applies every rule in the order Triton meets them. */
+export async function checkModel(root: string, model: string, options: ValidateOptions): Promise<CheckedModel> {
+  const sink = new FindingSink(sinkOptionsFor(model, options));
+  const state: CheckState = { versions: [] };
+  try {
+    await checkModelInto(root, model, options, sink, state);
+  } catch (error) {
+    // A file or directory the OS will not let us read is this model's problem, not the run's: Triton fails that model and loads the others.
+    if (!(error instanceof PopefError) || (error.code !== ErrorCode.Io && error.code !== ErrorCode.LimitExceeded)) throw error;
+    const file = error.file === undefined ? model : relative(root, error.file) || model;
+    sink.add({
+      rule: 'layout/unreadable',
+      message: `${error.message}; Triton cannot load model '${model}'`,
+      file,
+      hint: error.suggestion ?? 'check the permissions and the kind of the file',
+    });
+  }
+  return {
+    name: model,
+    sink,
+    ...(state.config === undefined ? {} : { config: state.config }),
+    versions: state.versions,
+    ...(state.popefSkipped === undefined ? {} : { popefSkipped: state.popefSkipped }),
+  };
+}
+
+interface CheckState {
+  config?: ModelConfig;
+  versions: number[];
+  /** Why the popef/* rules did not run (the first reason met). */
+  popefSkipped?: string;
+}
+
+/** Where an interrupted `popef scaffold --force` left the model's config (temp-names.ts names it), if it did. */
+function movedAsideConfig(root: string, model: string): string | undefined {
+  let names: string[];
+  try {
+    names = readdirSync(root);
+  } catch {
+    names = [];
+  }
+  return names.find((n) => n.startsWith(`.${model}.popef-staging-`) && n.endsWith('.old-config.pbtxt'));
+}
+
+async function checkModelInto(root: string, model: string, options: ValidateOptions, sink: FindingSink, state: CheckState): Promise<void> {
+  const dir = join(root, model);
+  const configFile = `${model}/config.pbtxt`;
+  // Triton names the file as it opens it: under the repository path it was given.
+  const configPath = join(dir, 'config.pbtxt');
+  const directory = await readModelDirectory(dir, model, configFile, root);
+  for (const loop of directory.linkLoops) {
+    sink.add({
+      rule: 'layout/link-loop',
+      message: `${model}/${loop} is a symbolic link loop (ELOOP): Triton cannot open it as a version directory`,
+      file: `${model}/${loop}`,
+      hint: 'point the link at a real directory, or remove it',
+    });
+  }
+  state.versions = directory.selected.map((v) => v.version);
+  const read = directory.config;
+  const config = read.kind === 'parsed' ? read.config : undefined;
+  if (read.kind === 'parsed') sink.setPositions(read.positions);
+  if (read.kind === 'missing') {
+    const aside = movedAsideConfig(root, model);
+    sink.add(
+      aside === undefined
+        ? {
+            rule: 'layout/config-missing',
+            message: `model '${model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`,
+            file: configFile,
+            hint: 'add a config.pbtxt (popef config generates one)',
+          }
+        : {
+            rule: 'layout/config-missing',
+            message: `model '${model}' has no config.pbtxt: an interrupted popef scaffold --force moved it to ${aside} in the repository`,
+            file: configFile,
+            hint: `run popef scaffold again for model ${model} (it finishes or undoes the interrupted one), or move ${aside} back to ${model}/config.pbtxt`,
+          },
+    );
+  } else if (read.kind === 'link-outside') {
+    sink.add({
+      rule: 'layout/link-outside',
+      message: `${configFile} is a symbolic link that leaves the model repository; it was not read`,
+      file: configFile,
+      hint: 'copy the file into the repository instead of linking to it (popef pack refuses such links too)',
+    });
+  } else if (read.kind === 'unparsable') {
+    const failure = parseFailure(read.error, configPath);
+    sink.add({ ...failure, file: configFile });
+  }
+  let normalized: ModelConfig | undefined;
+  if (read.kind !== 'unparsable' && read.kind !== 'link-outside') {
+    const checked = checkConfig(config ?? {}, {
+      name: model,
+      tritonVersion: options.tritonVersion ?? DEFAULT_TRITON_VERSION,
+      configPath,
+      ...(directory.firstSubdirectory === undefined ? {} : { firstSubdirectory: [...directory.firstSubdirectory] }),
+    });
+    sink.addAll(checked.findings);
+    normalized = checked.normalized;
+    state.config = normalized;
+    const probes = new Map<string, FileProbe>();
+    for (const file of filesNamedBy(normalized)) probes.set(file, probeFile(join(dir, file)));
+    sink.addAll(checkModelFiles(normalized, dir, probes));
+  }
+  sink.addAll(versionNameRules(directory));
+  sink.addAll(versionPolicyRules(directory, config));
+  const requirePopef = options.requirePopef === true;
+  /** Why the PopEF cross-check was not done, per version. */
+  const notDone: NotCrossChecked[] = [];
+  for (const v of directory.selected) {
+    if (v.listError !== undefined) throw v.listError;
+    sink.addAll(versionFileRules(model, v, config, { requirePopef }));
+    if (!servedByPoplar(v, config)) continue;
+    if (v.nameMapError !== undefined) throw v.nameMapError;
+    const versionPath = `${model}/${v.dir}`;
+    let nameMap: ParsedNameMap | undefined;
+    let nameMapUsable = true;
+    if (v.nameMapLinksOutside === true) {
+      sink.add({
+        rule: 'layout/link-outside',
+        message: `${versionPath}/name_map.json is a symbolic link that leaves the model repository; it was not read`,
+        file: `${versionPath}/name_map.json`,
+        hint: 'copy the file into the repository instead of linking to it (popef pack refuses such links too)',
+      });
+      nameMapUsable = false;
+    } else if (v.nameMapText !== undefined) {
+      const checked = nameMapRules(v.nameMapText, `${versionPath}/name_map.json`, model, config);
+      sink.addAll(checked.findings);
+      nameMap = checked.map;
+      nameMapUsable = nameMap !== undefined && nameMap.schemaErrors.length === 0;
+    }
+    const outcome = await crossCheckVersion({
+      model,
+      versionPath,
+      versionDir: join(dir, v.dir),
+      version: v,
+      // Config names reach anchors through the map; without a usable map that link is unknown.
+      config: config !== undefined && nameMapUsable ? config : undefined,
+      unusable: config === undefined ? 'config.pbtxt is not usable' : `${versionPath}/name_map.json is not usable`,
+      anchorOf: anchorsByName(nameMap),
+      wanted: sink.wanted(),
+      verify: options.verify === true,
+      ...(options.readForeignPopef === undefined ? {} : { readForeignPopef: options.readForeignPopef }),
+    });
+    sink.addAll(outcome.findings);
+    // With --require-popef, layout/popef-missing has said there is no PopEF already.
+    if (outcome.notDone !== undefined && !(requirePopef && outcome.notDone.kind === 'no-popef')) notDone.push(outcome.notDone);
+    if (outcome.skipped !== undefined) state.popefSkipped ??= outcome.skipped;
+  }
+  if (notDone.length > 0) sink.add(notCrossCheckedRule(model, notDone, requirePopef));
+  sink.addAll(popefBackendRule(directory, config));
+  if (config !== undefined && options.backendDirectory !== undefined) {
+    const effective = normalized ?? config;
+    const lib = backendLibrary(effective);
+    if (lib !== undefined) {
+      const searched = backendSearchPath(
+        dir,
+        directory.selected.map((v) => v.dir),
+        options.backendDirectory,
+        lib.backend,
+      );
+      let found: string | undefined;
+      for (const d of searched) {
+        if (isFile(join(d, lib.library))) {
+          found = join(d, lib.library);
+          break;
+        }
+      }
+      sink.addAll(
+        backendLibraryRules(effective, { model, backendDirectory: options.backendDirectory, searched, ...(found === undefined ? {} : { found }) }),
+      );
+    }
+  }
+}

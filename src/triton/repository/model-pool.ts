@@ -1,0 +1,182 @@
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { ModelConfig } from '../model-config.js';
+import { FindingSink, type SinkState } from './finding-sink.js';
+import { sinkOptionsFor, type CheckedModel, type ValidateOptions } from './model-check.js';
+
+/**
+ * Checks the models of a repository on every core: the calling thread and
+ * availableParallelism() - 1 worker threads (validate-worker.ts), each
+ * taking chunks of models from one queue, so that a thread slowed by the
+ * machine's other work takes fewer. Results are put back in the
+ * repository's order, so the report is the same as from one thread.
+ *
+ * A worker cannot call the caller's readForeignPopef (a function, and the
+ * Poplar SDK bridge it drives lives on this thread): a model that needs it
+ * comes back unchecked and is checked here, as is every model of a worker
+ * that fails to start or dies.
+ */
+
+/** Below this many models (threads not given), everything is checked on the calling thread: starting a worker costs more than it saves. */
+export const PARALLEL_THRESHOLD = 256;
+
+/** Models per job: large enough that messages are few, small enough that the threads end together. */
+const CHUNK = 32;
+
+/** Jobs a worker holds at once, so that it never waits for the next. */
+const IN_FLIGHT = 2;
+
+/** What a worker is sent: a chunk of the repository's models, from index `first`. */
+export interface PoolJob {
+  readonly root: string;
+  readonly first: number;
+  readonly names: readonly string[];
+  readonly options: WorkerOptions;
+}
+
+/** ValidateOptions without the function, and whether there was one. */
+export type WorkerOptions = Omit<ValidateOptions, 'readForeignPopef'> & { readonly hasForeignReader: boolean };
+
+/** One model as a worker checked it: a CheckedModel with its sink as data; null when it must be checked on the calling thread. */
+export type PoolResult = {
+  readonly name: string;
+  readonly sink: SinkState;
+  readonly config?: ModelConfig;
+  readonly versions: readonly number[];
+  readonly popefSkipped?: string;
+} | null;
+
+export interface PoolReply {
+  readonly first: number;
+  readonly results: readonly PoolResult[];
+}
+
+type Check = (root: string, model: string, options: ValidateOptions) => Promise<CheckedModel>;
+
+/** A CheckedModel as plain data, for a worker's reply. */
+export function toPoolResult(c: CheckedModel): PoolResult {
+  return {
+    name: c.name,
+    sink: c.sink.state(),
+    versions: c.versions,
+    ...(c.config === undefined ? {} : { config: c.config }),
+    ...(c.popefSkipped === undefined ? {} : { popefSkipped: c.popefSkipped }),
+  };
+}
+
+function fromPoolResult(r: NonNullable<PoolResult>, options: ValidateOptions): CheckedModel {
+  return {
+    name: r.name,
+    sink: FindingSink.resume(sinkOptionsFor(r.name, options), r.sink),
+    versions: r.versions,
+    ...(r.config === undefined ? {} : { config: r.config }),
+    ...(r.popefSkipped === undefined ? {} : { popefSkipped: r.popefSkipped }),
+  };
+}
+
+/**
+ * The worker's file beside this module: validate-worker.mjs when run from
+ * the sources (tsx), .js in the library's build, and dist/validate-worker.cjs
+ * beside the CLI's bundle (whose import.meta.url is the bundle's).
+ */
+function newWorker(): Worker {
+  const here = import.meta.url;
+  // From the sources (tsx): validate-worker.mjs registers tsx's loader in the worker first.
+  const ext = here.endsWith('.ts') ? '.mjs' : here.endsWith('.cjs') ? '.cjs' : '.js';
+  return new Worker(new URL(`./validate-worker${ext}`, here));
+}
+
+/** The models checked, in the order given, and how many of them a worker checked. */
+export interface PoolOutcome {
+  readonly checked: CheckedModel[];
+  readonly byWorkers: number;
+}
+
+/**
+ * Checks `names` with `check` here and in workers. `callerTakesPart: false`
+ * leaves every chunk to the workers (a test's way to see them work; a
+ * worker that cannot start still leaves its models to this thread).
+ */
+export async function checkModelsInParallel(
+  root: string,
+  names: readonly string[],
+  options: ValidateOptions,
+  check: Check,
+  { callerTakesPart = true }: { readonly callerTakesPart?: boolean } = {},
+): Promise<PoolOutcome> {
+  const threads = Math.max(1, Math.floor(options.threads ?? (names.length < PARALLEL_THRESHOLD ? 1 : availableParallelism())));
+  const out = new Array<CheckedModel>(names.length);
+  const checkHere = async (first: number, count: number): Promise<void> => {
+    for (let i = first; i < first + count; i++) out[i] = await check(root, names[i] ?? '', options);
+  };
+  if (threads === 1 || names.length === 0) {
+    await checkHere(0, names.length);
+    return { checked: out, byWorkers: 0 };
+  }
+  let byWorkers = 0;
+  const queue: { first: number; count: number }[] = [];
+  for (let first = 0; first < names.length; first += CHUNK) queue.push({ first, count: Math.min(CHUNK, names.length - first) });
+  const { readForeignPopef, ...rest } = options;
+  const workerOptions: WorkerOptions = { ...rest, hasForeignReader: readForeignPopef !== undefined };
+  /** Models a worker handed back, and chunks of workers that failed: checked here. */
+  const redo: number[] = [];
+  const workers = Array.from({ length: threads - 1 }, () => startWorker());
+
+  function startWorker(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let worker: Worker;
+      try {
+        worker = newWorker();
+      } catch {
+        resolve();
+        return;
+      }
+      worker.unref();
+      const held = new Map<number, number>();
+      const feed = (): void => {
+        while (held.size < IN_FLIGHT) {
+          const job = queue.shift();
+          if (job === undefined) break;
+          held.set(job.first, job.count);
+          const message: PoolJob = { root, first: job.first, names: names.slice(job.first, job.first + job.count), options: workerOptions };
+          worker.postMessage(message);
+        }
+        if (held.size === 0) finish();
+      };
+      let done = false;
+      const finish = (): void => {
+        if (done) return;
+        done = true;
+        // Whatever it still held is checked here.
+        for (const [first, count] of held) for (let i = first; i < first + count; i++) redo.push(i);
+        held.clear();
+        void worker.terminate();
+        resolve();
+      };
+      worker.on('message', (reply: PoolReply) => {
+        held.delete(reply.first);
+        reply.results.forEach((r, k) => {
+          const index = reply.first + k;
+          if (r === null) redo.push(index);
+          else {
+            out[index] = fromPoolResult(r, options);
+            byWorkers += 1;
+          }
+        });
+        feed();
+      });
+      worker.on('error', finish);
+      worker.on('exit', finish);
+      worker.once('online', feed);
+    });
+  }
+
+  // This thread takes its share too, a chunk at a time, yielding between chunks so that replies are taken in and workers fed.
+  for (let job = callerTakesPart ? queue.shift() : undefined; job !== undefined; job = queue.shift()) {
+    await checkHere(job.first, job.count);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await Promise.all(workers);
+  for (const index of redo.sort((a, b) => a - b)) out[index] = await check(root, names[index] ?? '', options);
+  return { checked: out, byWorkers };
+}
