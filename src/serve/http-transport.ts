@@ -10,6 +10,7 @@ import { statisticsReport, type InferenceServer, type InferResult, type Transpor
 import { RequestError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 import { TransportBase, listenHttp } from './transport.js';
 import type { BodyReservation } from './body-budget.js';
+import { writeTritonJson } from './triton-json.js';
 
 /**
  * Triton's HTTP/REST endpoints (KServe v2 with Triton's extensions), on
@@ -266,7 +267,7 @@ export class HttpTransport extends TransportBase {
       if (body === TOO_LARGE) throw invalidArg(`request body is larger than the --max-request-size of ${this.options.maxRequestSize} bytes`);
       if (body.byteLength === 0 && allowEmpty) return undefined;
       try {
-        return parseJson(body.toString('utf8'));
+        return parseJson(body);
       } catch (error) {
         // EVBufferToJson's errors are INTERNAL; only the infer endpoint answers a bad body with 400.
         throw error instanceof RequestError ? new RequestError('INTERNAL', error.message) : error;
@@ -279,7 +280,7 @@ export class HttpTransport extends TransportBase {
     this.core.model(model, version);
     return this.withBody(req, res, async (body) => {
       const headerLength = req.headers[HEADER];
-      const { request, binaryOutputs } = fromInferBody(
+      const { request, binaryOutputs } = await fromInferBody(
         model,
         version,
         body,
@@ -296,7 +297,7 @@ export class HttpTransport extends TransportBase {
     let parts: readonly Buffer[];
     let headers: Record<string, string> = { ...answer.headers };
     if (answer.json !== undefined) {
-      parts = [Buffer.from(JSON.stringify(answer.json))];
+      parts = [Buffer.from(writeTritonJson(answer.json))];
       headers = { 'Content-Type': 'application/json', ...headers };
     } else if (answer.text !== undefined) {
       parts = [Buffer.from(answer.text)];
