@@ -130,6 +130,13 @@ function contentsToBytes(input: Message, model: string): Uint8Array {
   return out;
 }
 
+/** An int64 shape as numbers, and exactly as well when a dimension is past 2^53 (a Long's decimal text is exact). */
+function grpcShape(dims: readonly unknown[]): { shape: number[]; exactShape?: bigint[] } {
+  const shape = dims.map(toInt);
+  if (shape.every(Number.isSafeInteger)) return { shape };
+  return { shape, exactShape: dims.map((d) => BigInt(String(d))) };
+}
+
 /** Which member of an InferParameter's oneof is set ('' for none). */
 function choiceOf(parameter: Message): string {
   return str(parameter.parameter_choice);
@@ -190,7 +197,7 @@ export function fromModelInferRequest(message: Message, sharedMemory: SharedMemo
     else if (hasContents) data = contentsToBytes(input, model);
     else if (index < raw.length) data = raw[index++] ?? new Uint8Array(0);
     else throw invalidArg(`unable to find data for input tensor '${name}' for model '${model}' in request.`);
-    inputs.push({ name, datatype: str(input.datatype), shape: list(input.shape).map(toInt), data });
+    inputs.push({ name, datatype: str(input.datatype), data, ...grpcShape(list(input.shape)) });
   }
   if (index !== raw.length) {
     throw invalidArg(`expected ${index} raw_input_contents for model '${model}', got ${raw.length}`);

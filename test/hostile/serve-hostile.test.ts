@@ -218,7 +218,7 @@ describe('popef serve, paths', () => {
     assert.ok(answers.every((a) => !/URI malformed/.test(a.body)));
   });
 
-  it('a version 99999999999999999999 is refused as Triton parses it (stoll out of range), and 2^63-1 is named exactly', async () => {
+  it('a version 99999999999999999999 is refused as Triton parses it (stol out of range), and 2^63-1 is named exactly', async () => {
     const answers: { status: number; body: string }[] = [];
     const run = await withServe([], async ({ http }) => {
       for (const version of ['99999999999999999999', '9223372036854775807']) {
@@ -228,7 +228,10 @@ describe('popef serve, paths', () => {
     });
     assert.equal(run.code, 0, run.stderr);
     assert.equal(answers[0]?.status, 400, JSON.stringify(answers));
-    assert.match(JSON.stringify(answers[0]), /failed to get model version from specified version string '99999999999999999999' \(details: stoll\)/);
+    assert.match(
+      JSON.stringify(answers[0]),
+      /failed to get model version from specified version string '99999999999999999999' \(details: stol\), version should be an integral value > 0/,
+    );
     assert.match(JSON.stringify(answers[1]), /Request for unknown model: 'mnist' version 9223372036854775807 is not found/);
   });
 });

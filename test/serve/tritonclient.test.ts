@@ -239,6 +239,12 @@ function rawCases(): [string, string, RequestInit][] {
     ['a percent-encoded model name', '/v2/models/m%6Eist', { method: 'GET' }],
     ['a percent-encoded unknown model', '/v2/models/no%20such/infer', post('{}')],
     ['a malformed percent escape', '/v2/models/no%zzsuch', { method: 'GET' }],
+    ['a version past int64', '/v2/models/mnist/versions/99999999999999999999', { method: 'GET' }],
+    ['a version past int64, ready', '/v2/models/mnist/versions/99999999999999999999/ready', { method: 'GET' }],
+    ['a version past int64, stats', '/v2/models/mnist/versions/99999999999999999999/stats', { method: 'GET' }],
+    ['a version past int64, infer', '/v2/models/mnist/versions/99999999999999999999/infer', post('{}')],
+    ['version 2^63-1', '/v2/models/mnist/versions/9223372036854775807', { method: 'GET' }],
+    ['version 2^63-1, stats', '/v2/models/mnist/versions/9223372036854775807/stats', { method: 'GET' }],
   ];
 }
 
