@@ -19,6 +19,7 @@ import { SharedMemoryRegistry, type RegionSlice } from './shared-memory.js';
 import { RequestError, ResponseError, asRequestError, invalidArg, type StatusCode } from './status.js';
 import { TransportBase } from './transport.js';
 import { grpcRequestParameters } from './grpc-parameters.js';
+import { BudgetExhausted, type BodyReservation } from './body-budget.js';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
@@ -42,6 +43,14 @@ const GRPC_STATUS: Readonly<Record<StatusCode, GrpcStatus>> = {
   ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
   CANCELLED: GrpcStatus.CANCELLED,
 };
+
+/** A gRPC error's code: Triton's class, except a message the budget had no room for (body-budget.ts). */
+function grpcStatusOf(error: RequestError): GrpcStatus {
+  return error instanceof BudgetExhausted ? GrpcStatus.RESOURCE_EXHAUSTED : GRPC_STATUS[error.status];
+}
+
+/** Where a message refused by the budget keeps its error (the handler throws it). */
+const REFUSED = Symbol('refused by the body budget');
 
 function str(value: unknown): string {
   return typeof value === 'string' ? value : '';
@@ -224,6 +233,13 @@ function toModelInferResponse(result: InferResult): Message {
   };
 }
 
+/** The message, or the budget's refusal thrown (admit). */
+function admitted(message: Message): Message {
+  const refused = (message as { [REFUSED]?: Error })[REFUSED];
+  if (refused !== undefined) throw refused;
+  return message;
+}
+
 /** `signal` aborts when the call is cancelled or passes its deadline. */
 type Handler = (request: Message, signal: AbortSignal) => Message | Promise<Message>;
 
@@ -263,6 +279,8 @@ export class GrpcTransport extends TransportBase {
   readonly name = 'gRPC';
   readonly portFlag = '--grpc-port';
   private readonly server: Server;
+  /** The budget's reservation of each request message held (admit). */
+  private readonly held = new WeakMap<Message, BodyReservation>();
 
   constructor(core: InferenceServer, options: TransportOptions) {
     super(core, options);
@@ -342,7 +360,7 @@ export class GrpcTransport extends TransportBase {
         requestStream: streams,
         responseStream: streams,
         requestSerialize: (value: Message) => requestCodec.encode(value),
-        requestDeserialize: (bytes: Buffer) => requestCodec.decode(bytes),
+        requestDeserialize: (bytes: Buffer) => this.admit(bytes, requestCodec),
         responseSerialize: (value: Message) => responseCodec.encode(value),
         responseDeserialize: (bytes: Buffer) => responseCodec.decode(bytes),
         originalName: method,
@@ -351,10 +369,14 @@ export class GrpcTransport extends TransportBase {
     for (const [method, [requestType, responseType, handler, viaFromObject]] of Object.entries(handlers)) {
       describe(method, requestType, responseType, false, viaFromObject === true);
       implementation[method] = (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
+        const release = (): void => this.held.get(call.request)?.release();
         // grpc-js cancels the call when the client does and when its deadline passes.
         const client = new AbortController();
-        call.once('cancelled', () => client.abort());
-        void this.answer(method, call.request, (r) => handler(r, client.signal), callback);
+        call.once('cancelled', () => {
+          client.abort();
+          release();
+        });
+        void this.answer(method, call.request, (r) => handler(admitted(r), client.signal), callback).finally(release);
       };
     }
     describe('ModelStreamInfer', 'ModelInferRequest', 'ModelStreamInferResponse', true);
@@ -362,6 +384,24 @@ export class GrpcTransport extends TransportBase {
       this.stream(call);
     };
     this.server.addService(definition, implementation);
+  }
+
+  /**
+   * A request message as it leaves grpc-js, which has read it whole: its
+   * bytes count against the server's budget until its answer is out (the
+   * decoded message holds views of them); past the budget it is not decoded,
+   * and its handler answers RESOURCE_EXHAUSTED.
+   */
+  private admit(bytes: Buffer, codec: { decode(bytes: Buffer): Message }): Message {
+    const reservation = this.options.budget?.open();
+    try {
+      reservation?.take(bytes.byteLength);
+    } catch (error) {
+      return { [REFUSED]: error instanceof Error ? error : new Error(String(error)) };
+    }
+    const message = codec.decode(bytes);
+    if (reservation !== undefined) this.held.set(message, reservation);
+    return message;
   }
 
   private async infer(request: Message, signal?: AbortSignal): Promise<Message> {
@@ -391,6 +431,7 @@ export class GrpcTransport extends TransportBase {
       const write = previous.then(async () => {
         const [response, entry] = await answer;
         if (!call.cancelled && call.writable) call.write(response);
+        this.held.get(request)?.release();
         this.options.log?.({ ...entry, ms: performance.now() - started });
       });
       previous = write;
@@ -411,11 +452,11 @@ export class GrpcTransport extends TransportBase {
     const model = str(request.model_name) || undefined;
     const final = { triton_final_response: { bool_param: true } };
     try {
-      const response = await this.infer(request, signal);
+      const response = await this.infer(admitted(request), signal);
       return [{ infer_response: { ...response, parameters: final } }, { transport: 'grpc', method: 'ModelStreamInfer', model, status: 0, ms: 0 }];
     } catch (error) {
       const e = asRequestError(error);
-      const entry: RequestLog = { transport: 'grpc', method: 'ModelStreamInfer', model, status: GRPC_STATUS[e.status], ms: 0, error: e.message };
+      const entry: RequestLog = { transport: 'grpc', method: 'ModelStreamInfer', model, status: grpcStatusOf(e), ms: 0, error: e.message };
       const id = str(request.id);
       if (!(e instanceof ResponseError)) return [{ error_message: e.message, infer_response: { id } }, entry];
       return [
@@ -443,8 +484,8 @@ export class GrpcTransport extends TransportBase {
       entry = { transport: 'grpc', method, model, status: 0, ms: performance.now() - started };
     } catch (error) {
       const e = asRequestError(error);
-      callback({ code: GRPC_STATUS[e.status], details: e.message });
-      entry = { transport: 'grpc', method, model, status: GRPC_STATUS[e.status], ms: performance.now() - started, error: e.message };
+      callback({ code: grpcStatusOf(e), details: e.message });
+      entry = { transport: 'grpc', method, model, status: grpcStatusOf(e), ms: performance.now() - started, error: e.message };
     }
     this.options.log?.(entry);
   }
