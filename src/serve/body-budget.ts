@@ -6,10 +6,10 @@ import { RequestError } from './status.js';
  * --max-request-size bounds one body; this bounds them all: without it, 60
  * clients each sending just under the per-request limit hold 60 of them at
  * once (3.8 GB measured at 64 MiB). A body that would take the total past
- * the limit is refused ({@link BudgetExhausted}): over HTTP as it arrives,
- * with 503 (Triton's UNAVAILABLE); over gRPC once grpc-js has the whole
- * message, with RESOURCE_EXHAUSTED, the code gRPC servers answer a message
- * they have no room for. What a request reserved is given back when its
+ * the limit is refused ({@link BudgetExhausted}) as it arrives: over HTTP
+ * with 503 (Triton's UNAVAILABLE); over gRPC (the bytes of each HTTP/2
+ * stream, grpc-transport.ts) with RESOURCE_EXHAUSTED, the code gRPC
+ * servers answer a message they have no room for. What a request reserved is given back when its
  * answer is sent or its client has gone.
  */
 export class BodyBudget {

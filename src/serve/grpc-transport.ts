@@ -19,7 +19,7 @@ import { SharedMemoryRegistry, type RegionSlice } from './shared-memory.js';
 import { RequestError, ResponseError, asRequestError, invalidArg, type StatusCode } from './status.js';
 import { TransportBase } from './transport.js';
 import { grpcRequestParameters } from './grpc-parameters.js';
-import { BudgetExhausted, type BodyReservation } from './body-budget.js';
+import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
@@ -43,14 +43,6 @@ const GRPC_STATUS: Readonly<Record<StatusCode, GrpcStatus>> = {
   ALREADY_EXISTS: GrpcStatus.ALREADY_EXISTS,
   CANCELLED: GrpcStatus.CANCELLED,
 };
-
-/** A gRPC error's code: Triton's class, except a message the budget had no room for (body-budget.ts). */
-function grpcStatusOf(error: RequestError): GrpcStatus {
-  return error instanceof BudgetExhausted ? GrpcStatus.RESOURCE_EXHAUSTED : GRPC_STATUS[error.status];
-}
-
-/** Where a message refused by the budget keeps its error (the handler throws it). */
-const REFUSED = Symbol('refused by the body budget');
 
 function str(value: unknown): string {
   return typeof value === 'string' ? value : '';
@@ -233,13 +225,6 @@ function toModelInferResponse(result: InferResult): Message {
   };
 }
 
-/** The message, or the budget's refusal thrown (admit). */
-function admitted(message: Message): Message {
-  const refused = (message as { [REFUSED]?: Error })[REFUSED];
-  if (refused !== undefined) throw refused;
-  return message;
-}
-
 /** `signal` aborts when the call is cancelled or passes its deadline. */
 type Handler = (request: Message, signal: AbortSignal) => Message | Promise<Message>;
 
@@ -275,12 +260,33 @@ function noRepositoryName(request: Message): void {
   if (str(request.repository_name) !== '') throw new RequestError('UNSUPPORTED', "'repository_name' specification is not supported");
 }
 
+/**
+ * Ends a stream the budget has no room for: a trailers-only answer with
+ * RESOURCE_EXHAUSTED (what gRPC servers answer a message they cannot hold)
+ * and the message, then the stream is closed so that no more of it is read.
+ */
+function refuseStream(stream: ServerHttp2Stream, message: string): void {
+  if (stream.destroyed || stream.closed) return;
+  if (!stream.headersSent) {
+    stream.respond(
+      {
+        ':status': 200,
+        'content-type': 'application/grpc',
+        'grpc-status': String(GrpcStatus.RESOURCE_EXHAUSTED),
+        'grpc-message': encodeURIComponent(message),
+      },
+      { endStream: true },
+    );
+  }
+  stream.close(http2Constants.NGHTTP2_CANCEL);
+}
+
 export class GrpcTransport extends TransportBase {
   readonly name = 'gRPC';
   readonly portFlag = '--grpc-port';
   private readonly server: Server;
-  /** The budget's reservation of each request message held (admit). */
-  private readonly held = new WeakMap<Message, BodyReservation>();
+  /** The http2 servers whose streams are counted (countArrivingBytes). */
+  private readonly counted = new Set<object>();
 
   constructor(core: InferenceServer, options: TransportOptions) {
     super(core, options);
@@ -360,7 +366,7 @@ export class GrpcTransport extends TransportBase {
         requestStream: streams,
         responseStream: streams,
         requestSerialize: (value: Message) => requestCodec.encode(value),
-        requestDeserialize: (bytes: Buffer) => this.admit(bytes, requestCodec),
+        requestDeserialize: (bytes: Buffer) => requestCodec.decode(bytes),
         responseSerialize: (value: Message) => responseCodec.encode(value),
         responseDeserialize: (bytes: Buffer) => responseCodec.decode(bytes),
         originalName: method,
@@ -369,14 +375,10 @@ export class GrpcTransport extends TransportBase {
     for (const [method, [requestType, responseType, handler, viaFromObject]] of Object.entries(handlers)) {
       describe(method, requestType, responseType, false, viaFromObject === true);
       implementation[method] = (call: ServerUnaryCall<Message, Message>, callback: sendUnaryData<Message>) => {
-        const release = (): void => this.held.get(call.request)?.release();
         // grpc-js cancels the call when the client does and when its deadline passes.
         const client = new AbortController();
-        call.once('cancelled', () => {
-          client.abort();
-          release();
-        });
-        void this.answer(method, call.request, (r) => handler(admitted(r), client.signal), callback).finally(release);
+        call.once('cancelled', () => client.abort());
+        void this.answer(method, call.request, (r) => handler(r, client.signal), callback);
       };
     }
     describe('ModelStreamInfer', 'ModelInferRequest', 'ModelStreamInferResponse', true);
@@ -384,24 +386,6 @@ export class GrpcTransport extends TransportBase {
       this.stream(call);
     };
     this.server.addService(definition, implementation);
-  }
-
-  /**
-   * A request message as it leaves grpc-js, which has read it whole: its
-   * bytes count against the server's budget until its answer is out (the
-   * decoded message holds views of them); past the budget it is not decoded,
-   * and its handler answers RESOURCE_EXHAUSTED.
-   */
-  private admit(bytes: Buffer, codec: { decode(bytes: Buffer): Message }): Message {
-    const reservation = this.options.budget?.open();
-    try {
-      reservation?.take(bytes.byteLength);
-    } catch (error) {
-      return { [REFUSED]: error instanceof Error ? error : new Error(String(error)) };
-    }
-    const message = codec.decode(bytes);
-    if (reservation !== undefined) this.held.set(message, reservation);
-    return message;
   }
 
   private async infer(request: Message, signal?: AbortSignal): Promise<Message> {
@@ -431,7 +415,6 @@ export class GrpcTransport extends TransportBase {
       const write = previous.then(async () => {
         const [response, entry] = await answer;
         if (!call.cancelled && call.writable) call.write(response);
-        this.held.get(request)?.release();
         this.options.log?.({ ...entry, ms: performance.now() - started });
       });
       previous = write;
@@ -452,11 +435,11 @@ export class GrpcTransport extends TransportBase {
     const model = str(request.model_name) || undefined;
     const final = { triton_final_response: { bool_param: true } };
     try {
-      const response = await this.infer(admitted(request), signal);
+      const response = await this.infer(request, signal);
       return [{ infer_response: { ...response, parameters: final } }, { transport: 'grpc', method: 'ModelStreamInfer', model, status: 0, ms: 0 }];
     } catch (error) {
       const e = asRequestError(error);
-      const entry: RequestLog = { transport: 'grpc', method: 'ModelStreamInfer', model, status: grpcStatusOf(e), ms: 0, error: e.message };
+      const entry: RequestLog = { transport: 'grpc', method: 'ModelStreamInfer', model, status: GRPC_STATUS[e.status], ms: 0, error: e.message };
       const id = str(request.id);
       if (!(e instanceof ResponseError)) return [{ error_message: e.message, infer_response: { id } }, entry];
       return [
@@ -484,8 +467,8 @@ export class GrpcTransport extends TransportBase {
       entry = { transport: 'grpc', method, model, status: 0, ms: performance.now() - started };
     } catch (error) {
       const e = asRequestError(error);
-      callback({ code: grpcStatusOf(e), details: e.message });
-      entry = { transport: 'grpc', method, model, status: grpcStatusOf(e), ms: performance.now() - started, error: e.message };
+      callback({ code: GRPC_STATUS[e.status], details: e.message });
+      entry = { transport: 'grpc', method, model, status: GRPC_STATUS[e.status], ms: performance.now() - started, error: e.message };
     }
     this.options.log?.(entry);
   }
@@ -496,13 +479,52 @@ export class GrpcTransport extends TransportBase {
       setLogVerbosity(logVerbosity.NONE);
       this.server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, ServerCredentials.createInsecure(), (error, bound) => {
         setLogVerbosity(logVerbosity.ERROR);
-        if (error === null) resolve(bound);
+        if (error === null) {
+          this.countArrivingBytes();
+          resolve(bound);
+        }
         // grpc-js reports a port in use only in its message ("No address added ... errors: [... EADDRINUSE ...]"):
         // it becomes the errno code here, at the one place that knows grpc-js, so that callers branch on the code.
         else
           reject(/EADDRINUSE|address already in use/i.test(error.message) ? Object.assign(new Error(error.message), { code: 'EADDRINUSE' }) : error);
       });
     });
+  }
+
+  /**
+   * Counts the bytes of every HTTP/2 stream against the server's budget
+   * (body-budget.ts) as they arrive, until the stream closes (its answer
+   * sent, or the client gone): grpc-js buffers a whole message before it
+   * hands it over, so counting decoded messages would come too late (60
+   * calls of 60 MiB held 7.3 GB that way). A stream that would pass the
+   * budget is answered RESOURCE_EXHAUSTED with the budget's message, and
+   * closed, which drops what grpc-js had buffered of it.
+   *
+   * grpc-js has no public hook for its HTTP/2 streams: its http2 servers are
+   * found in its private `http2Servers` map (grpc-js 1.14). When that is not
+   * there, nothing is counted; test/hostile/serve-hostile.test.ts fails then.
+   */
+  private countArrivingBytes(): void {
+    const budget = this.options.budget;
+    const servers = (this.server as unknown as { http2Servers?: unknown }).http2Servers;
+    if (budget === undefined || !(servers instanceof Map)) return;
+    for (const server of servers.keys() as IterableIterator<{ on?: unknown }>) {
+      if (this.counted.has(server) || typeof server.on !== 'function') continue;
+      this.counted.add(server);
+      (server as { on(event: 'stream', listener: (stream: ServerHttp2Stream) => void): void }).on('stream', (stream) => {
+        const reservation = budget.open();
+        stream.once('close', () => reservation.release());
+        // grpc-js has its own 'data' listener and pauses the stream between messages; this one only counts.
+        stream.on('data', (chunk: Buffer) => {
+          try {
+            reservation.take(chunk.byteLength);
+          } catch (error) {
+            reservation.release();
+            refuseStream(stream, error instanceof Error ? error.message : String(error));
+          }
+        });
+      });
+    }
   }
 
   /** Stops accepting calls and waits for running ones. */
