@@ -19,7 +19,8 @@ import { SharedMemoryRegistry, type RegionSlice } from './shared-memory.js';
 import { RequestError, ResponseError, asRequestError, invalidArg, type StatusCode } from './status.js';
 import { TransportBase } from './transport.js';
 import { grpcRequestParameters } from './grpc-parameters.js';
-import { constants as http2Constants, type ServerHttp2Stream } from 'node:http2';
+import { constants as http2Constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { BodyBudget, BodyReservation } from './body-budget.js';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
@@ -258,6 +259,50 @@ function checkUnloadParameters(params: Record<string, Message>): void {
 
 function noRepositoryName(request: Message): void {
   if (str(request.repository_name) !== '') throw new RequestError('UNSUPPORTED', "'repository_name' specification is not supported");
+}
+
+/**
+ * Counts one HTTP/2 stream's bytes (countArrivingBytes). A unary call's
+ * message is held until the stream closes; on ModelStreamInfer, a message
+ * is counted only while it arrives (the 5-byte gRPC prefix gives its
+ * length), so that a long stream of small requests does not add up.
+ */
+function countStream(stream: ServerHttp2Stream, budget: BodyBudget, streaming: boolean): void {
+  let current: BodyReservation = budget.open();
+  const prefix = Buffer.alloc(5);
+  let prefixSeen = 0;
+  let left = 0;
+  stream.once('close', () => current.release());
+  const messageDone = (): void => {
+    prefixSeen = 0;
+    if (!streaming) return;
+    current.release();
+    current = budget.open();
+  };
+  // grpc-js has its own 'data' listener and pauses the stream between messages; this one only counts.
+  stream.on('data', (chunk: Buffer) => {
+    try {
+      current.take(chunk.byteLength);
+    } catch (error) {
+      current.release();
+      refuseStream(stream, error instanceof Error ? error.message : String(error));
+      return;
+    }
+    for (let i = 0; i < chunk.byteLength;) {
+      if (prefixSeen < 5) {
+        prefix[prefixSeen++] = chunk[i++] ?? 0;
+        if (prefixSeen === 5) {
+          left = prefix.readUInt32BE(1);
+          if (left === 0) messageDone();
+        }
+        continue;
+      }
+      const n = Math.min(left, chunk.byteLength - i);
+      i += n;
+      left -= n;
+      if (left === 0) messageDone();
+    }
+  });
 }
 
 /**
@@ -511,19 +556,10 @@ export class GrpcTransport extends TransportBase {
     for (const server of servers.keys() as IterableIterator<{ on?: unknown }>) {
       if (this.counted.has(server) || typeof server.on !== 'function') continue;
       this.counted.add(server);
-      (server as { on(event: 'stream', listener: (stream: ServerHttp2Stream) => void): void }).on('stream', (stream) => {
-        const reservation = budget.open();
-        stream.once('close', () => reservation.release());
-        // grpc-js has its own 'data' listener and pauses the stream between messages; this one only counts.
-        stream.on('data', (chunk: Buffer) => {
-          try {
-            reservation.take(chunk.byteLength);
-          } catch (error) {
-            reservation.release();
-            refuseStream(stream, error instanceof Error ? error.message : String(error));
-          }
-        });
-      });
+      (server as { on(event: 'stream', listener: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void): void }).on(
+        'stream',
+        (stream, headers) => countStream(stream, budget, headers[':path'] === '/inference.GRPCInferenceService/ModelStreamInfer'),
+      );
     }
   }
 

@@ -256,6 +256,47 @@ describe('popef serve, memory over gRPC', () => {
   });
 });
 
+describe('popef serve, a long gRPC stream under the budget', () => {
+  it('ModelStreamInfer counts each message only while it arrives: 12 messages of 1 MiB on one stream pass a 4 MiB --max-buffered', async () => {
+    const { Client, credentials } = await import('@grpc/grpc-js');
+    const { protocolCodec } = await import('../../src/triton/inference-protocol.js');
+    const MiB = 1024 * 1024;
+    const message = protocolCodec('ModelInferRequest').encode({
+      model_name: 'mnist',
+      inputs: [{ name: 'input_0', datatype: 'FP32', shape: [1, 1, 28, 28] }],
+      raw_input_contents: [Buffer.alloc(MiB)],
+    });
+    const answers: string[] = [];
+    let ended = '';
+    const run = await withServe(['--max-request-size', String(2 * MiB), '--max-buffered', String(4 * MiB)], async ({ grpc }) => {
+      const client = new Client(`127.0.0.1:${grpc}`, credentials.createInsecure());
+      const decode = protocolCodec('ModelStreamInferResponse');
+      const call = client.makeBidiStreamRequest(
+        '/inference.GRPCInferenceService/ModelStreamInfer',
+        (b: Buffer) => b,
+        (b: Buffer) => decode.decode(b),
+      );
+      await new Promise<void>((resolve) => {
+        call.on('data', (m: Record<string, unknown>) => {
+          answers.push(String(m.error_message));
+          if (answers.length === 12) call.end();
+        });
+        call.on('error', (e: Error) => {
+          ended = e.message;
+          resolve();
+        });
+        call.on('end', () => resolve());
+        for (let i = 0; i < 12; i++) call.write(message);
+      });
+      client.close();
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(ended, '');
+    assert.equal(answers.length, 12, JSON.stringify(answers));
+    for (const a of answers) assert.match(a, /input byte size mismatch/);
+  });
+});
+
 describe('popef serve, paths', () => {
   it('GET /v2/models/%E0%A4%A/ready answers 400 as Triton (not 500 "URI malformed")', async () => {
     const answers: { status: number; body: string }[] = [];
