@@ -76,31 +76,89 @@ type Frame = { readonly items: unknown[]; readonly object?: undefined } | { read
 /** How far a sliced parse goes before it lets the event loop run. */
 export const JSON_SLICE_BYTES = 1 << 20;
 
+/** What the parser expects next; whitespace before each of these is skipped by the loop, a slice at a time. */
+const enum Expect {
+  /** The document's start: blank to the end is an empty document. */
+  Start,
+  Value,
+  /** Just after `[`: `]` or a value. */
+  ArrayFirst,
+  /** Just after `{`: `}` or a key. */
+  ObjectFirst,
+  Key,
+  Colon,
+  /** After a value in a container: `,` or its closing bracket. */
+  After,
+  /** After the root value: nothing but whitespace. */
+  End,
+}
+
 class Parser {
   private pos = 0;
   private readonly end: number;
   private readonly stack: Frame[] = [];
-  /** Expecting a value (true) or an object's key (false). */
-  private wantValue = true;
+  private expect = Expect.Start;
   private root: unknown;
-  private done = false;
 
   constructor(private readonly bytes: Uint8Array) {
     const nul = bytes.indexOf(0);
     this.end = nul < 0 ? bytes.byteLength : nul;
-    this.skipWhitespace();
-    if (this.pos >= this.end) throw this.fail('empty');
   }
 
-  /** Parses until `limit` bytes are behind it or the document ends; true once it has ended. */
+  /**
+   * Parses until `limit` bytes are behind it or the document ends; true once
+   * it has ended. It stops between tokens or inside a run of whitespace, so
+   * that no stretch of the body (a megabyte of padding included) is read in
+   * one go, strings and numbers apart.
+   */
   run(limit: number): boolean {
+    const b = this.bytes;
+    const end = this.end;
     const stop = this.pos + limit;
-    while (!this.done) {
-      if (this.pos >= stop) return false;
-      if (this.wantValue) this.value();
-      else this.key();
+    for (;;) {
+      // RapidJSON's whitespace is these four only.
+      let p = this.pos;
+      while (p < end) {
+        const c = b[p] as number;
+        if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
+        if (++p >= stop) {
+          this.pos = p;
+          return false;
+        }
+      }
+      this.pos = p;
+      if (p >= stop && this.expect !== Expect.End) return false;
+      switch (this.expect) {
+        case Expect.Start:
+          if (p >= end) throw this.fail('empty');
+          this.expect = Expect.Value;
+          break;
+        case Expect.Value:
+          this.value();
+          break;
+        case Expect.ArrayFirst:
+          if (this.consume(0x5d)) this.close();
+          else this.expect = Expect.Value;
+          break;
+        case Expect.ObjectFirst:
+          if (this.consume(0x7d)) this.close();
+          else this.expect = Expect.Key;
+          break;
+        case Expect.Key:
+          this.key();
+          break;
+        case Expect.Colon:
+          if (!this.consume(0x3a /* : */)) throw this.fail('missColon');
+          this.expect = Expect.Value;
+          break;
+        case Expect.After:
+          this.after();
+          break;
+        case Expect.End:
+          if (p < end) throw this.fail('notSingular');
+          return true;
+      }
     }
-    return true;
   }
 
   result(): unknown {
@@ -115,19 +173,6 @@ class Parser {
     return this.pos < this.end ? (this.bytes[this.pos] as number) : 0;
   }
 
-  private skipWhitespace(): void {
-    const b = this.bytes;
-    let p = this.pos;
-    const end = this.end;
-    // RapidJSON's whitespace is these four only.
-    while (p < end) {
-      const c = b[p] as number;
-      if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
-      p++;
-    }
-    this.pos = p;
-  }
-
   private consume(c: number): boolean {
     if (this.peek() !== c) return false;
     this.pos++;
@@ -138,17 +183,14 @@ class Parser {
     const c = this.peek();
     if (c === 0x7b /* { */) {
       this.pos++;
-      this.skipWhitespace();
-      if (this.consume(0x7d)) return this.complete(Object.create(null) as Record<string, unknown>);
       this.stack.push({ object: Object.create(null) as Record<string, unknown>, key: '' });
-      this.wantValue = false;
+      this.expect = Expect.ObjectFirst;
       return;
     }
     if (c === 0x5b /* [ */) {
       this.pos++;
-      this.skipWhitespace();
-      if (this.consume(0x5d)) return this.complete([]);
       this.stack.push({ items: [] });
+      this.expect = Expect.ArrayFirst;
       return;
     }
     if (c === 0x22 /* " */) return this.complete(this.string());
@@ -158,58 +200,46 @@ class Parser {
     this.complete(this.number());
   }
 
-  /** An object's key and its colon (ParseObject's loop head). */
+  /** An object's key (ParseObject's loop head); its colon comes next. */
   private key(): void {
     if (this.peek() !== 0x22) throw this.fail('missName');
-    const name = this.string();
-    this.skipWhitespace();
-    if (!this.consume(0x3a /* : */)) throw this.fail('missColon');
-    this.skipWhitespace();
     const top = this.stack[this.stack.length - 1] as Frame & { object: Record<string, unknown> };
-    top.key = name;
-    this.wantValue = true;
+    top.key = this.string();
+    this.expect = Expect.Colon;
   }
 
-  /** A finished value goes into its container; a container it closes is finished in turn. */
-  private complete(value: unknown): void {
-    for (;;) {
-      const top = this.stack[this.stack.length - 1];
-      if (top === undefined) {
-        this.root = value;
-        this.skipWhitespace();
-        if (this.pos < this.end) throw this.fail('notSingular');
-        this.done = true;
-        return;
-      }
-      this.skipWhitespace();
-      const c = this.peek();
-      if (top.object === undefined) {
-        top.items.push(value);
-        if (c === 0x2c) {
-          this.pos++;
-          this.skipWhitespace();
-          this.wantValue = true;
-          return;
-        }
-        if (c !== 0x5d) throw this.fail('missCommaOrSquare');
-        this.pos++;
-        this.stack.pop();
-        value = top.items;
-        continue;
-      }
-      // RapidJSON keeps every member and FindMember finds the first.
-      if (!Object.hasOwn(top.object, top.key)) top.object[top.key] = value;
-      if (c === 0x2c) {
-        this.pos++;
-        this.skipWhitespace();
-        this.wantValue = false;
-        return;
-      }
-      if (c !== 0x7d) throw this.fail('missCommaOrCurly');
+  /** A `,` or the closing bracket after a container's value. */
+  private after(): void {
+    const top = this.stack[this.stack.length - 1] as Frame;
+    const c = this.peek();
+    if (c === 0x2c) {
       this.pos++;
-      this.stack.pop();
-      value = top.object;
+      this.expect = top.object === undefined ? Expect.Value : Expect.Key;
+      return;
     }
+    if (c !== (top.object === undefined ? 0x5d : 0x7d)) throw this.fail(top.object === undefined ? 'missCommaOrSquare' : 'missCommaOrCurly');
+    this.pos++;
+    this.close();
+  }
+
+  /** The innermost container is finished: it is a value of its parent, or the root. */
+  private close(): void {
+    const top = this.stack.pop() as Frame;
+    this.complete(top.object === undefined ? top.items : top.object);
+  }
+
+  /** A finished value goes into its container, or is the root. */
+  private complete(value: unknown): void {
+    const top = this.stack[this.stack.length - 1];
+    if (top === undefined) {
+      this.root = value;
+      this.expect = Expect.End;
+      return;
+    }
+    if (top.object === undefined) top.items.push(value);
+    // RapidJSON keeps every member and FindMember finds the first.
+    else if (!Object.hasOwn(top.object, top.key)) top.object[top.key] = value;
+    this.expect = Expect.After;
   }
 
   private literal(word: string, value: null | boolean): null | boolean {
