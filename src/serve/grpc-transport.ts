@@ -21,6 +21,8 @@ import { TransportBase } from './transport.js';
 import { grpcRequestParameters } from './grpc-parameters.js';
 import { grpcBadLogFormat, type LogUpdateReader } from './log-settings.js';
 import type { TraceUpdateReader } from './trace-settings.js';
+import { constants as http2Constants, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { BodyBudget, BodyReservation } from './body-budget.js';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on @grpc/grpc-js
@@ -132,6 +134,13 @@ function contentsToBytes(input: Message, model: string): Uint8Array {
   return out;
 }
 
+/** An int64 shape as numbers, and exactly as well when a dimension is past 2^53 (a Long's decimal text is exact). */
+function grpcShape(dims: readonly unknown[]): { shape: number[]; exactShape?: bigint[] } {
+  const shape = dims.map(toInt);
+  if (shape.every(Number.isSafeInteger)) return { shape };
+  return { shape, exactShape: dims.map((d) => BigInt(String(d))) };
+}
+
 /** Which member of an InferParameter's oneof is set ('' for none). */
 function choiceOf(parameter: Message): string {
   return str(parameter.parameter_choice);
@@ -192,7 +201,7 @@ export function fromModelInferRequest(message: Message, sharedMemory: SharedMemo
     else if (hasContents) data = contentsToBytes(input, model);
     else if (index < raw.length) data = raw[index++] ?? new Uint8Array(0);
     else throw invalidArg(`unable to find data for input tensor '${name}' for model '${model}' in request.`);
-    inputs.push({ name, datatype: str(input.datatype), shape: list(input.shape).map(toInt), data });
+    inputs.push({ name, datatype: str(input.datatype), data, ...grpcShape(list(input.shape)) });
   }
   if (index !== raw.length) {
     throw invalidArg(`expected ${index} raw_input_contents for model '${model}', got ${raw.length}`);
@@ -330,10 +339,77 @@ function noRepositoryName(request: Message): void {
   if (str(request.repository_name) !== '') throw new RequestError('UNSUPPORTED', "'repository_name' specification is not supported");
 }
 
+/**
+ * Counts one HTTP/2 stream's bytes (countArrivingBytes). A unary call's
+ * message is held until the stream closes; on ModelStreamInfer, a message
+ * is counted only while it arrives (the 5-byte gRPC prefix gives its
+ * length), so that a long stream of small requests does not add up.
+ */
+function countStream(stream: ServerHttp2Stream, budget: BodyBudget, streaming: boolean): void {
+  let current: BodyReservation = budget.open();
+  const prefix = Buffer.alloc(5);
+  let prefixSeen = 0;
+  let left = 0;
+  stream.once('close', () => current.release());
+  const messageDone = (): void => {
+    prefixSeen = 0;
+    if (!streaming) return;
+    current.release();
+    current = budget.open();
+  };
+  // grpc-js has its own 'data' listener and pauses the stream between messages; this one only counts.
+  stream.on('data', (chunk: Buffer) => {
+    try {
+      current.take(chunk.byteLength);
+    } catch (error) {
+      current.release();
+      refuseStream(stream, error instanceof Error ? error.message : String(error));
+      return;
+    }
+    for (let i = 0; i < chunk.byteLength;) {
+      if (prefixSeen < 5) {
+        prefix[prefixSeen++] = chunk[i++] ?? 0;
+        if (prefixSeen === 5) {
+          left = prefix.readUInt32BE(1);
+          if (left === 0) messageDone();
+        }
+        continue;
+      }
+      const n = Math.min(left, chunk.byteLength - i);
+      i += n;
+      left -= n;
+      if (left === 0) messageDone();
+    }
+  });
+}
+
+/**
+ * Ends a stream the budget has no room for: a trailers-only answer with
+ * RESOURCE_EXHAUSTED (what gRPC servers answer a message they cannot hold)
+ * and the message, then the stream is closed so that no more of it is read.
+ */
+function refuseStream(stream: ServerHttp2Stream, message: string): void {
+  if (stream.destroyed || stream.closed) return;
+  if (!stream.headersSent) {
+    stream.respond(
+      {
+        ':status': 200,
+        'content-type': 'application/grpc',
+        'grpc-status': String(GrpcStatus.RESOURCE_EXHAUSTED),
+        'grpc-message': encodeURIComponent(message),
+      },
+      { endStream: true },
+    );
+  }
+  stream.close(http2Constants.NGHTTP2_CANCEL);
+}
+
 export class GrpcTransport extends TransportBase {
   readonly name = 'gRPC';
   readonly portFlag = '--grpc-port';
   private readonly server: Server;
+  /** The http2 servers whose streams are counted (countArrivingBytes). */
+  private readonly counted = new Set<object>();
 
   constructor(core: InferenceServer, options: TransportOptions) {
     super(core, options);
@@ -540,13 +616,43 @@ export class GrpcTransport extends TransportBase {
       setLogVerbosity(logVerbosity.NONE);
       this.server.bindAsync(`${host.includes(':') ? `[${host}]` : host}:${port}`, ServerCredentials.createInsecure(), (error, bound) => {
         setLogVerbosity(logVerbosity.ERROR);
-        if (error === null) resolve(bound);
+        if (error === null) {
+          this.countArrivingBytes();
+          resolve(bound);
+        }
         // grpc-js reports a port in use only in its message ("No address added ... errors: [... EADDRINUSE ...]"):
         // it becomes the errno code here, at the one place that knows grpc-js, so that callers branch on the code.
         else
           reject(/EADDRINUSE|address already in use/i.test(error.message) ? Object.assign(new Error(error.message), { code: 'EADDRINUSE' }) : error);
       });
     });
+  }
+
+  /**
+   * Counts the bytes of every HTTP/2 stream against the server's budget
+   * (body-budget.ts) as they arrive, until the stream closes (its answer
+   * sent, or the client gone): grpc-js buffers a whole message before it
+   * hands it over, so counting decoded messages would come too late (60
+   * calls of 60 MiB held 7.3 GB that way). A stream that would pass the
+   * budget is answered RESOURCE_EXHAUSTED with the budget's message, and
+   * closed, which drops what grpc-js had buffered of it.
+   *
+   * grpc-js has no public hook for its HTTP/2 streams: its http2 servers are
+   * found in its private `http2Servers` map (grpc-js 1.14). When that is not
+   * there, nothing is counted; test/hostile/serve-hostile.test.ts fails then.
+   */
+  private countArrivingBytes(): void {
+    const budget = this.options.budget;
+    const servers = (this.server as unknown as { http2Servers?: unknown }).http2Servers;
+    if (budget === undefined || !(servers instanceof Map)) return;
+    for (const server of servers.keys() as IterableIterator<{ on?: unknown }>) {
+      if (this.counted.has(server) || typeof server.on !== 'function') continue;
+      this.counted.add(server);
+      (server as { on(event: 'stream', listener: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void): void }).on(
+        'stream',
+        (stream, headers) => countStream(stream, budget, headers[':path'] === '/inference.GRPCInferenceService/ModelStreamInfer'),
+      );
+    }
   }
 
   /** Stops accepting calls and waits for running ones. */

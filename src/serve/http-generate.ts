@@ -3,6 +3,7 @@ import { logRequest, type InferRequest, type RequestInput } from './infer-reques
 import { member, parseJsonValue, type JsonObject } from './http-infer-body.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
 import { RequestError, invalidArg } from './status.js';
+import { RawJson, writeTritonJson } from './triton-json.js';
 
 /**
  * Triton's generate extension (POST /v2/models/M[/versions/V]/generate and
@@ -62,7 +63,7 @@ function prefixed(prefix: string, error: unknown): unknown {
  * encoding are checked before, by the caller).
  */
 export function fromGenerateBody(model: string, version: string, inputs: readonly TensorMetadata[], body: Buffer): InferRequest {
-  const root = parseJsonValue(body.toString('utf8'));
+  const root = parseJsonValue(body);
   const object = typeof root === 'object' && root !== null && !Array.isArray(root) ? (root as JsonObject) : undefined;
   const id = object === undefined ? undefined : member(object, 'id');
   if (id !== undefined && typeof id !== 'string') throw jsonAccess("Unable to parse 'id': attempt to access JSON non-string as string");
@@ -112,9 +113,14 @@ export function generateResponse(result: InferResult): string {
   fields.set('model_name', result.modelName);
   fields.set('model_version', result.modelVersion);
   for (const o of result.outputs) {
-    const data = writeJsonData(o.datatype, o.data);
-    fields.set(o.name, data.length === 1 ? data[0] : data);
+    fields.set(o.name, oneOrMany(writeJsonData(o.datatype, o.data)));
   }
   const keys = [...fields.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${JSON.stringify(fields.get(k))}`).join(',')}}`;
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${writeTritonJson(fields.get(k))}`).join(',')}}`;
+}
+
+/** An output of one element is answered as that element, not as a list of one (numbers as Triton writes them: RawJson text). */
+function oneOrMany(data: unknown[] | RawJson): unknown {
+  if (!(data instanceof RawJson)) return data.length === 1 ? data[0] : data;
+  return /^\[[^,]+\]$/.test(data.text) ? new RawJson(data.text.slice(1, -1)) : data;
 }

@@ -3,6 +3,7 @@ import type { InferRequest, RequestInput, RequestedOutput } from './infer-reques
 import type { InferResult } from './inference-server.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
 import { RequestError, invalidArg } from './status.js';
+import { JSON_SLICE_BYTES, JsonDouble, JsonSyntaxError, parseTritonJson, parseTritonJsonSliced, writeTritonJson } from './triton-json.js';
 
 /**
  * The JSON bodies of Triton's HTTP inference endpoint, both ways: an infer
@@ -16,33 +17,43 @@ import { RequestError, invalidArg } from './status.js';
 export type JsonObject = Record<string, unknown>;
 
 /**
- * A request body's JSON, as TritonJson's Parse reads it (rapidjson on a
- * buffer): a NUL byte ends the text, errors are INTERNAL with an offset, and
- * a root that is not an object parses, its members then being absent. The
- * messages of rapidjson's syntax errors are not reproduced (JSON.parse's
- * are given), only their status and the empty-document case.
+ * A request body's JSON, as TritonJson's Parse reads it (triton-json.ts:
+ * RapidJSON's grammar with NaN and Infinity, its messages and offsets;
+ * INTERNAL), a root that is not an object parsing as an object with no
+ * members. Bodies past JSON_SLICE_BYTES are parsed a slice at a time, so
+ * that the event loop goes on serving the other requests meanwhile.
  */
-export function parseJson(text: string): JsonObject {
-  return asObject(parseJsonValue(text)) ?? {};
+export function parseJson(bytes: Uint8Array): JsonObject {
+  return asObject(parseJsonValue(bytes)) ?? {};
 }
 
-/** A body as rapidjson parses it (up to a NUL, its messages and offsets), of any JSON type. */
-export function parseJsonValue(text: string): unknown {
-  const nul = text.indexOf('\0');
-  const json = nul < 0 ? text : text.slice(0, nul);
-  const fail = (message: string, at: number): RequestError =>
-    new RequestError('INTERNAL', `failed to parse the request JSON buffer: ${message} at ${at}`);
-  // rapidjson's whitespace is these four only.
-  const blank = /^[ \n\r\t]*/.exec(json)?.[0].length ?? 0;
-  if (blank === json.length) throw fail('The document is empty.', blank);
+/** A body as TritonJson parses it, of any JSON type (generate's root may be anything). */
+export function parseJsonValue(bytes: Uint8Array): unknown {
+  return withTritonMessage(() => parseTritonJson(bytes));
+}
+
+/** parseJson, a slice at a time for a large body. */
+export async function parseJsonSliced(bytes: Uint8Array): Promise<JsonObject> {
+  if (bytes.byteLength <= JSON_SLICE_BYTES) return parseJson(bytes);
   let value: unknown;
   try {
-    value = JSON.parse(json);
+    value = await parseTritonJsonSliced(bytes);
   } catch (error) {
-    const message = (error as Error).message;
-    throw fail(message.replace(/ in JSON at position \d+.*$/, ''), Number(/position (\d+)/.exec(message)?.[1] ?? json.length));
+    throw tritonParseError(error);
   }
-  return value;
+  return asObject(value) ?? {};
+}
+
+function withTritonMessage<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    throw tritonParseError(error);
+  }
+}
+
+function tritonParseError(error: unknown): unknown {
+  return error instanceof JsonSyntaxError ? new RequestError('INTERNAL', `failed to parse the request JSON buffer: ${error.message}`) : error;
 }
 
 export function member(obj: JsonObject, key: string): unknown {
@@ -105,7 +116,7 @@ function requestParameters(parameters: unknown): { binaryOutputs?: boolean; prio
       else if (key === 'timeout') out.timeoutUs = value as number;
     } else if (key.startsWith('triton_')) {
       throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
-    } else if (!['string', 'number', 'boolean'].includes(typeof value)) {
+    } else if (!['string', 'number', 'boolean'].includes(typeof value) && !(value instanceof JsonDouble)) {
       throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
     }
   }
@@ -246,7 +257,7 @@ export function inferResponse(result: InferResult, defaultBinary: boolean): { js
   body.model_name = result.modelName;
   body.model_version = result.modelVersion;
   body.outputs = outputs;
-  return { json: Buffer.from(JSON.stringify(body)), binary };
+  return { json: Buffer.from(writeTritonJson(body)), binary };
 }
 
 /**
@@ -259,14 +270,14 @@ export function inferResponse(result: InferResult, defaultBinary: boolean): { js
  * (GetContentLength) takes the lengths from it, not from the body, which
  * matters only for a chunked body that also carries one.
  */
-export function fromInferBody(
+export async function fromInferBody(
   model: string,
   version: string,
   body: Buffer,
   headerLength: string | undefined,
   sharedMemory: SharedMemoryRegistry = new SharedMemoryRegistry(),
   contentLength?: string,
-): { request: InferRequest; binaryOutputs: boolean } {
+): Promise<{ request: InferRequest; binaryOutputs: boolean }> {
   const total = contentLength === undefined ? body.byteLength : atoi(contentLength);
   let jsonLength = total;
   if (headerLength !== undefined) {
@@ -278,7 +289,7 @@ export function fromInferBody(
     return { request: { modelName: model, modelVersion: version, id: '', inputs: [], outputs: [], raw: body }, binaryOutputs: true };
   // EVBufferToJson: the JSON is the first jsonLength bytes of what arrived.
   if (jsonLength > body.byteLength) throw invalidArg(`unexpected size for request JSON, expecting ${jsonLength - body.byteLength} more bytes`);
-  const header = parseJson(body.subarray(0, jsonLength).toString('utf8'));
+  const header = await parseJsonSliced(body.subarray(0, jsonLength));
   return parseInferBody(model, version, header, body.subarray(jsonLength), headerLength !== undefined, sharedMemory);
 }
 

@@ -20,6 +20,7 @@ import { statisticsReport, type InferenceServer, type InferResult, type Transpor
 import { RequestError, ResponseError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 import { TransportBase, listenHttp } from './transport.js';
 import type { BodyReservation } from './body-budget.js';
+import { writeTritonJson } from './triton-json.js';
 
 /**
  * Triton's HTTP/REST endpoints (KServe v2 with Triton's extensions), on
@@ -289,7 +290,7 @@ export class HttpTransport extends TransportBase {
       if (body === TOO_LARGE) throw invalidArg(`request body is larger than the --max-request-size of ${this.options.maxRequestSize} bytes`);
       if (body.byteLength === 0 && allowEmpty) return undefined;
       try {
-        return parseJson(body.toString('utf8'));
+        return parseJson(body);
       } catch (error) {
         // EVBufferToJson's errors are INTERNAL; only the infer endpoint answers a bad body with 400.
         throw error instanceof RequestError ? new RequestError('INTERNAL', error.message) : error;
@@ -304,7 +305,7 @@ export class HttpTransport extends TransportBase {
       const headerLength = req.headers[HEADER];
       // readBody inflated these; their Content-Length is not the body's.
       const compressed = ['gzip', 'deflate'].includes((req.headers['content-encoding'] ?? '').toLowerCase());
-      const { request, binaryOutputs } = fromInferBody(
+      const { request, binaryOutputs } = await fromInferBody(
         model,
         version,
         body,
@@ -351,7 +352,7 @@ export class HttpTransport extends TransportBase {
     let parts: readonly Buffer[];
     let headers: Record<string, string> = { ...answer.headers };
     if (answer.json !== undefined) {
-      parts = [Buffer.from(JSON.stringify(answer.json))];
+      parts = [Buffer.from(writeTritonJson(answer.json))];
       headers = { 'Content-Type': 'application/json', ...headers };
     } else if (answer.text !== undefined) {
       parts = [Buffer.from(answer.text)];

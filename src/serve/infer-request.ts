@@ -22,6 +22,11 @@ export interface RequestInput {
   /** As the client sent it: an unknown spelling is kept, to be refused with Triton's message. */
   readonly datatype: string;
   readonly shape: readonly number[];
+  /**
+   * The shape exactly, when a dimension is past 2^53 (gRPC's shape is int64):
+   * for Triton's messages and its uint32 batch size, which a number would round.
+   */
+  readonly exactShape?: readonly bigint[];
   /** The tensor's bytes, little-endian, row-major, as the transport assembled them. */
   readonly data: Uint8Array;
 }
@@ -72,8 +77,29 @@ export interface RequestContract {
 }
 
 /** Triton's DimsListToString: "[1,28,28]". */
-export function dimsToString(dims: readonly number[]): string {
+export function dimsToString(dims: readonly (number | bigint)[]): string {
   return `[${dims.join(',')}]`;
+}
+
+/** An input's shape as the client sent it, exactly. */
+function sentShape(input: RequestInput): readonly (number | bigint)[] {
+  return input.exactShape ?? input.shape;
+}
+
+/**
+ * Triton keeps the batch size in a uint32 (InferenceRequest::Normalize): the
+ * int64 first dimension is cut to its low 32 bits, so -2^63 is 0, -2^63 + 1
+ * is 1 and 2^63 - 1 is 4294967295. Exact, where a number past 2^53 is not.
+ */
+function batchOf(input: RequestInput): number {
+  const exact = input.exactShape?.[0];
+  return exact === undefined ? (input.shape[0] ?? 0) >>> 0 : Number(BigInt.asUintN(32, exact));
+}
+
+/** Whether the input's first dimension is the batch size (an int64 compared with a uint32, as in C++). */
+function sameBatch(input: RequestInput, batch: number): boolean {
+  const exact = input.exactShape?.[0];
+  return exact === undefined ? input.shape[0] === batch : exact === BigInt(batch);
 }
 
 /** Triton's LogRequest(): the prefix of its request messages. */
@@ -193,10 +219,10 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
     }
     const first = input.shape[0];
     if (first === undefined) throw invalidArg(`${prefix}input '${input.name}' has no shape but model requires batch dimension for '${model.name}'`);
-    // Triton keeps the batch size in a uint32: a negative first dimension (gRPC's shape is int64) wraps around,
-    // passes the max_batch_size check as a negative int, and is refused by the byte-size check with the wrapped size.
-    if (batch === 0) batch = first >>> 0;
-    else if (first !== batch) throw invalidArg(`${prefix}input '${input.name}' batch size does not match other inputs for '${model.name}'`);
+    // A first dimension past uint32 wraps around (batchOf); a batch that is negative as an int passes the
+    // max_batch_size check and is refused by the byte-size check with the wrapped size.
+    if (batch === 0) batch = batchOf(input);
+    else if (!sameBatch(input, batch)) throw invalidArg(`${prefix}input '${input.name}' batch size does not match other inputs for '${model.name}'`);
     shapes.set(input.name, input.shape.slice(1));
   }
   if ((batch | 0) > model.maxBatchSize)
@@ -217,7 +243,7 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
       for (let i = 0; i < shape.length; i++) {
         if (shape[i] === -1)
           throw invalidArg(
-            `${prefix}All input dimensions should be specified for input '${input.name}' for model '${model.name}', got ${dimsToString(input.shape)}`,
+            `${prefix}All input dimensions should be specified for input '${input.name}' for model '${model.name}', got ${dimsToString(sentShape(input))}`,
           );
         if (config.dims[i] !== -1 && config.dims[i] !== shape[i]) {
           matches = false;
@@ -234,7 +260,7 @@ export function normalizeRequest(model: RequestContract, given: InferRequest): N
             'See the model configuration docs for more info on max_batch_size.'
           : '';
       throw invalidArg(
-        `${prefix}unexpected shape for input '${input.name}' for model '${model.name}'. Expected ${dimsToString(full)}, got ${dimsToString(input.shape)}. ${note}`,
+        `${prefix}unexpected shape for input '${input.name}' for model '${model.name}'. Expected ${dimsToString(full)}, got ${dimsToString(sentShape(input))}. ${note}`,
       );
     }
     // ShapeWithBatchDim: a batch of 0 adds no dimension, so such a request is sized as one row.

@@ -2,7 +2,7 @@ import type { BodyBudget } from './body-budget.js';
 import { VERSION } from '../version.js';
 import { logRequest, normalizeRequest, respond, type InferRequest, type ResponseOutput } from './infer-request.js';
 import type { IndexEntry, LoadParameters, ModelControl } from './model-control.js';
-import type { ModelRepository } from './model-repository.js';
+import { modelVersionFromString, type ModelRepository } from './model-repository.js';
 import type { ModelStats, ServedModel } from './served-model.js';
 import { LogSettings } from './log-settings.js';
 import { SharedMemoryRegistry } from './shared-memory.js';
@@ -177,12 +177,11 @@ export class InferenceServer {
     const ready = this.repository.list().filter((m) => m.ready && (name === '' || m.name === name));
     let models = ready;
     // As TRITONSERVER_ServerModelStatistics (core r24.10, tritonserver.cc): a model or version with nothing ready is a bad argument.
+    const requested = modelVersionFromString(version);
     if (name !== '') {
-      if (version !== '' && !/^-?\d+$/.test(version))
-        throw invalidArg(`failed to get model version from specified version string '${version}' (details: stoll)`);
       if (ready.length === 0) throw invalidArg(`requested model '${name}' is not available`);
-      if (version !== '' && Number(version) !== -1) {
-        models = ready.filter((m) => Number(m.version) === Number(version));
+      if (requested !== -1n) {
+        models = ready.filter((m) => m.version === requested.toString());
         if (models.length === 0) throw invalidArg(`requested model version is not available for model '${name}'`);
       }
     }

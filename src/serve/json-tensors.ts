@@ -3,6 +3,7 @@ import { elementBytes } from '../schema/model.js';
 import { popefFromProtocol, type ProtocolDataType } from '../triton/protocol-datatypes.js';
 import { deserializeBytes, serializeBytes } from './infer-request.js';
 import { RequestError, invalidArg } from './status.js';
+import { RawJson, jsonNumber, writeDouble } from './triton-json.js';
 
 /**
  * Tensor data as JSON, both ways, with the rules and messages of Triton's
@@ -91,15 +92,22 @@ export function readJsonData(name: string, datatype: string, shape: readonly num
           : 'attempt to access JSON non-signed-integer as signed-integer',
       );
     }
-    if (typeof v !== 'number') throw dataError('attempt to access JSON non-number as double');
-    numbers[i] = v;
+    // AsDouble takes integers and doubles (a whole double such as 1.0 included), NaN and the infinities too.
+    const n = jsonNumber(v);
+    if (n === undefined) throw dataError('attempt to access JSON non-number as double');
+    numbers[i] = n;
   }
   checkCount(values.length, count);
   return fromNumbers({ name, dtype, shape: [values.length] }, numbers).data;
 }
 
-/** An output's data as a flat JSON array. */
-export function writeJsonData(datatype: ProtocolDataType, data: Uint8Array): unknown[] {
+/**
+ * An output's data as a flat JSON array: strings for BYTES, booleans for
+ * BOOL, and numbers as Triton writes them (WriteDataToJson: AppendDouble for
+ * FP32 and FP64, so `1.0`, `NaN`, `-Infinity`; AppendInt/AppendUInt for the
+ * integers), as text for the response writer.
+ */
+export function writeJsonData(datatype: ProtocolDataType, data: Uint8Array): unknown[] | RawJson {
   if (datatype === 'FP16' || datatype === 'BF16') {
     throw new RequestError('INVALID_ARG', `sending ${datatype} data via JSON is not supported. Please use the binary data format for output`);
   }
@@ -111,5 +119,9 @@ export function writeJsonData(datatype: ProtocolDataType, data: Uint8Array): unk
   const dtype = popefFromProtocol(datatype);
   if (dtype === undefined) throw new RequestError('INTERNAL', 'Invalid data type for output tensor');
   const numbers = toNumbers({ dtype, shape: [data.byteLength / elementBytes(dtype)], data });
-  return datatype === 'BOOL' ? Array.from(numbers, (n) => n !== 0) : Array.from(numbers);
+  if (datatype === 'BOOL') return Array.from(numbers, (n) => n !== 0);
+  const write = datatype === 'FP32' || datatype === 'FP64' ? writeDouble : String;
+  let text = '[';
+  for (let i = 0; i < numbers.length; i++) text += (i === 0 ? '' : ',') + write(numbers[i] as number);
+  return new RawJson(`${text}]`);
 }

@@ -153,6 +153,27 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
   }
 }
 
+/**
+ * A requested model version as Triton's frontends read it before anything
+ * else (server r24.10, common.cc, GetModelVersionFromString, on HTTP and
+ * gRPC alike): empty is -1 (the latest ready version); otherwise std::stol,
+ * exact over int64 (leading blanks and a sign taken, trailing text
+ * ignored, out_of_range past int64), and a negative version is refused.
+ */
+export function modelVersionFromString(version: string): bigint {
+  if (version === '') return -1n;
+  const digits = /^[ \t\n\v\f\r]*([+-]?\d+)/.exec(version)?.[1];
+  const value = digits === undefined ? undefined : BigInt(digits);
+  if (value === undefined || value < -(2n ** 63n) || value > 2n ** 63n - 1n) {
+    throw new RequestError(
+      'INVALID_ARG',
+      `failed to get model version from specified version string '${version}' (details: stol), version should be an integral value > 0`,
+    );
+  }
+  if (value < 0n) throw new RequestError('INVALID_ARG', `invalid model version specified '${version}' , version should be an integral value > 0`);
+  return value;
+}
+
 /** The versions of one model Triton loads: every one its version policy selects; one refusal when the model has errors. */
 async function loadVersions(root: string, report: ModelReport, options: LoadOptions): Promise<ServedModel[]> {
   const served: ServedModel[] = [];
@@ -245,27 +266,22 @@ export class ModelRepository {
     if (found === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' is not found`);
     // A model being unloaded answers as one that is not ready.
     const versions = this.unloading.has(name) ? found.map((v) => unavailable(name, v.config, 'unloading', v.version)) : found;
-    if (version !== '') {
-      // std::stoll: exact over int64, out_of_range beyond it (a Number would round 99999999999999999999 up to 1e20).
-      const exact = /^-?\d+$/.test(version) ? BigInt(version) : undefined;
-      if (exact === undefined || exact < -(2n ** 63n) || exact > 2n ** 63n - 1n) {
-        throw new RequestError('INVALID_ARG', `failed to get model version from specified version string '${version}' (details: stoll)`);
-      }
-      if (exact !== -1n) {
-        const model = versions.find((m) => exact.toString() === m.version);
-        if (model === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' version ${exact} is not found`);
-        if (!model.ready) throw new RequestError('UNAVAILABLE', `Request for unknown model: '${name}' version ${exact} is not at ready state`);
-        return model;
-      }
+    const requested = modelVersionFromString(version);
+    if (requested !== -1n) {
+      const model = versions.find((m) => requested.toString() === m.version);
+      if (model === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' version ${requested} is not found`);
+      if (!model.ready) throw new RequestError('UNAVAILABLE', `Request for unknown model: '${name}' version ${requested} is not at ready state`);
+      return model;
     }
-    // No version (or -1): the highest version that is ready, as ModelLifeCycle::GetModel picks it.
+    // No version: the highest version that is ready, as ModelLifeCycle::GetModel picks it.
     const latest = versions.find((m) => m.ready);
     if (latest === undefined) throw new RequestError('NOT_FOUND', `Request for unknown model: '${name}' has no available versions`);
     return latest;
   }
 
-  /** Whether the model (and version) is ready, without an error. */
+  /** Whether the model (and version) is ready; only a version that does not parse is an error (the frontends check it first). */
   isReady(name: string, version: string): boolean {
+    modelVersionFromString(version);
     try {
       return this.get(name, version).ready;
     } catch {

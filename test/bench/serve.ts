@@ -34,8 +34,8 @@
  * (BENCH_SECONDS per measurement, default 5).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFile, copyFile, cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { existsSync, readdirSync } from 'node:fs';
+import { appendFile, copyFile, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,7 +43,7 @@ import { main } from '../../src/cli/main.js';
 import { ModelSet } from '../../src/format/model-set.js';
 import { CpuPlugin } from '../../src/run/cpu-plugin.js';
 import { writeNpy } from '../../src/run/tensor-io/npy.js';
-import { findTritonServer, startTriton } from '../triton/oracle/tritonserver.js';
+import { findTritonServer, linkPythonBackend, startTriton } from '../triton/oracle/tritonserver.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -195,19 +195,8 @@ try {
   if (binary === undefined || !existsSync(python) || spawnSync(python, ['-c', 'import onnxruntime']).status !== 0) {
     why = 'tritonserver or onnxruntime missing from .venv (.ci/run installs both)';
   } else {
-    const lib = join(ROOT, '.venv/lib');
-    const version = readdirSync(lib).find((d) => d.startsWith('python')) ?? '';
-    const site = join(lib, version, 'site-packages');
-    const bundled = join(site, 'pytriton/tritonserver');
     const backends = join(dir, 'backends');
-    await mkdir(join(backends, 'python'), { recursive: true });
-    for (const f of ['libtriton_python.so', 'triton_python_backend_utils.py'])
-      await symlink(join(bundled, 'backends/python', f), join(backends, 'python', f));
-    // The stub for this interpreter; a link keeps its $ORIGIN-relative libraries found.
-    await symlink(
-      join(bundled, 'python_backend_stubs', version.replace('python', ''), 'triton_python_backend_stub'),
-      join(backends, 'python', 'triton_python_backend_stub'),
-    );
+    const site = await linkPythonBackend(backends);
     const v1 = join(tritonRepo, 'mnist', '1');
     await mkdir(v1, { recursive: true });
     const set = await ModelSet.open([model]);

@@ -200,6 +200,103 @@ describe('popef serve, memory', () => {
   });
 });
 
+describe('popef serve, memory over gRPC', () => {
+  it('a gRPC message past what --max-buffered has left (an HTTP body holding the rest) gets RESOURCE_EXHAUSTED, and the budget is given back', async () => {
+    const { Client, credentials, status } = await import('@grpc/grpc-js');
+    const { request } = await import('node:http');
+    const { protocolCodec } = await import('../../src/triton/inference-protocol.js');
+    const MiB = 1024 * 1024;
+    const message = protocolCodec('ModelInferRequest').encode({
+      model_name: 'mnist',
+      inputs: [{ name: 'input_0', datatype: 'FP32', shape: [1, 1, 28, 28] }],
+      raw_input_contents: [Buffer.alloc(2 * MiB)],
+    });
+    const answers: { code: number; details: string }[] = [];
+    const run = await withServe(['--max-request-size', String(8 * MiB), '--max-buffered', String(4 * MiB)], async ({ http, grpc }) => {
+      const client = new Client(`127.0.0.1:${grpc}`, credentials.createInsecure());
+      const infer = (): Promise<void> =>
+        new Promise((resolve) => {
+          client.makeUnaryRequest(
+            '/inference.GRPCInferenceService/ModelInfer',
+            (b: Buffer) => b,
+            (b: Buffer) => b,
+            message,
+            { deadline: Date.now() + 20_000 },
+            (error) => {
+              answers.push({ code: error?.code ?? 0, details: error?.details ?? '' });
+              resolve();
+            },
+          );
+        });
+      // 3 MiB of an HTTP body held open: 1 MiB of the budget is left.
+      const held = request({
+        host: '127.0.0.1',
+        port: http,
+        method: 'POST',
+        path: '/v2/models/mnist/infer',
+        headers: { 'Content-Length': 8 * MiB - 1 },
+      });
+      held.on('error', () => undefined);
+      held.write(Buffer.alloc(3 * MiB, 0x20));
+      await new Promise((r) => setTimeout(r, 1000));
+      await infer();
+      held.destroy();
+      await new Promise((r) => setTimeout(r, 500));
+      // Given back: the same message is read and answered on its content (one row is 3136 bytes).
+      await infer();
+      client.close();
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(answers.length, 2, JSON.stringify(answers));
+    const [refused, readWhole] = answers as [{ code: number; details: string }, { code: number; details: string }];
+    assert.equal(refused.code, status.RESOURCE_EXHAUSTED, JSON.stringify(answers));
+    assert.match(refused.details, /the most it buffers at once \(--max-buffered 4194304\)/);
+    assert.equal(readWhole.code, status.INVALID_ARGUMENT, JSON.stringify(answers));
+    assert.match(readWhole.details, /input byte size mismatch/);
+  });
+});
+
+describe('popef serve, a long gRPC stream under the budget', () => {
+  it('ModelStreamInfer counts each message only while it arrives: 12 messages of 1 MiB on one stream pass a 4 MiB --max-buffered', async () => {
+    const { Client, credentials } = await import('@grpc/grpc-js');
+    const { protocolCodec } = await import('../../src/triton/inference-protocol.js');
+    const MiB = 1024 * 1024;
+    const message = protocolCodec('ModelInferRequest').encode({
+      model_name: 'mnist',
+      inputs: [{ name: 'input_0', datatype: 'FP32', shape: [1, 1, 28, 28] }],
+      raw_input_contents: [Buffer.alloc(MiB)],
+    });
+    const answers: string[] = [];
+    let ended = '';
+    const run = await withServe(['--max-request-size', String(2 * MiB), '--max-buffered', String(4 * MiB)], async ({ grpc }) => {
+      const client = new Client(`127.0.0.1:${grpc}`, credentials.createInsecure());
+      const decode = protocolCodec('ModelStreamInferResponse');
+      const call = client.makeBidiStreamRequest(
+        '/inference.GRPCInferenceService/ModelStreamInfer',
+        (b: Buffer) => b,
+        (b: Buffer) => decode.decode(b),
+      );
+      await new Promise<void>((resolve) => {
+        call.on('data', (m: Record<string, unknown>) => {
+          answers.push(String(m.error_message));
+          if (answers.length === 12) call.end();
+        });
+        call.on('error', (e: Error) => {
+          ended = e.message;
+          resolve();
+        });
+        call.on('end', () => resolve());
+        for (let i = 0; i < 12; i++) call.write(message);
+      });
+      client.close();
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(ended, '');
+    assert.equal(answers.length, 12, JSON.stringify(answers));
+    for (const a of answers) assert.match(a, /input byte size mismatch/);
+  });
+});
+
 describe('popef serve, paths', () => {
   it('GET /v2/models/%E0%A4%A/ready answers 400 as Triton (not 500 "URI malformed")', async () => {
     const answers: { status: number; body: string }[] = [];
@@ -218,7 +315,7 @@ describe('popef serve, paths', () => {
     assert.ok(answers.every((a) => !/URI malformed/.test(a.body)));
   });
 
-  it('a version 99999999999999999999 is refused as Triton parses it (stoll out of range), and 2^63-1 is named exactly', async () => {
+  it('a version 99999999999999999999 is refused as Triton parses it (stol out of range), and 2^63-1 is named exactly', async () => {
     const answers: { status: number; body: string }[] = [];
     const run = await withServe([], async ({ http }) => {
       for (const version of ['99999999999999999999', '9223372036854775807']) {
@@ -228,7 +325,10 @@ describe('popef serve, paths', () => {
     });
     assert.equal(run.code, 0, run.stderr);
     assert.equal(answers[0]?.status, 400, JSON.stringify(answers));
-    assert.match(JSON.stringify(answers[0]), /failed to get model version from specified version string '99999999999999999999' \(details: stoll\)/);
+    assert.match(
+      JSON.stringify(answers[0]),
+      /failed to get model version from specified version string '99999999999999999999' \(details: stol\), version should be an integral value > 0/,
+    );
     assert.match(JSON.stringify(answers[1]), /Request for unknown model: 'mnist' version 9223372036854775807 is not found/);
   });
 });

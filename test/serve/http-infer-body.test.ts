@@ -106,27 +106,27 @@ describe("HTTP infer body: refused bodies, with Triton's status class and messag
     ['a header length past the body', json({}), '999', 'INVALID_ARG', /^inference header size should be in range \(0, 2\), got: 999$/],
   ];
   for (const [what, body, headerLength, status, message] of rows) {
-    it(what, () => {
-      assert.throws(
+    it(what, async () => {
+      await assert.rejects(
         () => fromInferBody('m', '', body, headerLength),
         (e: unknown) => e instanceof RequestError && e.status === status && message.test(e.message),
       );
     });
   }
 
-  it('binary sections shorter or longer than their sizes', () => {
+  it('binary sections shorter or longer than their sizes', async () => {
     const [short, shortLength] = binaryBody({ inputs: [input({ parameters: { binary_data_size: 8 } })] }, fp32(1));
-    assert.throws(
+    await assert.rejects(
       () => fromInferBody('m', '', short, shortLength),
       /^RequestError: unexpected size for input 'x', expecting 4 additional bytes for model 'm'$/,
     );
     const [long, longLength] = binaryBody({ inputs: [input({ parameters: { binary_data_size: 8 } })] }, fp32(1, 2, 3));
-    assert.throws(() => fromInferBody('m', '', long, longLength), /^RequestError: unexpected additional input data for model 'm'$/);
+    await assert.rejects(() => fromInferBody('m', '', long, longLength), /^RequestError: unexpected additional input data for model 'm'$/);
   });
 });
 
 describe('HTTP infer body: accepted bodies', () => {
-  it('reads JSON data, the id and the requested outputs with their parameters', () => {
+  it('reads JSON data, the id and the requested outputs with their parameters', async () => {
     const body = json({
       id: 'r1',
       inputs: [input({ data: [1.5, -2] })],
@@ -135,7 +135,7 @@ describe('HTTP infer body: accepted bodies', () => {
         { name: 'z', parameters: { binary_data: true } },
       ],
     });
-    const { request, binaryOutputs } = fromInferBody('m', '3', body, undefined);
+    const { request, binaryOutputs } = await fromInferBody('m', '3', body, undefined);
     assert.equal(request.id, 'r1');
     assert.equal(request.modelVersion, '3');
     assert.deepEqual([...(request.inputs[0]?.data ?? [])], [...fp32(1.5, -2)]);
@@ -146,7 +146,7 @@ describe('HTTP infer body: accepted bodies', () => {
     assert.equal(binaryOutputs, false);
   });
 
-  it("takes binary sections in order, and binary_data_output as every output's default", () => {
+  it("takes binary sections in order, and binary_data_output as every output's default", async () => {
     const [body, headerLength] = binaryBody(
       {
         parameters: { binary_data_output: true },
@@ -155,7 +155,7 @@ describe('HTTP infer body: accepted bodies', () => {
       fp32(1, 2),
       fp32(3),
     );
-    const { request, binaryOutputs } = fromInferBody('m', '', body, headerLength);
+    const { request, binaryOutputs } = await fromInferBody('m', '', body, headerLength);
     assert.deepEqual(
       request.inputs.map((i) => [i.name, [...i.data]]),
       [
@@ -166,15 +166,15 @@ describe('HTTP infer body: accepted bodies', () => {
     assert.equal(binaryOutputs, true);
   });
 
-  it('makes a header length of 0 a raw binary request, answered in binary', () => {
-    const { request, binaryOutputs } = fromInferBody('m', '', fp32(1, 2), '0');
+  it('makes a header length of 0 a raw binary request, answered in binary', async () => {
+    const { request, binaryOutputs } = await fromInferBody('m', '', fp32(1, 2), '0');
     assert.deepEqual([...(request.raw ?? [])], [...fp32(1, 2)]);
     assert.equal(binaryOutputs, true);
   });
 
-  it("reads the header length as C's atoi does: the leading integer", () => {
+  it("reads the header length as C's atoi does: the leading integer", async () => {
     const [body, headerLength] = binaryBody({ inputs: [input({ parameters: { binary_data_size: 8 } })] }, fp32(1, 2));
-    const { request } = fromInferBody('m', '', body, ` ${headerLength}abc`);
+    const { request } = await fromInferBody('m', '', body, ` ${headerLength}abc`);
     assert.equal(request.inputs[0]?.data.byteLength, 8);
   });
 });

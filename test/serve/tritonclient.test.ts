@@ -274,6 +274,12 @@ function rawCases(): [string, string, RequestInit][] {
       [`${kind}, unknown version`, `/v2/models/mnist/versions/9/${kind}`, post('{}')],
       [`${kind} by GET`, `/v2/models/mnist/${kind}`, { method: 'GET' }],
     ]),
+    ['a version past int64', '/v2/models/mnist/versions/99999999999999999999', { method: 'GET' }],
+    ['a version past int64, ready', '/v2/models/mnist/versions/99999999999999999999/ready', { method: 'GET' }],
+    ['a version past int64, stats', '/v2/models/mnist/versions/99999999999999999999/stats', { method: 'GET' }],
+    ['a version past int64, infer', '/v2/models/mnist/versions/99999999999999999999/infer', post('{}')],
+    ['version 2^63-1', '/v2/models/mnist/versions/9223372036854775807', { method: 'GET' }],
+    ['version 2^63-1, stats', '/v2/models/mnist/versions/9223372036854775807/stats', { method: 'GET' }],
   ];
 }
 

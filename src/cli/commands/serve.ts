@@ -113,7 +113,7 @@ export function registerServe(program: Command, io: CliIo, run: (handler: Handle
     .addOption(
       new Option(
         '--max-buffered <bytes>',
-        'most bytes of request bodies held at once, across all requests (default: 8 x --max-request-size, at most 1 GiB); beyond it a request is answered 503',
+        'most bytes of request bodies held at once, across all requests, HTTP and gRPC (default: 8 x --max-request-size, at most 1 GiB); beyond it a request is answered 503 (gRPC: RESOURCE_EXHAUSTED)',
       ).argParser(parseIntOption(1024, Number.MAX_SAFE_INTEGER)),
     )
     .option('--timeout <seconds>', 'how long the plugin may take to open a model or run a request', '300')

@@ -4,7 +4,7 @@
 // by model, whether Triton loaded it and, if not, Triton's own message.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, symlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { ROOT } from '../../helpers.js';
@@ -48,6 +48,27 @@ export async function buildStandInBackends(
     const cc = spawnSync('cc', ['-shared', '-fPIC', '-O1', '-o', out, source], { encoding: 'utf8' });
     if (cc.status !== 0) throw new Error(`cc could not build the stand-in backend ${source}: ${cc.error?.message ?? cc.stderr}`);
   }
+}
+
+/**
+ * Links the Python backend that nvidia-pytriton bundles into `<dir>/python`,
+ * with the stub for the virtual environment's interpreter, and returns the
+ * environment's site-packages (for models that import from it).
+ */
+export async function linkPythonBackend(dir: string): Promise<string> {
+  const lib = join(ROOT, '.venv', 'lib');
+  const version = readdirSync(lib).find((d) => d.startsWith('python')) ?? '';
+  const site = join(lib, version, 'site-packages');
+  const bundled = join(site, 'pytriton', 'tritonserver');
+  await mkdir(join(dir, 'python'), { recursive: true });
+  for (const f of ['libtriton_python.so', 'triton_python_backend_utils.py'])
+    await symlink(join(bundled, 'backends', 'python', f), join(dir, 'python', f));
+  // The stub for this interpreter; a link keeps its $ORIGIN-relative libraries found.
+  await symlink(
+    join(bundled, 'python_backend_stubs', version.replace('python', ''), 'triton_python_backend_stub'),
+    join(dir, 'python', 'triton_python_backend_stub'),
+  );
+  return site;
 }
 
 async function freePort(): Promise<number> {
