@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +29,19 @@ export async function fixtureManifest(): Promise<FixtureEntry[]> {
 export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'popef-test-'));
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * A fresh clone of this repository's committed HEAD in `<dir>/popef-toolkit`,
+ * as a new user gets it, with the named entries of this checkout (say
+ * node_modules, the result of npm ci) linked in.
+ */
+export async function scratchClone(dir: string, linked: readonly string[]): Promise<string> {
+  const clone = join(dir, 'popef-toolkit');
+  const git = spawnSync('git', ['clone', '-q', ROOT, clone], { encoding: 'utf8' });
+  assert.equal(git.status, 0, git.stderr);
+  for (const entry of linked) await symlink(join(ROOT, entry), join(clone, entry));
+  return clone;
 }
 
 /** Runs `body` with a fresh temporary directory, removed afterwards whatever happens. */

@@ -1,96 +1,46 @@
 // The README's console blocks, run as pasted, in order, from the root of a
-// scratch clone of the repository (the build and node_modules of this one
-// linked in): each command's standard output must be what the README shows,
-// where a line "..." stands for any number of lines. A command ending in
-// " &" runs in the background until "kill %1"; its output (both streams)
-// must show the README's lines in order.
+// scratch clone of the repository, after the first set-up command only: what
+// `npm ci && npm run demo` leaves is linked in from this checkout
+// (node_modules, the dist/ the demo builds, and the .venv with tritonclient
+// and pillow that it makes; test/demo.test.ts shows that it does), and
+// nothing of .ci/run is used. Ports 8000 and 8001 are held by this test
+// meanwhile, as by a Triton server on the machine. Each command's standard
+// output must be what the README shows, where a line "..." stands for any
+// number of lines. A command ending in " &" runs in the background until
+// "kill %1"; its output (both streams) must show the README's lines in
+// order, and after kill %1 the lines shown under it.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile, symlink } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ROOT, tempDir } from './helpers.js';
-
-interface Command {
-  readonly line: number;
-  readonly text: string;
-  readonly expected: string[];
-}
-
-/** The commands of every ```console block, with the lines shown after each. */
-export function consoleCommands(markdown: string): Command[] {
-  const out: Command[] = [];
-  const lines = markdown.split('\n');
-  let inBlock = false;
-  let current: { line: number; text: string; expected: string[] } | undefined;
-  for (let i = 0; i < lines.length; i++) {
-    const l = lines[i] ?? '';
-    if (!inBlock && l.startsWith('```console')) {
-      inBlock = true;
-      continue;
-    }
-    if (inBlock && l.startsWith('```')) {
-      inBlock = false;
-      if (current !== undefined) out.push(current);
-      current = undefined;
-      continue;
-    }
-    if (!inBlock) continue;
-    if (l.startsWith('$ ')) {
-      if (current !== undefined) out.push(current);
-      current = { line: i + 1, text: l.slice(2), expected: [] };
-      // Continuation lines of a command end in a backslash.
-      while (current.text.endsWith('\\') && i + 1 < lines.length) current.text = `${current.text.slice(0, -1)} ${(lines[++i] ?? '').trim()}`;
-    } else if (current !== undefined) current.expected.push(l);
-  }
-  return out;
-}
-
-/** Whether `actual` is `expected` with each "..." line standing for any number of lines. */
-export function matches(expected: readonly string[], actual: readonly string[]): boolean {
-  const memo = new Map<string, boolean>();
-  const go = (e: number, a: number): boolean => {
-    const key = `${e}:${a}`;
-    const known = memo.get(key);
-    if (known !== undefined) return known;
-    let result: boolean;
-    if (e === expected.length) result = a === actual.length;
-    else if (expected[e] === '...') result = go(e + 1, a) || (a < actual.length && go(e, a + 1));
-    else result = a < actual.length && expected[e] === actual[a] && go(e + 1, a + 1);
-    memo.set(key, result);
-    return result;
-  };
-  return go(0, 0);
-}
-
-/** The expected lines, in order, somewhere in the output (for a background command). */
-function appearInOrder(expected: readonly string[], output: string): boolean {
-  const lines = output.split('\n');
-  let at = 0;
-  for (const e of expected.filter((x) => x !== '...')) {
-    while (at < lines.length && lines[at] !== e) at++;
-    if (at === lines.length) return false;
-    at++;
-  }
-  return true;
-}
+import { ROOT, scratchClone, tempDir } from './helpers.js';
+import { appearInOrder, consoleCommands, matches } from './readme-blocks.js';
 
 const python = join(ROOT, '.venv', 'bin', 'python');
 const hasPeers = existsSync(python) && spawnSync(python, ['-c', 'import tritonclient.grpc, PIL']).status === 0;
-const missing = hasPeers ? undefined : 'the README runs the walkthrough client with .venv/bin/python (bash .ci/run installs it)';
+const missing = hasPeers ? undefined : 'the README runs the walkthrough client with .venv/bin/python (npm run demo makes it)';
+
+/** Holds `port` on every address, as another server would; undefined when something already holds it (taken either way). */
+async function holdPort(port: number): Promise<Server | undefined> {
+  const server = createServer();
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(undefined));
+    server.listen(port, () => resolve(server));
+  });
+}
 
 describe('README.md', { skip: process.env.CI === 'true' ? false : missing }, () => {
   it('every console block runs as pasted and prints what it shows', { timeout: 300_000 }, async () => {
-    const commands = consoleCommands(await readFile(join(ROOT, 'README.md'), 'utf8'));
+    const commands = consoleCommands(await readFile(join(ROOT, 'README.md'), 'utf8'), 'console');
     assert.ok(commands.length >= 6, 'the README has its console blocks');
     const { dir, cleanup } = await tempDir();
+    const held = await Promise.all([8000, 8001].map(holdPort));
     let background: { child: ChildProcess; output: () => string; exited: Promise<void> } | undefined;
     try {
-      const clone = join(dir, 'popef-toolkit');
-      const git = spawnSync('git', ['clone', '-q', ROOT, clone], { encoding: 'utf8' });
-      assert.equal(git.status, 0, git.stderr);
-      for (const linked of ['node_modules', 'dist', '.venv']) await symlink(join(ROOT, linked), join(clone, linked));
+      const clone = await scratchClone(dir, ['node_modules', 'dist', '.venv']);
       const env = { ...process.env, NO_COLOR: '1' };
       for (const c of commands) {
         const where = `README.md:${c.line}: ${c.text}`;
@@ -110,8 +60,11 @@ describe('README.md', { skip: process.env.CI === 'true' ? false : missing }, () 
         }
         if (c.text === 'kill %1') {
           assert.ok(background !== undefined, `${where}: no background job`);
+          const before = background.output().length;
           process.kill(-(background.child.pid ?? 0), 'SIGTERM');
           await background.exited;
+          const after = background.output().slice(before);
+          assert.ok(appearInOrder(c.expected, after), `${where}\nexpected, in order:\n${c.expected.join('\n')}\ngot:\n${after}`);
           background = undefined;
           continue;
         }
@@ -129,6 +82,7 @@ describe('README.md', { skip: process.env.CI === 'true' ? false : missing }, () 
         }
         await background.exited;
       }
+      await Promise.all(held.map((s) => new Promise((r) => (s === undefined ? r(undefined) : s.close(r)))));
       await cleanup();
     }
   });

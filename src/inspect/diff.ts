@@ -1,5 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
-import { BlobType } from '../format/constants.js';
+import { BlobType, Codec } from '../format/constants.js';
+import { crc32 } from '../io/platform.js';
 import { hex } from '../format/header.js';
 import type { Blob } from '../format/blob.js';
 import type { ModelSet } from '../format/model-set.js';
@@ -24,6 +25,21 @@ export interface Change {
   readonly after?: unknown;
 }
 
+/**
+ * A blob matched on both sides whose stored bytes differ (size, crc32,
+ * compression) but that holds the same bytes once inflated: a compressed
+ * and an uncompressed copy of one executable.
+ */
+export interface SameContent {
+  readonly subject: string;
+  /** How many bytes it holds, inflated. */
+  readonly bytes: Size;
+  /** The CRC-32 of those bytes. */
+  readonly crc32: string;
+  /** How each side stores them: none, zlib. */
+  readonly compression: { readonly a: string; readonly b: string };
+}
+
 export interface DiffReport {
   readonly tool: 'popef-toolkit';
   readonly reportVersion: 1;
@@ -33,6 +49,8 @@ export interface DiffReport {
   readonly changes: readonly Change[];
   /** Ignored fields, as given. */
   readonly ignored: readonly string[];
+  /** Set by diffModelSetsReadingPayloads: the blobs among the changes that hold the same bytes on both sides. */
+  readonly sameContent?: readonly SameContent[];
 }
 
 const json = (v: unknown): string => JSON.stringify(v);
@@ -108,6 +126,8 @@ interface BlobSummary {
   readonly fields: Readonly<Record<string, Size | string | number | null>>;
 }
 
+const codecName = (codec: number): string => (codec === Codec.NONE ? 'none' : codec === 1 ? 'zlib' : `codec ${codec}`);
+
 function blobSummary(b: Blob, metadataOwner: ReadonlyMap<Blob, string>): BlobSummary {
   const name = b.kind === 'metadata' ? (metadataOwner.get(b) ?? '') : b.kind === 'unknown' ? `#${b.index}` : b.name;
   const owner = b.kind === 'opaque' ? ` -> "${b.executable}"` : b.kind === 'metadata' ? ' (metadata)' : '';
@@ -118,7 +138,7 @@ function blobSummary(b: Blob, metadataOwner: ReadonlyMap<Blob, string>): BlobSum
     fields: {
       size: b.payloadLength,
       crc32: hex(b.payloadCrc),
-      compression: b.codec === 0 ? 'none' : b.codec === 1 ? 'zlib' : `codec ${b.codec}`,
+      compression: codecName(b.codec),
       uncompressedSize: b.kind === 'executable' ? b.uncompressedSize : null,
       tensorInfo: b.kind === 'tensor' || b.kind === 'feed' ? json(b.tensorInfo) : null,
     },
@@ -177,7 +197,55 @@ function ignoredBy(change: Change, ignore: readonly string[]): boolean {
   return ignore.some((spec) => spec === change.field || spec === change.scope || spec === `${change.scope}.${change.field ?? ''}`);
 }
 
+/** Blobs matched on the two sides, with the label the report gives them. */
+interface MatchedBlob {
+  readonly label: string;
+  readonly a: Blob;
+  readonly b: Blob;
+}
+
 export function diffModelSets(a: ModelSet, b: ModelSet, options: { ignore?: readonly string[] } = {}): DiffReport {
+  return compareModelSets(a, b, options).report;
+}
+
+/**
+ * diffModelSets, and then, for each executable whose stored bytes differ
+ * while both sides inflate to the same length (one compressed and one not,
+ * or compressed differently), the inflated bytes' CRC-32 compared: those
+ * equal are listed in `sameContent` (absent when there are none). This
+ * reads and inflates those payloads (streamed, chunk by chunk), nothing
+ * else.
+ */
+export async function diffModelSetsReadingPayloads(a: ModelSet, b: ModelSet, options: { ignore?: readonly string[] } = {}): Promise<DiffReport> {
+  const { report, matched } = compareModelSets(a, b, options);
+  const sameContent: SameContent[] = [];
+  const changed = new Set(report.changes.map((c) => c.subject));
+  for (const m of matched) {
+    if (m.a.kind !== 'executable' || m.b.kind !== 'executable' || !changed.has(m.label)) continue;
+    const stored = (x: Blob): string => `${x.codec}:${x.payloadLength}:${x.payloadCrc}`;
+    if (stored(m.a) === stored(m.b) || m.a.uncompressedSize !== m.b.uncompressedSize) continue;
+    if (m.a.codec === Codec.NONE && m.b.codec === Codec.NONE) continue;
+    const crc = await contentCrc(a, m.a);
+    if (crc !== (await contentCrc(b, m.b))) continue;
+    sameContent.push({
+      subject: m.label,
+      bytes: toSize(m.a.uncompressedSize),
+      crc32: hex(crc),
+      compression: { a: codecName(m.a.codec), b: codecName(m.b.codec) },
+    });
+  }
+  return sameContent.length === 0 ? report : { ...report, sameContent };
+}
+
+/** The CRC-32 of what a blob holds: its stored checksum when it is not compressed, else that of its inflated bytes. */
+async function contentCrc(set: ModelSet, blob: Blob): Promise<number> {
+  if (blob.codec === Codec.NONE) return blob.payloadCrc;
+  let crc = 0;
+  for await (const chunk of set.fileOf(blob).payloadChunks(blob)) crc = crc32(chunk, crc);
+  return crc;
+}
+
+function compareModelSets(a: ModelSet, b: ModelSet, options: { ignore?: readonly string[] }): { report: DiffReport; matched: MatchedBlob[] } {
   const changes: Change[] = [];
   const { pairs, removed, added } = pairModels(a, b);
   for (const name of removed) changes.push({ change: 'removed', subject: `model "${name}"`, scope: 'model' });
@@ -206,14 +274,17 @@ export function diffModelSets(a: ModelSet, b: ModelSet, options: { ignore?: read
     return s;
   });
   const blobsB = b.blobs.map((bl) => blobSummary(bl, ownerB));
-  const byKeyB = new Map(blobsB.map((s) => [s.key, s]));
+  const byKeyB = new Map(blobsB.map((s, i) => [s.key, { ...s, blob: b.blobs[i] }]));
   const keysA = new Set(blobsA.map((s) => s.key));
-  for (const s of blobsA) {
+  const matched: MatchedBlob[] = [];
+  for (const [i, s] of blobsA.entries()) {
     const t = byKeyB.get(s.key);
     if (t === undefined) {
       changes.push({ change: 'removed', subject: s.label, scope: s.type, before: s.fields.size });
       continue;
     }
+    const blobA = a.blobs[i];
+    if (blobA !== undefined && t.blob !== undefined) matched.push({ label: t.label, a: blobA, b: t.blob });
     for (const [field, v] of Object.entries(s.fields)) {
       const w = t.fields[field];
       if (json(v) !== json(w)) changes.push({ change: 'changed', subject: t.label, scope: s.type, field, before: v, after: w });
@@ -224,12 +295,15 @@ export function diffModelSets(a: ModelSet, b: ModelSet, options: { ignore?: read
   checkIgnore(ignore);
   const kept = changes.filter((c) => !ignoredBy(c, ignore));
   return {
-    tool: 'popef-toolkit',
-    reportVersion: 1,
-    a: a.files.map((f) => f.name),
-    b: b.files.map((f) => f.name),
-    identical: kept.length === 0,
-    changes: kept,
-    ignored: ignore,
+    report: {
+      tool: 'popef-toolkit',
+      reportVersion: 1,
+      a: a.files.map((f) => f.name),
+      b: b.files.map((f) => f.name),
+      identical: kept.length === 0,
+      changes: kept,
+      ignored: ignore,
+    },
+    matched,
   };
 }

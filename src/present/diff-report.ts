@@ -1,5 +1,6 @@
 import type { Colour } from './colour.js';
-import type { Change, DiffReport } from '../inspect/diff.js';
+import type { Change, DiffReport, SameContent } from '../inspect/diff.js';
+import { humanBytes } from './human-bytes.js';
 
 const show = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
 
@@ -9,14 +10,29 @@ function line(c: Change): string {
   return `~ ${c.subject}: ${c.field ?? ''} ${show(c.before)} -> ${show(c.after)}`;
 }
 
+/** The fields in which two blobs that hold the same bytes can differ. */
+const STORAGE_FIELDS = new Set(['size', 'crc32', 'compression']);
+
+function sameContentLine(s: SameContent): string {
+  return `= ${s.subject}: the same ${humanBytes(s.bytes)} on both sides once inflated (CRC-32 ${s.crc32}); only how they are stored differs (compression ${s.compression.a} -> ${s.compression.b})`;
+}
+
+/** Whether every change is one of how the same bytes are stored. */
+function onlyStorage(r: DiffReport): boolean {
+  const same = new Set((r.sameContent ?? []).map((s) => s.subject));
+  return same.size > 0 && r.changes.every((ch) => ch.change === 'changed' && same.has(ch.subject) && STORAGE_FIELDS.has(ch.field ?? ''));
+}
+
 export function renderDiffText(r: DiffReport, c: Colour): string {
   const out = [c.bold(`--- a: ${r.a.join(' + ')}`), c.bold(`+++ b: ${r.b.join(' + ')}`)];
   for (const change of r.changes) {
     const text = line(change);
     out.push(change.change === 'added' ? c.green(text) : change.change === 'removed' ? c.red(text) : c.yellow(text));
   }
+  for (const s of r.sameContent ?? []) out.push(sameContentLine(s));
   const ignored = r.ignored.length > 0 ? ` (ignoring ${r.ignored.join(', ')})` : '';
-  out.push(r.identical ? `identical${ignored}` : `${r.changes.length} difference${r.changes.length === 1 ? '' : 's'}${ignored}`);
+  const count = `${r.changes.length} difference${r.changes.length === 1 ? '' : 's'}`;
+  out.push(r.identical ? `identical${ignored}` : `${count}${onlyStorage(r) ? ', all in how the same bytes are stored' : ''}${ignored}`);
   return `${out.join('\n')}\n`;
 }
 
@@ -34,7 +50,8 @@ export function renderDiffMarkdown(r: DiffReport): string {
       const mark = c.change === 'added' ? 'added' : c.change === 'removed' ? 'removed' : 'changed';
       out.push(`| ${mark} | ${c.subject.replace(/\|/g, '\\|')} | ${c.field ?? ''} | ${cell(c.before)} | ${cell(c.after)} |`);
     }
-    out.push('', `${r.changes.length} difference(s).`);
+    for (const same of r.sameContent ?? []) out.push('', sameContentLine(same).slice(2));
+    out.push('', `${r.changes.length} difference(s)${onlyStorage(r) ? ', all in how the same bytes are stored' : ''}.`);
   }
   if (r.ignored.length > 0) out.push('', `Ignored: ${r.ignored.map((x) => `\`${x}\``).join(', ')}.`);
   return `${out.join('\n')}\n`;

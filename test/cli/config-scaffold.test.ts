@@ -43,6 +43,50 @@ describe('popef scaffold: the seed acceptance', () => {
   });
 });
 
+describe('popef scaffold and validate: names that clients handle badly', () => {
+  it('scaffold warns before writing, validate warns on the result; both exit 0', async () => {
+    await inTempDir(async (dir) => {
+      const r = await runCli([
+        'scaffold',
+        fixture('mnist/executable.popef'),
+        '--repository',
+        join(dir, 'OUT'),
+        '--model',
+        'my model',
+        '--name',
+        'input=digit image',
+        '--name',
+        'softmax/Softmax:0=labels:0',
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      const warnings = r.stderr.split('\n').filter((l) => l.startsWith('popef: warning:'));
+      assert.deepEqual(
+        warnings.map((w) => /\[([a-z/]+)\]$/.exec(w)?.[1]),
+        ['names/model', 'names/tensor', 'names/tensor'],
+      );
+      assert.match(warnings[1] ?? '', /input 'digit image' of my model has ' ' \(space\)/);
+      assert.match(warnings[2] ?? '', /output 'labels:0' of my model has ':'/);
+      const v = await runCli(['validate', join(dir, 'OUT'), '--format', 'json']);
+      assert.equal(v.code, 0, v.stderr);
+      const report = JSON.parse(v.stdout) as { repositories: { models: { findings: { rule: string; severity: string }[] }[] }[] };
+      assert.deepEqual(
+        report.repositories.flatMap((r) => r.models.flatMap((m) => m.findings.map((f) => `${f.severity} ${f.rule}`))),
+        ['warning names/model', 'warning names/tensor', 'warning names/tensor'],
+      );
+      const strict = await runCli(['validate', join(dir, 'OUT'), '--strict']);
+      assert.equal(strict.code, 1);
+    });
+  });
+
+  it("the seed's names pass without a warning", async () => {
+    await inTempDir(async (dir) => {
+      const r = await runCli(['scaffold', fixture('mnist/executable.popef'), '--repository', join(dir, 'OUT'), '--model', 'mnist', ...SEED_NAMES]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.doesNotMatch(r.stderr, /warning/);
+    });
+  });
+});
+
 describe("popef config: Graphcore's example repositories", () => {
   const params = ['--parameter', 'synchronous_execution=1', '--parameter', 'timeout_ns=500000'];
   for (const [fixtureName, example, extra] of [

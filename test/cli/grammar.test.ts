@@ -46,6 +46,7 @@ describe('the command-line grammar', () => {
       'export',
       'doctor',
       'view',
+      'example',
     ]) {
       const r = await runCli([command, '--help']);
       assert.equal(r.code, 0);
@@ -103,6 +104,7 @@ describe('the command-line grammar', () => {
       'export',
       'doctor',
       'view',
+      'example',
     ];
     assert.deepEqual(names(['dump', 'run']), ['dump']);
     assert.deepEqual(names(['--no-color', 'export', 'a.popef']), ['import', 'export']);

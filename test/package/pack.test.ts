@@ -1,6 +1,7 @@
 // What the published tarball holds: everything the CLI and the library load
 // at run time, and nothing of the repository's own (sources, tests,
-// fixtures, source maps, the unbundled CLI).
+// fixtures other than the example's, source maps, the unbundled CLI); and a
+// manifest without the scripts npm runs when it installs a tarball.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -43,6 +44,11 @@ describe('npm pack', () => {
       'src/run/bridge/popef_bridge/convert.py',
       'src/run/bridge/popef_bridge/errors.py',
       'src/run/bridge/SDK-API.md',
+      // popef example mnist: the walkthrough's model, images and client.
+      'fixtures/mnist/executable.popef',
+      ...Array.from({ length: 10 }, (_, n) => `fixtures/mnist/img/${n}.png`),
+      'src/examples/mnist/mnist_client.py',
+      'src/examples/mnist/requirements.txt',
     ]) {
       assert.ok(files.has(needed), `${needed} is missing from the tarball`);
     }
@@ -51,12 +57,19 @@ describe('npm pack', () => {
         f.endsWith('.map') ||
         f.startsWith('dist/cli/') ||
         f.startsWith('test/') ||
-        f.startsWith('fixtures/') ||
+        (f.startsWith('fixtures/') && !(f === 'fixtures/mnist/executable.popef' || /^fixtures\/mnist\/img\/\d\.png$/.test(f))) ||
         (f.startsWith('src/') && f.endsWith('.ts')) ||
         f.includes('__pycache__') ||
         f.startsWith('.'),
     );
     assert.deepEqual(unwanted, []);
+  });
+
+  it('has no install-time script: npm install of the tarball would list it as one it skipped', () => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts?: Record<string, string> };
+    // npm 11 runs (or, without allowScripts, skips and lists) these for a dependency; prepare for a tarball or git one too.
+    const installTime = ['preinstall', 'install', 'postinstall', 'prepare'].filter((s) => manifest.scripts?.[s] !== undefined);
+    assert.deepEqual(installTime, []);
   });
 
   it('bundles a CLI whose only import() is the one the launcher stands in for', () => {

@@ -23,6 +23,7 @@ const PYTHON = join(ROOT, '.venv', 'bin', 'python');
 const hasClient = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import tritonclient.grpc, tritonclient.http, PIL']).status === 0;
 const missing = hasClient ? undefined : 'tritonclient is not installed (.ci/run installs it into .venv)';
 const CLIENTS = join(ROOT, 'test/serve/clients');
+const MNIST_CLIENT = join(ROOT, 'src/examples/mnist/mnist_client.py');
 
 const WALKTHROUGH = Array.from({ length: 10 }, (_, n) => `Predicted digit for file "${n}.png": ${n}`).join('\n');
 
@@ -54,12 +55,9 @@ describe("the walkthrough's tritonclient program against popef serve", { skip: p
 
   it('prints the ten lines of the walkthrough over gRPC, HTTP binary and HTTP JSON', () => {
     const img = fixture('mnist/img');
-    assert.equal(python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.grpc}`, img]).trim(), WALKTHROUGH);
-    assert.equal(python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.http}`, img, '--protocol', 'http']).trim(), WALKTHROUGH);
-    assert.equal(
-      python([join(CLIENTS, 'mnist_client.py'), `127.0.0.1:${server.http}`, img, '--protocol', 'http', '--no-binary']).trim(),
-      WALKTHROUGH,
-    );
+    assert.equal(python([MNIST_CLIENT, `127.0.0.1:${server.grpc}`, img]).trim(), WALKTHROUGH);
+    assert.equal(python([MNIST_CLIENT, `127.0.0.1:${server.http}`, img, '--protocol', 'http']).trim(), WALKTHROUGH);
+    assert.equal(python([MNIST_CLIENT, `127.0.0.1:${server.http}`, img, '--protocol', 'http', '--no-binary']).trim(), WALKTHROUGH);
   });
 
   it('popef run --plugin triton sends the inputs to it and compares with the cpu plugin, over gRPC and HTTP', async () => {

@@ -21,6 +21,7 @@ import {
   instanceGroupCount,
   modelMetricsRules,
   parameterRules,
+  unsafeNames,
 } from '../../src/triton/repository/own-rules.js';
 
 const rules = (fs: readonly { rule: string }[]): string[] => fs.map((f) => f.rule);
@@ -194,6 +195,35 @@ describe("the tool's own config rules", () => {
       'instance group m_0 of model m has count 0; Triton replaces it with the default (1)',
     );
     assert.deepEqual(rules(duplicateIoNames({ input: [{ name: 'x' }, { name: 'x' }], output: [{ name: 'x' }] }, 'm')), ['io/duplicate-name']);
+  });
+});
+
+describe('names/model and names/tensor', () => {
+  it('warn on what HTTP clients and the Poplar backend handle badly, naming the characters and the rule', () => {
+    const io = (name: string) => ({ name, data_type: 'TYPE_FP32' as const, dims: [1] });
+    assert.deepEqual(unsafeNames({ name: 'mnist-2.v1_x~', input: [io('digit_image')], output: [io('output.labels-1')] }, 'm'), []);
+    const found = unsafeNames({ name: 'my model%', input: [io('softmax/Softmax:0')], output: [io('out put'), io('ok')] }, 'm');
+    assert.deepEqual(
+      found.map((f) => [f.rule, f.path]),
+      [
+        ['names/model', 'name'],
+        ['names/tensor', 'input[0]'],
+        ['names/tensor', 'output[0]'],
+      ],
+    );
+    assert.match(
+      found[0]?.message ?? '',
+      /^model name 'my model%' has ' ' \(space\), '%': Triton's HTTP server .* does not percent-decode it, and tritonclient\.http percent-encodes/,
+    );
+    assert.match(
+      found[1]?.message ?? '',
+      /^input 'softmax\/Softmax:0' of m has '\/', ':': the Poplar Triton backend's guide renames such names with name_map\.json/,
+    );
+    assert.match(found[1]?.hint ?? '', /--name 'ANCHOR=new_name'/);
+    // A '/' in a model name: Triton's route takes the name up to it.
+    assert.deepEqual(rules(unsafeNames({ name: 'a/b' }, 'm')), ['names/model']);
+    // Non-ASCII letters are percent-encoded by tritonclient too.
+    assert.deepEqual(rules(unsafeNames({ name: 'modèle' }, 'm')), ['names/model']);
   });
 });
 

@@ -1,6 +1,6 @@
 import { ErrorCode, PopefError } from '../../errors.js';
 import { type ModelSet } from '../../format/model-set.js';
-import { diffModelSets } from '../../inspect/diff.js';
+import { diffModelSets, diffModelSetsReadingPayloads } from '../../inspect/diff.js';
 import { chooseColour } from '../../present/colour.js';
 import { renderDiffMarkdown, renderDiffText } from '../../present/diff-report.js';
 import { withPrintableStrings } from '../../present/printable.js';
@@ -36,7 +36,11 @@ export async function diffCommand(
   try {
     const right = await open(b);
     try {
-      const report = diffModelSets(left, right, { ignore: flags.ignore });
+      // Compressed executables are inflated only when both sides are local: a URL's payload would be fetched whole.
+      const remote = [...a, ...b].some((name) => /^https?:\/\//i.test(name));
+      const report = remote
+        ? diffModelSets(left, right, { ignore: flags.ignore })
+        : await diffModelSetsReadingPayloads(left, right, { ignore: flags.ignore });
       if (flags.json === true) writeJson(io, report);
       else if (flags.markdown === true) io.stdout(renderDiffMarkdown(withPrintableStrings(report)));
       else io.stdout(renderDiffText(withPrintableStrings(report), await chooseColour({ flag: flags.color, env: io.env, isTTY: io.stdoutIsTTY })));

@@ -7,6 +7,7 @@ import { registerDescribe } from './describe.js';
 import { registerDiff } from './diff.js';
 import { registerDoctor } from './doctor.js';
 import { registerDump } from './dump.js';
+import { registerExample } from './example.js';
 import { registerPack } from './pack.js';
 import { registerRun } from './run.js';
 import { registerScaffold } from './scaffold.js';
@@ -32,12 +33,13 @@ const COMMANDS: readonly (readonly [names: readonly string[], register: Registra
   [['import', 'export'], registerConvert],
   [['doctor'], registerDoctor],
   [['view'], registerView],
+  [['example'], registerExample],
 ];
 
 /**
  * Adds the command `argv` names, or every command when it names none that
  * exists (`popef --help`, `popef help dump`, a typo, which commander then
- * answers with the full list). Building the options of all twelve commands
+ * answers with the full list). Building the options of every command
  * to run one is a measurable part of start-up. Each command's work is
  * imported lazily by its handler.
  */

@@ -69,6 +69,10 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
           },
         );
       }
+      // Validate's name rules, said before anything is written: the user can rename now (--name, --model).
+      const { unsafeNames } = await import('../../triton/repository/own-rules.js');
+      for (const f of unsafeNames(generated.config, flags.model))
+        io.stderr(`popef: warning: ${printable(f.message, true)} [${f.rule}]\n  hint: ${f.hint ?? ''}\n`);
       const description = await descriptionToPlace(generated, io);
       const repository = resolve(io.cwd, flags.repository);
       if (flags.dryRun !== true) {

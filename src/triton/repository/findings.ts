@@ -192,6 +192,17 @@ export const RULES = {
   'config/file-escapes-model': { severity: 'error', mirrors: null, description: 'file names in the config stay inside the model directory' },
   'io/name': { severity: 'error', mirrors: 'ValidateIOShape', description: 'every input and output has a name' },
   'io/duplicate-name': { severity: 'error', mirrors: null, description: 'input and output names are unique (Triton keeps the first silently)' },
+  'names/model': {
+    severity: 'warning',
+    mirrors: null,
+    description:
+      'a model name HTTP clients can reach: letters, digits, _ . - ~ (Triton matches the raw path with [^/]+, tritonclient percent-encodes the rest)',
+  },
+  'names/tensor': {
+    severity: 'warning',
+    mirrors: null,
+    description: "input and output names of letters, digits, _ - . (the Poplar backend's guide renames others with name_map.json)",
+  },
   'io/data-type': { severity: 'error', mirrors: 'ValidateIOShape', description: 'every input and output has a data_type' },
   'io/dims': { severity: 'error', mirrors: 'ValidateIOShape', description: 'dims are present and each is >= 1 or -1' },
   'io/reshape': { severity: 'error', mirrors: 'ValidateIOShape', description: 'reshape agrees with dims' },

@@ -167,6 +167,54 @@ export const duplicateIoNames: OwnRule = (config, m) => {
   return out;
 };
 
+/**
+ * The characters tritonclient.http leaves as they are in a URL path
+ * (Python's urllib.parse.quote: RFC 3986's unreserved set, and '/').
+ * Triton's HTTP server matches the raw path, not percent-decoded, with a
+ * model name of [^/]+ (server src/http_server.cc, model_regex_): a name
+ * with any other character, or a '/', cannot be reached over HTTP.
+ */
+const URL_SAFE = /^[A-Za-z0-9_.~-]+$/;
+/** Tensor names as the walkthrough renames them to: letters, digits, '_', '-', '.'. */
+const TENSOR_SAFE = /^[A-Za-z0-9_.-]+$/;
+
+/** The characters of `name` outside `safe`, each once, quoted ("' '" for a space). */
+function offending(name: string, safe: RegExp): string {
+  // Code points, not UTF-16 units: an emoji is one character here.
+  const chars = [...new Set((name.match(/./gsu) ?? []).filter((ch) => !safe.test(ch)))];
+  return chars.map((ch) => (ch === ' ' ? "' ' (space)" : `'${ch}'`)).join(', ');
+}
+
+/** names/model and names/tensor: names that Triton's HTTP clients, or the Poplar backend's, handle badly. */
+export const unsafeNames: OwnRule = (config, m) => {
+  const out: RawFinding[] = [];
+  const name = config.name ?? '';
+  if (name !== '' && !URL_SAFE.test(name)) {
+    out.push({
+      rule: 'names/model',
+      message: `model name '${name}' has ${offending(name, /[A-Za-z0-9_.~-]/)}: Triton's HTTP server takes a model name from the raw URL path up to the next '/' and does not percent-decode it, and tritonclient.http percent-encodes every character but letters, digits, '_', '.', '-', '~' and '/', so HTTP clients cannot reach it`,
+      path: 'name',
+      hint: 'rename the model directory and its config name to letters, digits, _ . - ~',
+    });
+  }
+  for (const [kind, list] of [
+    ['input', config.input ?? []],
+    ['output', config.output ?? []],
+  ] as const) {
+    list.forEach((t, i) => {
+      const tensor = t.name ?? '';
+      if (tensor === '' || TENSOR_SAFE.test(tensor)) return;
+      out.push({
+        rule: 'names/tensor',
+        message: `${kind} '${tensor}' of ${m} has ${offending(tensor, /[A-Za-z0-9_.-]/)}: the Poplar Triton backend's guide renames such names with name_map.json, as characters Triton's clients do not accept; client code and URLs want letters, digits, '_', '-' and '.'`,
+        path: `${kind}[${i}]`,
+        hint: "give it a plain name in name_map.json (popef config or scaffold: --name 'ANCHOR=new_name')",
+      });
+    });
+  }
+  return out;
+};
+
 /** Every rule of this tool's own on the config, in the order they report. */
 export const OWN_RULES: readonly OwnRule[] = [
   dynamicBatchingWithoutBatch,
@@ -175,4 +223,5 @@ export const OWN_RULES: readonly OwnRule[] = [
   modelMetricsRules,
   instanceGroupCount,
   duplicateIoNames,
+  unsafeNames,
 ];
