@@ -38,6 +38,7 @@ describe('popef scaffold: the seed acceptance', () => {
       assert.deepEqual(config.output, [{ name: 'output_labels', data_type: 'TYPE_FP32', dims: [10] }]);
       assert.ok((await readFile(join(dir, 'OUT/mnist/1/executable.popef'))).equals(await readFile(fixture('mnist/executable.popef'))));
       assert.match(r.stdout, /tritonserver --model-repository .*OUT --backend-directory <backends>/);
+      assert.match(r.stdout, /\n {2}popef serve \S*OUT\n/);
       assert.match(r.stdout, /<backends>\/poplar\/libtriton_poplar\.so/);
     });
   });

@@ -111,6 +111,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
       await applyScaffold(plan, { force: flags.force, link: flags.link, signal: io.signal });
       io.stdout(
         `created model "${flags.model}":\n${lines.join('\n')}\n${generated.batchExplanation}\n\n` +
+          `Try it without an IPU, behind Triton's protocol (the cpu plugin runs the model's ONNX graph):\n  popef serve ${shellQuote(flags.repository)}\n` +
           'Serve it with the Poplar backend (libtriton_poplar.so, from the Poplar SDK):\n' +
           `  tritonserver --model-repository ${shellQuote(flags.repository)} --backend-directory <backends>\n` +
           'where <backends>/poplar/libtriton_poplar.so exists (and the SDK libraries in <backends>/poplar/lib/).\n',
