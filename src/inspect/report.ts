@@ -187,12 +187,12 @@ function blobReport(b: Blob): BlobReport {
   };
 }
 
-/** Builds the report of an open model set (reads nothing more from disk). */
 /** A tensor or feed blob's name, file and tensor info (a feed's shape is one sample's). */
 function tensorReport(t: { readonly name: string; readonly file: string; readonly tensorInfo: TensorInfo }): TensorReport {
   return { name: t.name, file: t.file, dtype: t.tensorInfo.dtype, shape: t.tensorInfo.shape, sizeInBytes: toSize(sizeInBytes(t.tensorInfo)) };
 }
 
+/** Builds the report of an open model set (reads nothing more from disk). */
 export function buildReport(set: ModelSet, verify: VerifyReport | null = null): DumpReport {
   const stored = new Set(set.tensors.map((t) => t.name));
   return {
