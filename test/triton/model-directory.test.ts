@@ -106,7 +106,7 @@ describe('validate, run and serve agree on the versions a policy selects', () =>
     });
   });
 
-  it('all: {}: every version served; no version (or -1) is the highest ready one', async () => {
+  it('all: {}: every version served; no version is the highest ready one, and -1 is refused as Triton refuses it', async () => {
     await inTempDir(async (dir) => {
       const repo = await twoVersions(dir, { all: {} });
       assert.deepEqual((await validateRepository(repo)).models[0]?.versions, [2, 1]);
@@ -122,7 +122,8 @@ describe('validate, run and serve agree on the versions a policy selects', () =>
           ],
         );
         assert.equal(served.get('mnist', '').version, '2');
-        assert.equal(served.get('mnist', '-1').version, '2');
+        // Triton's frontends refuse an explicit -1 (common.cc GetModelVersionFromString: negative versions); only an empty one is the latest.
+        assert.throws(() => served.get('mnist', '-1'), /invalid model version specified '-1' , version should be an integral value > 0/);
         assert.equal(served.get('mnist', '1').version, '1');
         assert.throws(() => served.get('mnist', '3'), /Request for unknown model: 'mnist' version 3 is not found/);
       } finally {
