@@ -128,8 +128,11 @@ describe('plugins: the cases of issue 24', () => {
   it('a plugin that closes stdin after hello is reported within the timeout, saying so', async () => {
     await inTempDir(async (dir) => {
       const plugin = await childPlugin(dir, 'deaf', {
+        // Its input is closed before the hello reply leaves, so the host's "open" meets a closed pipe. (Closed
+        // after the reply, the race was the host's: an "open" small enough for the pipe's buffer, written
+        // before the close, fails no write, and the run ended on the timeout instead, as in CI on 2026-12-02.)
         hello:
-          "send({ type: 'hello', id: m.id, protocol: 'popef-plugin/1', available: true }); process.stdin.destroy(); setImmediate(() => require('fs').closeSync(0)); return;",
+          "process.stdin.destroy(); setImmediate(() => { require('fs').closeSync(0); send({ type: 'hello', id: m.id, protocol: 'popef-plugin/1', available: true }); }); return;",
       });
       // Before, the report came after 12.2 s with --timeout 5 (2 s for an exit, then 10 s for a close nobody read).
       const run = await spawnPopef(['run', MNIST, '--plugin', plugin, '--random', '--timeout', '10']);

@@ -92,6 +92,20 @@ function unquote(s: string): string {
   return s.replace(/\\(.)/g, '$1');
 }
 
+/** tritonserver died by a signal before it was ready: a crash of the peer, not a verdict on the repository. */
+export class TritonCrashed extends Error {
+  constructor(
+    readonly signal: string,
+    log: string,
+  ) {
+    // The last lines first: they say where it died (a report that keeps only the head still shows them).
+    const tail = log.trimEnd().split('\n').slice(-3).join('\n');
+    super(
+      `tritonserver exited with ${signal} before it was ready; its last lines:\n${tail}\n--- the log's last 4000 characters:\n${log.slice(-4000)}`,
+    );
+  }
+}
+
 export interface RunningTriton {
   readonly httpPort: number;
   readonly grpcPort: number;
@@ -151,8 +165,8 @@ export async function startTriton(
   try {
     // The HTTP service starts once the initial load of every model has ended.
     while (!log.includes('Started HTTPService')) {
-      if (child.exitCode !== null || child.signalCode !== null)
-        throw new Error(`tritonserver exited with ${child.exitCode ?? child.signalCode ?? ''} before it was ready:\n${log.slice(-4000)}`);
+      if (child.signalCode !== null) throw new TritonCrashed(child.signalCode, log);
+      if (child.exitCode !== null) throw new Error(`tritonserver exited with ${String(child.exitCode)} before it was ready:\n${log.slice(-4000)}`);
       if (Date.now() > deadline) throw new Error(`tritonserver did not start within ${timeoutMs} ms:\n${log.slice(-4000)}`);
       await new Promise((r) => setTimeout(r, pollMs));
     }
@@ -207,6 +221,27 @@ export async function loadInTriton(binary: string, repository: string, backendDi
     return { verdicts, version };
   } finally {
     await triton.stop();
+  }
+}
+
+/**
+ * loadInTriton, started again when the server crashes (TritonCrashed) before
+ * it is ready, up to `attempts` starts: for a repository of one model that
+ * makes tritonserver crash now and then (CorpusModel.alone). Any other
+ * failure, and a crash on every start, still fails.
+ */
+export async function loadInTritonDespiteCrashes(
+  binary: string,
+  repository: string,
+  backendDirectory: string,
+  attempts = 8,
+): Promise<TritonRun & { readonly crashes: number }> {
+  for (let crashes = 0; ; crashes++) {
+    try {
+      return { ...(await loadInTriton(binary, repository, backendDirectory)), crashes };
+    } catch (error) {
+      if (!(error instanceof TritonCrashed) || crashes + 1 >= attempts) throw error;
+    }
   }
 }
 
