@@ -13,6 +13,7 @@ import {
 } from './plugin-api.js';
 import { userTensorSpecs } from './tensor.js';
 import { importModule } from './import-module.js';
+import { sourceGraphBlob } from './source-graph.js';
 
 /**
  * The `cpu` reference plugin: runs the model's source ONNX graph with
@@ -163,7 +164,7 @@ export class CpuPlugin implements ExecutionPlugin {
       if (reference !== undefined) {
         graph = await readRegularFile(reference, { what: 'the reference ONNX graph', limit: FILE_LIMITS.graph });
       } else {
-        const blob = model.opaques.find((o) => o.name === 'onnx' || o.name.startsWith('onnx:'));
+        const blob = sourceGraphBlob(model.opaques);
         if (blob === undefined) {
           throw new PopefError(
             ErrorCode.InvalidInput,

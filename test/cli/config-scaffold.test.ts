@@ -44,6 +44,19 @@ describe('popef scaffold: the seed acceptance', () => {
   });
 });
 
+describe('popef scaffold: the closing hint', () => {
+  it('names popef serve as it is for a model with its ONNX graph, and with --model and --reference for one without', async () => {
+    await inTempDir(async (dir) => {
+      // fixtures/resnet50 carries no opaque blob named "onnx": the cpu plugin has no graph of its own to run.
+      const r = await runCli(['scaffold', fixture('resnet50/executable.popef'), '-r', join(dir, 'OUT'), '-m', 'res net']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /the model carries no ONNX graph \(no opaque blob named "onnx"\)/);
+      assert.match(r.stdout, /\n {2}popef serve \S*OUT --model 'res net' --reference model\.onnx\n/);
+      assert.doesNotMatch(r.stdout, /\n {2}popef serve \S*OUT\n/);
+    });
+  });
+});
+
 describe('popef scaffold and validate: names that clients handle badly', () => {
   it('scaffold warns before writing, validate warns on the result; both exit 0', async () => {
     await inTempDir(async (dir) => {

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { openModelSetReadBy } from './open-popef.js';
+import { sourceGraphBlob } from '../../run/source-graph.js';
 import { describedModel, isDescriptionName, parseDescription } from '../../inspect/description.js';
 import { FILE_LIMITS, readRegularText } from '../../io/local-file.js';
 import type { Metadata } from '../../schema/model.js';
@@ -32,6 +33,8 @@ export interface GeneratedFiles extends GeneratedConfig {
   readonly modelCount: number;
   /** Whether a file was not in the open layout and the Poplar SDK's reader read it (scaffold then writes a description beside it). */
   readonly readBySdk: boolean;
+  /** Whether the model carries its source ONNX graph (what the cpu plugin runs); unknown for a description, which does not record opaque blobs. */
+  readonly hasGraph: boolean | 'unknown';
 }
 
 /** Opens the files (or reads a description), picks the model, generates config.pbtxt and name_map.json text. */
@@ -49,6 +52,7 @@ export async function generateFiles(files: readonly string[], flags: ConfigFlags
       executable: model.name,
       modelCount: description.models.length,
       readBySdk: false,
+      hasGraph: 'unknown',
     };
   }
   // Metadata and anchors only: an SDK-written file's executable is not copied to read them.
@@ -67,6 +71,7 @@ export async function generateFiles(files: readonly string[], flags: ConfigFlags
       executable: model.name,
       modelCount: set.models.length,
       readBySdk: readBy.some((r) => r.reader === 'poplar-sdk'),
+      hasGraph: sourceGraphBlob(model.opaques) !== undefined,
     };
   } finally {
     await set.close();

@@ -18,6 +18,7 @@ import type { CliIo } from '../io.js';
 import { pluginOptions, positiveSecondsMs, usage } from './options.js';
 import { assertAvailable, defaultPlugin } from './plugin-choice.js';
 import type { RunFlags } from './run.js';
+import { sourceGraphBlob } from '../../run/source-graph.js';
 
 export async function runCommand(modelArgs: string[], flags: RunFlags, io: CliIo): Promise<number> {
   const plan = parseRunFlags(flags, io.cwd);
@@ -132,7 +133,7 @@ async function modelRequest(
     const chosen = set.model(flags.executable);
     executable = chosen.name;
     tensors = modelTensorSpecs(set, executable);
-    hasGraph = options.reference !== undefined || chosen.opaques.some((o) => o.name === 'onnx' || o.name.startsWith('onnx:'));
+    hasGraph = options.reference !== undefined || sourceGraphBlob(chosen.opaques) !== undefined;
   } finally {
     await set.close();
   }

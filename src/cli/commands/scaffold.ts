@@ -36,6 +36,21 @@ async function descriptionToPlace(generated: GeneratedFiles, io: CliIo): Promise
   return { text: descriptionText(await describePopefFiles(placed, io)) };
 }
 
+/**
+ * The closing hint's first way: popef serve runs the model's source ONNX
+ * graph with the cpu plugin, which only a model that carries it (or a
+ * --reference graph) gives.
+ */
+function tryWithoutIpu(hasGraph: boolean | 'unknown', repository: string, model: string): string {
+  const intro = "Try it without an IPU, behind Triton's protocol";
+  if (hasGraph === true) return `${intro} (the cpu plugin runs the model's ONNX graph):\n  popef serve ${repository}\n`;
+  const why =
+    hasGraph === false
+      ? 'the model carries no ONNX graph (no opaque blob named "onnx"), so give the cpu plugin the source graph'
+      : 'the cpu plugin runs the PopEF\'s opaque blob named "onnx", or the source graph given';
+  return `${intro}; ${why}:\n  popef serve ${repository} --model ${model} --reference model.onnx\n`;
+}
+
 export function registerScaffold(program: Command, io: CliIo, run: (handler: Handler) => void): void {
   const command = program
     .command('scaffold')
@@ -111,7 +126,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
       await applyScaffold(plan, { force: flags.force, link: flags.link, signal: io.signal });
       io.stdout(
         `created model "${flags.model}":\n${lines.join('\n')}\n${generated.batchExplanation}\n\n` +
-          `Try it without an IPU, behind Triton's protocol (the cpu plugin runs the model's ONNX graph):\n  popef serve ${shellQuote(flags.repository)}\n` +
+          tryWithoutIpu(generated.hasGraph, shellQuote(flags.repository), shellQuote(flags.model)) +
           'Serve it with the Poplar backend (libtriton_poplar.so, from the Poplar SDK):\n' +
           `  tritonserver --model-repository ${shellQuote(flags.repository)} --backend-directory <backends>\n` +
           'where <backends>/poplar/libtriton_poplar.so exists (and the SDK libraries in <backends>/poplar/lib/).\n',
