@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -168,6 +169,23 @@ describe('SDK-written files read through the SDK', { skip }, () => {
       );
       assert.match(description.reader, /Poplar SDK/);
       assert.deepEqual(await readdir(join(dir, 'tmp')), []);
+    });
+  });
+
+  it('scaffold of an SDK-written file reads it through the SDK once, for the config and the description both', async () => {
+    await inTempDir(async (dir) => {
+      const file = await sdkMnist(dir);
+      // Each Python interpreter the bridge starts runs sitecustomize.py, which leaves a line.
+      const hook = join(dir, 'hook');
+      await mkdir(hook);
+      const starts = join(dir, 'starts.txt');
+      await writeFile(join(hook, 'sitecustomize.py'), `with open(${JSON.stringify(starts)}, "a") as f:\n    f.write("start\\n")\n`);
+      const made = await runCli(['scaffold', file, '-r', join(dir, 'repo'), '-m', 'mnist'], {
+        env: env(dir, { PYTHONPATH: `${fixture('sim-sdk')}:${hook}` }),
+      });
+      assert.equal(made.code, 0, made.stderr);
+      assert.ok(existsSync(join(dir, 'repo', 'mnist', '1', 'executable.popef.json')), 'the description is placed');
+      assert.equal((await readFile(starts, 'utf8')).split('\n').filter(Boolean).length, 1);
     });
   });
 

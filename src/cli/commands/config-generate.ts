@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { openModelSetReadBy } from './open-popef.js';
+import { describeOpenSet, type FileToDescribe } from './describe-run.js';
+import type { PopefDescription } from '../../inspect/description.js';
 import { sourceGraphBlob } from '../../run/source-graph.js';
 import { describedModel, isDescriptionName, parseDescription } from '../../inspect/description.js';
 import { FILE_LIMITS, readRegularText } from '../../io/local-file.js';
@@ -33,12 +35,33 @@ export interface GeneratedFiles extends GeneratedConfig {
   readonly modelCount: number;
   /** Whether a file was not in the open layout and the Poplar SDK's reader read it (scaffold then writes a description beside it). */
   readonly readBySdk: boolean;
+  /**
+   * The description of an SDK-written set, made from the set as it was open
+   * (GenerateOptions.describeAs), for scaffold to place beside the files.
+   */
+  readonly sdkDescription?: PopefDescription;
   /** Whether the model carries its source ONNX graph (what the cpu plugin runs); unknown for a description, which does not record opaque blobs. */
   readonly hasGraph: boolean | 'unknown';
 }
 
+/** What generateFiles also does for scaffold. */
+export interface GenerateOptions {
+  /**
+   * When the Poplar SDK reads the files: the names the description records
+   * for them (given the files, the executable's first), so that it is made
+   * from the one SDK read (whole executables included) instead of a second.
+   */
+  readonly describeAs?: (popefFiles: readonly string[]) => readonly FileToDescribe[];
+}
+
 /** Opens the files (or reads a description), picks the model, generates config.pbtxt and name_map.json text. */
-export async function generateFiles(files: readonly string[], flags: ConfigFlags, modelName: string | undefined, io: CliIo): Promise<GeneratedFiles> {
+export async function generateFiles(
+  files: readonly string[],
+  flags: ConfigFlags,
+  modelName: string | undefined,
+  io: CliIo,
+  options: GenerateOptions = {},
+): Promise<GeneratedFiles> {
   const paths = files.map((f) => resolve(io.cwd, f));
   const only = paths[0];
   // A PopEF description (FILE.popef.json, from popef describe) stands in for the PopEF: a config can be generated where the file cannot be read.
@@ -55,8 +78,8 @@ export async function generateFiles(files: readonly string[], flags: ConfigFlags
       hasGraph: 'unknown',
     };
   }
-  // Metadata and anchors only: an SDK-written file's executable is not copied to read them.
-  const { set, readBy } = await openModelSetReadBy(paths, io, { executables: false });
+  // Metadata and anchors only, unless a description is to be made: an SDK-written file's executable is not copied to read them.
+  const { set, readBy } = await openModelSetReadBy(paths, io, { executables: options.describeAs !== undefined });
   try {
     const model = set.model(flags.executable);
     const metadata = model.metadata;
@@ -65,12 +88,17 @@ export async function generateFiles(files: readonly string[], flags: ConfigFlags
     }
     const owner = set.fileOf(model.executable).source.name;
     const popefFiles = [owner, ...paths.filter((p) => p !== owner)];
+    const readBySdk = readBy.some((r) => r.reader === 'poplar-sdk');
+    // readBy is in the order of paths, as the set's files are.
+    const sdkDescription =
+      readBySdk && options.describeAs !== undefined ? await describeOpenSet(set, readBy, options.describeAs(popefFiles), io) : undefined;
     return {
       ...generate(metadata, set.storedTensorNames, flags, modelName),
       popefFiles,
       executable: model.name,
       modelCount: set.models.length,
-      readBySdk: readBy.some((r) => r.reader === 'poplar-sdk'),
+      readBySdk,
+      ...(sdkDescription === undefined ? {} : { sdkDescription }),
       hasGraph: sourceGraphBlob(model.opaques) !== undefined,
     };
   } finally {

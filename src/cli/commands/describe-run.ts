@@ -38,33 +38,47 @@ function readerName(readers: readonly ReadBy[]): string {
 /** Describes the files as one model set. Names in the description are the recorded names, in the models' `file` fields too. */
 export async function describePopefFiles(files: readonly FileToDescribe[], io: CliIo): Promise<PopefDescription> {
   const opened: PopefFile[] = [];
+  const readers: ReadBy[] = [];
   let set: ModelSet | undefined;
   try {
-    // Size and SHA-256 are of the files as given: an SDK-written file is read through an open-layout copy, which they must not describe.
-    const described: DescribedFile[] = [];
-    for (const f of files) {
-      const source = await openSource(f.path, io);
-      try {
-        described.push({ name: f.recordedName, size: source.size, sha256: await sha256Of(source) });
-      } finally {
-        await source.close();
-      }
-    }
-    const readers: ReadBy[] = [];
     for (const f of files) {
       const o = await openPopef(f.path, io);
       opened.push(o.file);
       readers.push(o.readBy);
     }
     set = await ModelSet.fromFiles(opened);
-    const description = describeModelSet(set, described, readerName(readers));
-    // The models name their file by base name; a file placed under another name is recorded under that one.
-    const renamed = new Map(files.map((f) => [basename(f.path), f.recordedName]));
-    return { ...description, models: description.models.map((m) => ({ ...m, file: renamed.get(m.file) ?? m.file })) };
+    return await describeOpenSet(set, readers, files, io);
   } finally {
     if (set !== undefined) await set.close();
     else await Promise.all(opened.map((f) => f.close()));
   }
+}
+
+/**
+ * Describes a model set already open (as scaffold has it, so that an
+ * SDK-written file goes through the SDK once), read from `files` by
+ * `readers`, one per file.
+ */
+export async function describeOpenSet(
+  set: ModelSet,
+  readers: readonly ReadBy[],
+  files: readonly FileToDescribe[],
+  io: CliIo,
+): Promise<PopefDescription> {
+  // Size and SHA-256 are of the files as given: an SDK-written file is read through an open-layout copy, which they must not describe.
+  const described: DescribedFile[] = [];
+  for (const f of files) {
+    const source = await openSource(f.path, io);
+    try {
+      described.push({ name: f.recordedName, size: source.size, sha256: await sha256Of(source) });
+    } finally {
+      await source.close();
+    }
+  }
+  const description = describeModelSet(set, described, readerName(readers));
+  // The models name their file by base name; a file placed under another name is recorded under that one.
+  const renamed = new Map(files.map((f) => [basename(f.path), f.recordedName]));
+  return { ...description, models: description.models.map((m) => ({ ...m, file: renamed.get(m.file) ?? m.file })) };
 }
 
 /** The text of a description file. */

@@ -6,6 +6,7 @@ import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { addConfigOptions, type ConfigFlags } from './config-flags.js';
 import type { GeneratedFiles } from './config-generate.js';
+import type { FileToDescribe } from './describe-run.js';
 import { exitCodesHelp, parseIntOption } from './options.js';
 
 interface Flags extends ConfigFlags {
@@ -24,16 +25,21 @@ function shellQuote(path: string): string {
 
 /**
  * The description placed beside the export: the one the model was scaffolded
- * from, or, for an SDK-written file the Poplar SDK read here, one written now
- * (as popef describe writes it, naming the file executable.popef), so that
- * validate can cross-check the version on a machine without the SDK.
+ * from, or, for an SDK-written file the Poplar SDK read here, the one made
+ * from that read (as popef describe writes it, naming the file
+ * executable.popef), so that validate can cross-check the version on a
+ * machine without the SDK.
  */
-async function descriptionToPlace(generated: GeneratedFiles, io: CliIo): Promise<{ text: string } | { copyFrom: string } | undefined> {
+async function descriptionToPlace(generated: GeneratedFiles): Promise<{ text: string } | { copyFrom: string } | undefined> {
   if (generated.descriptionFile !== undefined) return { copyFrom: generated.descriptionFile };
-  if (!generated.readBySdk) return undefined;
-  const { describePopefFiles, descriptionText } = await import('./describe-run.js');
-  const placed = generated.popefFiles.map((path, i) => ({ path, recordedName: i === 0 ? 'executable.popef' : basename(path) }));
-  return { text: descriptionText(await describePopefFiles(placed, io)) };
+  if (generated.sdkDescription === undefined) return undefined;
+  const { descriptionText } = await import('./describe-run.js');
+  return { text: descriptionText(generated.sdkDescription) };
+}
+
+/** The names a description of the placed files records: the executable's file becomes executable.popef. */
+function placedNames(popefFiles: readonly string[]): FileToDescribe[] {
+  return popefFiles.map((path, i) => ({ path, recordedName: i === 0 ? 'executable.popef' : basename(path) }));
 }
 
 /**
@@ -72,7 +78,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
       const { generateFiles } = await import('./config-generate.js');
       const { applyScaffold, checkModelName, finishInterruptedScaffold, planScaffold } = await import('../../triton/scaffold.js');
       checkModelName(flags.model);
-      const generated = await generateFiles(files, flags, flags.model, io);
+      const generated = await generateFiles(files, flags, flags.model, io, { describeAs: placedNames });
       if (generated.modelCount > 1) {
         // Every file is placed in the version directory, and the backend serves one model from it.
         const { ErrorCode, PopefError } = await import('../../errors.js');
@@ -88,7 +94,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
       const { unsafeNames } = await import('../../triton/repository/own-rules.js');
       for (const f of unsafeNames(generated.config, flags.model))
         io.stderr(`popef: warning: ${printable(f.message, true)} [${f.rule}]\n  hint: ${f.hint ?? ''}\n`);
-      const description = await descriptionToPlace(generated, io);
+      const description = await descriptionToPlace(generated);
       const repository = resolve(io.cwd, flags.repository);
       if (flags.dryRun !== true) {
         // A killed earlier run is finished first, so that this one plans against a whole model.
