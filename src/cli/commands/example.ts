@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { dirname } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { Handler } from '../main.js';
@@ -22,6 +23,25 @@ the walkthrough (README.md, "The seed's workflow").
 
 ${exitCodesHelp('0 written, 2 usage or I/O errors (a file of the example already in DIR, without --force).').trim()}`;
 
+/**
+ * The written files, one per line, except that a run of more than three in
+ * one directory (the ten images) is one line, first and last, with the
+ * count: what the user needs is where they went.
+ */
+function writtenLines(paths: readonly string[]): string[] {
+  const lines: string[] = [];
+  for (let i = 0; i < paths.length;) {
+    const dir = dirname(paths[i] ?? '');
+    let end = i + 1;
+    while (end < paths.length && dirname(paths[end] ?? '') === dir) end++;
+    const run = paths.slice(i, end);
+    if (run.length > 3) lines.push(`${run[0] ?? ''} ... ${run.at(-1) ?? ''} (${String(run.length)} files)`);
+    else lines.push(...run);
+    i = end;
+  }
+  return lines;
+}
+
 export function registerExample(program: Command, io: CliIo, run: (handler: Handler) => void): void {
   program
     .command('example')
@@ -35,7 +55,9 @@ export function registerExample(program: Command, io: CliIo, run: (handler: Hand
         const { writeExample } = await import('./example-run.js');
         const written = await writeExample(name, dir, flags.force === true, io);
         io.stdout(
-          `wrote the ${name} example:\n${written.map((p) => `  ${p}\n`).join('')}next, in ${dir}: popef dump --user-anchors executable.popef\n`,
+          `wrote the ${name} example:\n${writtenLines(written)
+            .map((line) => `  ${line}\n`)
+            .join('')}next, in ${dir}: popef dump --user-anchors executable.popef\n`,
         );
         return ExitCode.Ok;
       });
