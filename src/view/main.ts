@@ -1,6 +1,6 @@
 import { isPopefError, type PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
-import { diffModelSets } from '../inspect/diff.js';
+import { diffModelSets, diffModelSetsReadingPayloads } from '../inspect/diff.js';
 import { buildReport, type DumpReport } from '../inspect/report.js';
 import { verifyModelSet } from '../inspect/verify.js';
 import { BlobSource } from '../io/blob-source.js';
@@ -23,6 +23,8 @@ interface Opened {
   readonly set: ModelSet;
   readonly report: DumpReport;
   readonly label: string;
+  /** Read from files on this machine (not a URL): a diff may then read payloads whole, as popef diff does for local files. */
+  readonly local: boolean;
 }
 
 let current: Opened | undefined;
@@ -52,22 +54,22 @@ function status(text: string, kind: 'info' | 'error' = 'info'): void {
   el.className = kind;
 }
 
-async function open(sources: readonly ByteSource[], label: string): Promise<Opened> {
+async function open(sources: readonly ByteSource[], label: string, local: boolean): Promise<Opened> {
   const started = performance.now();
   const set = await ModelSet.open(sources);
   const report = buildReport(set);
   performance.mark('popef-summary', { detail: performance.now() - started });
-  return { set, report, label };
+  return { set, report, label, local };
 }
 
 async function sourcesOf(files: readonly File[]): Promise<ByteSource[]> {
   return Promise.resolve(files.map((f) => new BlobSource(f, f.name)));
 }
 
-async function show(sources: Promise<ByteSource[]>, label: string): Promise<void> {
+async function show(sources: Promise<ByteSource[]>, label: string, local = true): Promise<void> {
   status(`opening ${label}...`);
   try {
-    const opened = await open(await sources, label);
+    const opened = await open(await sources, label, local);
     await current?.set.close();
     current = opened;
     render();
@@ -214,7 +216,9 @@ async function diffWith(files: readonly File[]): Promise<void> {
   try {
     const other = await ModelSet.open(await sourcesOf(files));
     try {
-      out.innerHTML = diffHtml(diffModelSets(current.set, other));
+      // As popef diff: compressed executables are inflated only when both sides are local (a URL's payload would be fetched whole).
+      const report = current.local ? await diffModelSetsReadingPayloads(current.set, other) : diffModelSets(current.set, other);
+      out.innerHTML = diffHtml(report);
     } finally {
       await other.close();
     }
@@ -235,6 +239,7 @@ function wire(): void {
       void show(
         HttpSource.open(url).then((s) => [s]),
         url,
+        false,
       );
   });
   const drop = $('drop-zone');
@@ -272,7 +277,8 @@ function preload(): void {
   if (list.trim() === '') return;
   const files = JSON.parse(list) as { url: string; name: string }[];
   if (files.length === 0) return;
-  void show(Promise.all(files.map((f) => HttpSource.open(new URL(f.url, location.href).href))), files.map((f) => f.name).join(' + '));
+  // Files popef view serves from this machine, on 127.0.0.1: local, as popef diff of the same files would take them.
+  void show(Promise.all(files.map((f) => HttpSource.open(new URL(f.url, location.href).href))), files.map((f) => f.name).join(' + '), true);
 }
 
 wire();

@@ -217,6 +217,34 @@ describe('popef view: the page in Chromium', { skip: browserMissing }, () => {
     await page.close();
   });
 
+  it('says, as popef diff does, when two local files hold the same bytes stored differently', async () => {
+    // The compressed fixture unpacked and packed again with its executable stored plainly.
+    const unpacked = join(dir, 'unpacked-plain');
+    assert.equal((await runCli(['unpack', fixture('compressed/executable.popef'), '-o', unpacked])).code, 0);
+    const manifestPath = join(unpacked, 'manifest.json');
+    const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as { blobs: { type: string; compress?: boolean }[] };
+    for (const b of manifest.blobs) if (b.type === 'POPLAR_EXECUTABLE') b.compress = false;
+    await writeFile(manifestPath, JSON.stringify(manifest));
+    const plain = join(dir, 'plain.popef');
+    assert.equal((await runCli(['pack', manifestPath, '-o', plain])).code, 0);
+
+    const { page, errors } = await openExported(browser, pagePath);
+    await openFiles(page, [fixture('compressed/executable.popef')]);
+    await page.setInputFiles('#diff-input', plain);
+    await page.waitForSelector('#diff-result pre');
+    const shown = (await page.textContent('#diff-result pre')) ?? '';
+    const cli = await runCli(['diff', fixture('compressed/executable.popef'), plain]);
+    assert.match(cli.stdout, /all in how the same bytes are stored/);
+    const body = (text: string): string =>
+      text
+        .split('\n')
+        .filter((l) => !l.includes('.popef'))
+        .join('\n');
+    assert.equal(body(shown), body(cli.stdout));
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   it('opens a 4 GiB file reading only its headers and metadata', async () => {
     const big = join(dir, 'big.popef');
     await writeBigModel(big);
