@@ -15,9 +15,13 @@ export function crc32(bytes: Uint8Array, seed = 0): number {
   return nodeCrc32(bytes, seed);
 }
 
-/** Whether two byte arrays hold the same bytes (one native memcmp). */
+/**
+ * Whether two byte arrays hold the same bytes: one native comparison.
+ * Buffer.compare takes plain Uint8Arrays; wrapping one in a Buffer first
+ * (Buffer.from(arrayBuffer, ...)) cost more than the comparison.
+ */
 export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.byteLength === b.byteLength && Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b);
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
 }
 
 /** Whether the bytes are well-formed UTF-8. */
