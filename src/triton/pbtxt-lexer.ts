@@ -67,8 +67,10 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
   let line = 1;
   let column = 0;
   let pending: LexError[] = [];
-  /** The token before the current one: its type, line and 0-based end column. */
-  let previous: { type: TokenType; line: number; endColumn: number } = { type: 'end', line: 0, endColumn: 0 };
+  // The token before the current one: its type, line and 0-based end column (three locals, not an object per token).
+  let previousType: TokenType = 'end';
+  let previousLine = 0;
+  let previousEndColumn = 0;
   const cur = (): string => (i < text.length ? (text[i] ?? '\0') : '\0');
   const error = (message: string): void => {
     pending.push({ line, column: column + 1, message });
@@ -260,7 +262,7 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
         next();
         if (i < text.length && isDigit(cur())) {
           // "blah.123" is refused: a float may not touch the identifier before it.
-          if (previous.type === 'identifier' && previous.line === startLine && previous.endColumn === startColumn - 1) {
+          if (previousType === 'identifier' && previousLine === startLine && previousEndColumn === startColumn - 1) {
             pending.push({ line: startLine, column: startColumn, message: 'Need space between identifier and decimal point.' });
           }
           type = scanNumber(false, true);
@@ -287,7 +289,9 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
       errors: pending.length === 0 ? NO_ERRORS : pending,
     };
     if (pending.length > 0) pending = [];
-    previous = { type, line, endColumn: column };
+    previousType = type;
+    previousLine = line;
+    previousEndColumn = column;
     if (type === 'end') return;
   }
 }
