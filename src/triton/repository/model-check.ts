@@ -68,8 +68,9 @@ export interface ValidateOptions {
   readonly readForeignPopef?: ReadForeignPopef;
   /**
    * Threads to check models on: this one and threads - 1 workers (default:
-   * the machine's cores for a repository of 256 models or more, else 1).
-   * The report is the same whatever the number.
+   * the machine's cores for a repository of 256 models or more on a machine
+   * of 3 cores or more, else 1; model-pool.ts says why). The report is the
+   * same whatever the number.
    */
   readonly threads?: number;
 }
