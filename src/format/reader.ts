@@ -3,10 +3,11 @@ import type { ByteSource } from '../io/byte-source.js';
 import { Cursor } from '../io/cursor.js';
 import { FileSource } from '../io/file-source.js';
 import { crc32, inflate } from '../io/platform.js';
-import { decodeDescriptor, decodeMetadata, verifyDescriptor } from '../schema/decode.js';
+import { decodeDescriptor, decodeMetadata, verifyDescriptor, type RawDescriptor } from '../schema/decode.js';
 import { sizeInBytes, type Metadata } from '../schema/model.js';
 import type { Blob, BlobFrame, ReadWarning } from './blob.js';
 import { BlobType, Codec, HEADER_SIZE, LAYOUT_MINOR, Limits } from './constants.js';
+import { DecodedByBytes } from './decoded-by-bytes.js';
 import { END_OF_SEGMENT, END_PAYLOAD_SIZE, align, decodeHeader, hex, type BlobHeader } from './header.js';
 
 /** Chunk size for streamed payload reads: large enough for throughput, small for memory. */
@@ -17,6 +18,12 @@ export interface OpenOptions {
   /** Name used in messages instead of the source's own name. */
   readonly name?: string;
 }
+
+/** Descriptors and metadata already decoded in this thread, by their bytes (decoded-by-bytes.ts says why that is sound). */
+const DESCRIPTORS = new DecodedByBytes<RawDescriptor>();
+const METADATA = new DecodedByBytes<Metadata>();
+/** Descriptors checked for structure alone (the metadata blob's, unknown types'): the verdict is all there is to keep. */
+const VERIFIED = new DecodedByBytes<true>();
 
 /** Progress of a long operation: bytes done out of bytes total. */
 export type ProgressCallback = (done: number, total: number) => void;
@@ -69,7 +76,7 @@ export class PopefFile {
     }
     const bytes = await this.source.read(blob.payloadOffset, blob.payloadLength, 'metadata');
     checkCrc(bytes, blob.payloadCrc, this.name, blob.payloadOffset, 'metadata crc32');
-    return decodeMetadata(bytes, { file: this.name, offset: blob.payloadOffset });
+    return METADATA.get(bytes, blob.payloadCrc, () => decodeMetadata(bytes, { file: this.name, offset: blob.payloadOffset }));
   }
 
   /** Stored payload bytes [start, start+length) of a blob (no decompression). */
@@ -266,7 +273,7 @@ async function walk(source: ByteSource, name: string): Promise<Walked> {
         file: name,
         offset,
       });
-      blobs.push({ ...frame, kind: 'unknown', type: 'UNKNOWN' });
+      blobs.push(blobOf(frame, { kind: 'unknown', type: 'UNKNOWN' }));
     } else {
       blobs.push(await describe(source, name, frame, header));
     }
@@ -322,24 +329,55 @@ async function checkDescriptor(
   frame: BlobFrame,
   header: BlobHeader,
   structureOnly: boolean,
-): Promise<ReturnType<typeof decodeDescriptor> | undefined> {
+): Promise<RawDescriptor | undefined> {
   const padded = align(header.descriptorLength);
   const bytes = await source.read(frame.descriptorOffset, padded, 'blob descriptor');
   const descriptorBytes = bytes.subarray(0, header.descriptorLength);
   checkCrc(descriptorBytes, header.descriptorCrc, name, frame.descriptorOffset, 'descriptor crc32');
   checkZero(bytes.subarray(header.descriptorLength), name, frame.descriptorOffset + header.descriptorLength, 'descriptor padding');
   if (structureOnly) {
-    verifyDescriptor(descriptorBytes, { file: name, offset: frame.descriptorOffset });
+    VERIFIED.get(descriptorBytes, header.descriptorCrc, () => {
+      verifyDescriptor(descriptorBytes, { file: name, offset: frame.descriptorOffset });
+      return true;
+    });
     return undefined;
   }
-  return decodeDescriptor(descriptorBytes, { file: name, offset: frame.descriptorOffset });
+  return DESCRIPTORS.get(descriptorBytes, header.descriptorCrc, () =>
+    decodeDescriptor(descriptorBytes, { file: name, offset: frame.descriptorOffset }),
+  );
+}
+
+/**
+ * A blob: the frame's fields, then its kind's. Written out rather than as
+ * `{ ...frame, kind }`: before V8 (11, Node 20) optimises the code, such a
+ * spread with fields after it costs several microseconds per blob, which
+ * was the largest share of opening a small file (validate opens one per
+ * model: issue 26).
+ */
+function blobOf<K extends object>(frame: BlobFrame, kind: K): BlobFrame & K {
+  const blob: BlobFrame = {
+    file: frame.file,
+    index: frame.index,
+    offset: frame.offset,
+    typeCode: frame.typeCode,
+    version: frame.version,
+    codec: frame.codec,
+    descriptorOffset: frame.descriptorOffset,
+    descriptorLength: frame.descriptorLength,
+    descriptorCrc: frame.descriptorCrc,
+    payloadOffset: frame.payloadOffset,
+    payloadLength: frame.payloadLength,
+    payloadCrc: frame.payloadCrc,
+    totalSize: frame.totalSize,
+  };
+  return Object.assign(blob, kind);
 }
 
 /** Reads and checks a blob's descriptor and turns the frame into a typed blob. */
 async function describe(source: ByteSource, name: string, frame: BlobFrame, header: BlobHeader): Promise<Blob> {
   // The metadata descriptor carries nothing; it is still verified.
   const d = await checkDescriptor(source, name, frame, header, header.blobType === BlobType.METADATA);
-  if (d === undefined) return { ...frame, kind: 'metadata', type: 'METADATA' };
+  if (d === undefined) return blobOf(frame, { kind: 'metadata', type: 'METADATA' });
   const bad = (field: string, message: string): PopefError =>
     new PopefError(ErrorCode.BadStructure, message, {
       file: name,
@@ -360,7 +398,7 @@ async function describe(source: ByteSource, name: string, frame: BlobFrame, head
       if (!compressed && uncompressedSize !== header.payloadLength) {
         throw bad('uncompressed_size', `uncompressed executable records ${uncompressedSize} bytes but stores ${header.payloadLength}`);
       }
-      return { ...frame, kind: 'executable', type: 'POPLAR_EXECUTABLE', name: d.name, compressed, uncompressedSize };
+      return blobOf(frame, { kind: 'executable', type: 'POPLAR_EXECUTABLE', name: d.name, compressed, uncompressedSize });
     }
     case BlobType.DATA_TENSOR: {
       const tensorInfo = needInfo();
@@ -371,7 +409,7 @@ async function describe(source: ByteSource, name: string, frame: BlobFrame, head
           `tensor "${d.name}" stores ${header.payloadLength} bytes but its tensor info (${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}]) needs ${expected}`,
         );
       }
-      return { ...frame, kind: 'tensor', type: 'DATA_TENSOR', name: d.name, tensorInfo };
+      return blobOf(frame, { kind: 'tensor', type: 'DATA_TENSOR', name: d.name, tensorInfo });
     }
     case BlobType.DATA_FEED: {
       const tensorInfo = needInfo();
@@ -384,9 +422,9 @@ async function describe(source: ByteSource, name: string, frame: BlobFrame, head
           `feed "${d.name}" stores ${header.payloadLength} bytes but ${d.sampleCount} sample(s) of ${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}] need ${expected}`,
         );
       }
-      return { ...frame, kind: 'feed', type: 'DATA_FEED', name: d.name, tensorInfo, sampleCount: Number(d.sampleCount) };
+      return blobOf(frame, { kind: 'feed', type: 'DATA_FEED', name: d.name, tensorInfo, sampleCount: Number(d.sampleCount) });
     }
     default:
-      return { ...frame, kind: 'opaque', type: 'OPAQUE', name: d.name, executable: d.executable };
+      return blobOf(frame, { kind: 'opaque', type: 'OPAQUE', name: d.name, executable: d.executable });
   }
 }

@@ -23,6 +23,12 @@ export function crc32(bytes: Uint8Array, seed = 0): number {
   return ~c >>> 0;
 }
 
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.byteLength !== b.byteLength) return false;
+  for (let i = 0; i < a.byteLength; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 const strict = new TextDecoder('utf-8', { fatal: true });
 
 export function isUtf8(bytes: Uint8Array): boolean {

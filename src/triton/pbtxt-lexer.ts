@@ -34,8 +34,11 @@ const isDigit = (c: string): boolean => c >= '0' && c <= '9';
 const isOctal = (c: string): boolean => c >= '0' && c <= '7';
 const isHex = (c: string): boolean => isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 const isLetter = (c: string): boolean => (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === '_';
-const isAlnum = (c: string): boolean => isLetter(c) || isDigit(c);
 const isWhitespace = (c: string): boolean => c === ' ' || c === '\n' || c === '\t' || c === '\r' || c === '\v' || c === '\f';
+const SPACE = 0x20;
+const NEWLINE = 0x0a;
+const isDigitCode = (c: number): boolean => c >= 0x30 && c <= 0x39;
+const isAlnumCode = (c: number): boolean => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c === 0x5f || isDigitCode(c);
 const SIMPLE_ESCAPES = new Set(['a', 'b', 'f', 'n', 'r', 't', 'v', '\\', '?', "'", '"']);
 
 /**
@@ -64,8 +67,10 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
   let line = 1;
   let column = 0;
   let pending: LexError[] = [];
-  /** The token before the current one: its type, line and 0-based end column. */
-  let previous: { type: TokenType; line: number; endColumn: number } = { type: 'end', line: 0, endColumn: 0 };
+  // The token before the current one: its type, line and 0-based end column (three locals, not an object per token).
+  let previousType: TokenType = 'end';
+  let previousLine = 0;
+  let previousEndColumn = 0;
   const cur = (): string => (i < text.length ? (text[i] ?? '\0') : '\0');
   const error = (message: string): void => {
     pending.push({ line, column: column + 1, message });
@@ -100,6 +105,13 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
     while (tryConsumeIf(pred));
   };
 
+  /** consumeZeroOrMore(isDigit) without a call per byte: a digit is one column. */
+  const skipDigits = (): void => {
+    const from = i;
+    while (i < text.length && isDigitCode(text.charCodeAt(i))) i += 1;
+    column += i - from;
+  };
+
   const scanNumber = (startedWithZero: boolean, startedWithDot: boolean): TokenType => {
     let isFloat = false;
     if (startedWithZero && (tryConsume('x') || tryConsume('X'))) {
@@ -116,7 +128,7 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
         isFloat = true;
         consumeZeroOrMore(isDigit);
       } else {
-        consumeZeroOrMore(isDigit);
+        skipDigits();
         if (tryConsume('.')) {
           isFloat = true;
           consumeZeroOrMore(isDigit);
@@ -143,6 +155,13 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
       if (i >= text.length) {
         error('Unexpected end of string.');
         return;
+      }
+      const code = text.charCodeAt(i);
+      // An ordinary printable byte (not a quote or a backslash) is one column.
+      if (code >= 0x20 && code !== 0x22 && code !== 0x27 && code !== 0x5c && code < 0x7f) {
+        i += 1;
+        column += 1;
+        continue;
       }
       const c = cur();
       if (c === '\n') {
@@ -192,6 +211,19 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
     // Whitespace, comments and invalid characters between tokens.
     for (;;) {
       if (i >= text.length) break;
+      // Spaces and newlines, the most of a config's bytes, stepped over here rather than through next().
+      const code = text.charCodeAt(i);
+      if (code === SPACE) {
+        i += 1;
+        column += 1;
+        continue;
+      }
+      if (code === NEWLINE) {
+        i += 1;
+        line += 1;
+        column = 0;
+        continue;
+      }
       const c = cur();
       if (isWhitespace(c)) {
         next();
@@ -214,8 +246,11 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
     } else {
       const c = cur();
       if (isLetter(c)) {
-        next();
-        consumeZeroOrMore(isAlnum);
+        // An identifier holds no tab or newline: each byte is one column.
+        const from = i;
+        i += 1;
+        while (i < text.length && isAlnumCode(text.charCodeAt(i))) i += 1;
+        column += i - from;
         type = 'identifier';
       } else if (c === '0') {
         next();
@@ -227,7 +262,7 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
         next();
         if (i < text.length && isDigit(cur())) {
           // "blah.123" is refused: a float may not touch the identifier before it.
-          if (previous.type === 'identifier' && previous.line === startLine && previous.endColumn === startColumn - 1) {
+          if (previousType === 'identifier' && previousLine === startLine && previousEndColumn === startColumn - 1) {
             pending.push({ line: startLine, column: startColumn, message: 'Need space between identifier and decimal point.' });
           }
           type = scanNumber(false, true);
@@ -254,7 +289,9 @@ export function* scanTokens(source: string | Uint8Array): Generator<Token, void,
       errors: pending.length === 0 ? NO_ERRORS : pending,
     };
     if (pending.length > 0) pending = [];
-    previous = { type, line, endColumn: column };
+    previousType = type;
+    previousLine = line;
+    previousEndColumn = column;
     if (type === 'end') return;
   }
 }

@@ -6,12 +6,15 @@
  *   npx tsx test/bench/validate.ts
  *
  * - validate: wall time of `popef validate REPO --format json` in a child
- *   process (start-up included), with its peak RSS (all threads).
+ *   process (start-up included), with its peak RSS and its CPU time (user +
+ *   system, all threads): on a machine shared with other work, CPU time
+ *   is the fairer figure.
  * - tritonserver: the server that nvidia-pytriton bundles in .venv, with the
  *   stand-in poplar backend of the oracle tests (test/triton/oracle/), so
  *   every load-time check of Triton's core runs: wall time from spawn until
  *   its HTTP service starts, which it does once the initial load of every
  *   model has ended; the repository index is then asked that all are READY.
+ *   Its CPU time is read from /proc at that moment (Linux only).
  *
  * The two run alternately, ROUNDS times each, so that the load of the
  * machine (other work on the same cores) falls on both alike; the figures
@@ -20,6 +23,7 @@
  * directories is avoided by hard-linking the PopEF and the name map).
  */
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { copyFile, link, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -65,29 +69,47 @@ async function makeRepository(template: string, repo: string, count: number): Pr
   }
 }
 
-/** One popef validate run: wall time and peak RSS (KiB). */
-async function runValidate(repo: string, rssFile: string, models: number): Promise<{ ms: number; rssKiB: number }> {
+/** USER_HZ: the unit of utime and stime in /proc/PID/stat (100 on Linux for every architecture Node runs on). */
+const TICKS_PER_SECOND = 100;
+
+/** CPU time (user + system, all threads) a live process has used, in ms; NaN where /proc cannot say. */
+function processCpuMs(pid: number): number {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces: fields are counted after the last ')'.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND) * 1000;
+  } catch {
+    return NaN;
+  }
+}
+
+/** One popef validate run: wall time, peak RSS (KiB) and CPU time (ms). */
+async function runValidate(repo: string, rssFile: string, models: number): Promise<{ ms: number; rssKiB: number; cpuMs: number }> {
+  const cpuFile = `${rssFile}.cpu`;
   await rm(rssFile, { force: true });
+  await rm(cpuFile, { force: true });
   const start = process.hrtime.bigint();
   const r = spawnSync(
     process.execPath,
     ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'],
-    { env: { ...process.env, BENCH_RSS_FILE: rssFile }, maxBuffer: 1024 ** 3 },
+    { env: { ...process.env, BENCH_RSS_FILE: rssFile, BENCH_CPU_FILE: cpuFile }, maxBuffer: 1024 ** 3 },
   );
   const elapsed = Number(process.hrtime.bigint() - start) / 1e6;
   if (r.status !== 0) throw new Error(`validate found problems (exit ${r.status}): ${r.stdout.toString().slice(0, 500)}${r.stderr.toString()}`);
   const report = JSON.parse(r.stdout.toString()) as { summary: { models: number } };
   if (report.summary.models !== models) throw new Error(`validate reported ${report.summary.models} models, not ${models}`);
-  // Every thread of the process appends the same process-wide figure; the largest is the peak.
-  const rss = (await readFile(rssFile, 'utf8')).split('\n').filter(Boolean).map(Number);
-  return { ms: elapsed, rssKiB: Math.max(...rss) };
+  // Every thread of the process appends the same process-wide figures; the largest are the peak and the total.
+  const largest = async (file: string): Promise<number> => Math.max(...(await readFile(file, 'utf8')).split('\n').filter(Boolean).map(Number));
+  return { ms: elapsed, rssKiB: await largest(rssFile), cpuMs: (await largest(cpuFile)) / 1000 };
 }
 
-/** One tritonserver start: wall time until every model's load has ended, checked READY. */
-async function runTriton(binary: string, repo: string, backends: string, models: number): Promise<number> {
+/** One tritonserver start: wall time until every model's load has ended, checked READY, and its CPU time then (ms). */
+async function runTriton(binary: string, repo: string, backends: string, models: number): Promise<{ ms: number; cpuMs: number }> {
   const start = process.hrtime.bigint();
   const triton = await startTriton(binary, repo, backends, 600_000, [], 5);
   const elapsed = Number(process.hrtime.bigint() - start) / 1e6;
+  const cpuMs = processCpuMs(triton.pid);
   try {
     const index = (await (await triton.ask('/v2/repository/index', { method: 'POST', body: '{}' })).json()) as { state?: string }[];
     const ready = index.filter((m) => m.state === 'READY').length;
@@ -95,7 +117,7 @@ async function runTriton(binary: string, repo: string, backends: string, models:
   } finally {
     await triton.stop();
   }
-  return elapsed;
+  return { ms: elapsed, cpuMs };
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'popef-bench-validate-'));
@@ -125,23 +147,34 @@ try {
   const before = load();
   const ours: number[] = [];
   const oursRss: number[] = [];
+  const oursCpu: number[] = [];
   const theirs: number[] = [];
+  const theirsCpu: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     const v = await runValidate(repo, rssFile, 1000);
     ours.push(v.ms);
     oursRss.push(v.rssKiB);
-    if (triton !== undefined) theirs.push(await runTriton(triton, repo, backends, 1000));
+    oursCpu.push(v.cpuMs);
+    if (triton !== undefined) {
+      const t = await runTriton(triton, repo, backends, 1000);
+      theirs.push(t.ms);
+      theirsCpu.push(t.cpuMs);
+    }
   }
   const o = stats(ours);
+  const oc = stats(oursCpu);
   console.log(`1,000 models, ${ROUNDS} alternating rounds, load average ${before} before, ${load()} after:`);
   console.log(
-    `  popef validate:          ${ms(o.min)} - ${ms(o.max)} (median ${ms(o.median)}), peak RSS ${(Math.max(...oursRss) / 1024).toFixed(0)} MiB`,
+    `  popef validate:          ${ms(o.min)} - ${ms(o.max)} (median ${ms(o.median)}), peak RSS ${(Math.max(...oursRss) / 1024).toFixed(0)} MiB, CPU ${ms(oc.min)} - ${ms(oc.max)} (median ${ms(oc.median)})`,
   );
   if (triton === undefined) {
     console.log('  tritonserver:            not run (no .venv with nvidia-pytriton; bash .ci/run installs it)');
   } else {
     const t = stats(theirs);
-    console.log(`  tritonserver to READY:   ${ms(t.min)} - ${ms(t.max)} (median ${ms(t.median)})`);
+    const tc = stats(theirsCpu);
+    console.log(
+      `  tritonserver to READY:   ${ms(t.min)} - ${ms(t.max)} (median ${ms(t.median)}), CPU at READY ${ms(tc.min)} - ${ms(tc.max)} (median ${ms(tc.median)})`,
+    );
     const ratios = ours.map((v, i) => v / (theirs[i] ?? NaN));
     const r = stats(ratios);
     console.log(
@@ -156,10 +189,11 @@ try {
     const beforeLarge = load();
     const runs = [await runValidate(large, rssFile, LARGE), await runValidate(large, rssFile, LARGE)];
     const times = runs.map((r) => r.ms);
+    const cpu = runs.map((r) => r.cpuMs);
     const peak = Math.max(...runs.map((r) => r.rssKiB)) * 1024;
     console.log(`100,000 models, 2 runs, load average ${beforeLarge} before, ${load()} after:`);
     console.log(
-      `  popef validate:          ${ms(Math.min(...times))} - ${ms(Math.max(...times))} (target < ${ms(TARGET_LARGE_MS)}), peak RSS ${(peak / 1024 ** 2).toFixed(0)} MiB (target < ${(TARGET_LARGE_BYTES / 1024 ** 2).toFixed(0)} MiB)`,
+      `  popef validate:          ${ms(Math.min(...times))} - ${ms(Math.max(...times))} (target < ${ms(TARGET_LARGE_MS)}), peak RSS ${(peak / 1024 ** 2).toFixed(0)} MiB (target < ${(TARGET_LARGE_BYTES / 1024 ** 2).toFixed(0)} MiB), CPU ${ms(Math.min(...cpu))} - ${ms(Math.max(...cpu))}`,
     );
   }
 } finally {

@@ -3,7 +3,7 @@ import { cp, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { checkModel } from '../../src/triton/repository/model-check.js';
-import { checkModelsInParallel } from '../../src/triton/repository/model-pool.js';
+import { PARALLEL_THRESHOLD, checkModelsInParallel, defaultThreads } from '../../src/triton/repository/model-pool.js';
 import { validateRepository } from '../../src/triton/repository/validate.js';
 import { FIXTURES, inTempDir } from '../helpers.js';
 
@@ -74,5 +74,12 @@ describe('model pool: validate on several threads reports what one thread report
         models.map(() => ['popef/not-cross-checked']),
       );
     });
+  });
+
+  it('by default, workers only for a large repository on a machine of 3 cores or more', () => {
+    assert.equal(defaultThreads(PARALLEL_THRESHOLD - 1, 8), 1);
+    assert.equal(defaultThreads(100_000, 2), 1);
+    assert.equal(defaultThreads(100_000, 1), 1);
+    assert.equal(defaultThreads(PARALLEL_THRESHOLD, 4), 4);
   });
 });

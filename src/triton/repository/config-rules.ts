@@ -37,13 +37,27 @@ function platformBackendType(platform: string): string {
   return '';
 }
 
+/** A message type's fields in schema order, with their specs. */
+type FieldList = readonly (readonly [string, FieldSpec])[];
+
+const fieldLists = new Map<string, FieldList>();
+
+/** The fields of `type`, listed once per thread rather than once per message walked (issue 26). */
+function fieldsOf(type: string): FieldList {
+  let list = fieldLists.get(type);
+  if (list === undefined) {
+    list = Object.entries((MESSAGES as unknown as Record<string, Record<string, FieldSpec>>)[type] ?? {});
+    fieldLists.set(type, list);
+  }
+  return list;
+}
+
 /** Fields and enum values the target release does not know: its parser would fail on them. */
 function newerThanTarget(config: ModelConfig, target: string, configPath: string): RawFinding[] {
   const out: RawFinding[] = [];
   if (target === 'latest') return out;
   const walk = (type: string, message: Record<string, unknown>, path: string): void => {
-    const fields = (MESSAGES as unknown as Record<string, Record<string, FieldSpec>>)[type] ?? {};
-    for (const [name, spec] of Object.entries(fields)) {
+    for (const [name, spec] of fieldsOf(type)) {
       const v = message[name];
       if (v === undefined) continue;
       const fieldPath = path === '' ? name : `${path}.${name}`;
@@ -57,15 +71,19 @@ function newerThanTarget(config: ModelConfig, target: string, configPath: string
         });
         continue;
       }
-      const values = spec.repeated === true || spec.map !== undefined ? (v as unknown[]) : [v];
-      values.forEach((item, i) => {
-        const itemPath = spec.repeated === true || spec.map !== undefined ? `${fieldPath}[${i}]` : fieldPath;
+      const isMessage = isMessageName(spec.t);
+      // Only messages (to walk into) and enum values (to date) can hold something newer.
+      if (!isMessage && !isEnumName(spec.t)) continue;
+      const listed = spec.repeated === true || spec.map !== undefined;
+      const values = listed ? (v as unknown[]) : [v];
+      for (let i = 0; i < values.length; i++) {
+        const item = values[i];
+        const itemPath = listed ? `${fieldPath}[${i}]` : fieldPath;
         if (spec.map !== undefined) {
-          const value = (item as { value: unknown }).value;
-          if (isMessageName(spec.t)) walk(spec.t, value as Record<string, unknown>, `${itemPath}.value`);
-        } else if (isMessageName(spec.t)) {
+          if (isMessage) walk(spec.t, (item as { value: unknown }).value as Record<string, unknown>, `${itemPath}.value`);
+        } else if (isMessage) {
           walk(spec.t, item as Record<string, unknown>, itemPath);
-        } else if (isEnumName(spec.t) && typeof item === 'string') {
+        } else if (typeof item === 'string') {
           const since = ENUM_VALUE_SINCE[`${spec.t}.${item}`];
           if (!knownIn(since, target)) {
             out.push({
@@ -76,7 +94,7 @@ function newerThanTarget(config: ModelConfig, target: string, configPath: string
             });
           }
         }
-      });
+      }
     }
   };
   walk('inference.ModelConfig', config, '');

@@ -3,6 +3,7 @@ import { join, relative } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import type { ParsedNameMap } from '../name-map.js';
 import type { ModelConfig } from '../model-config.js';
+import type { SourcePos } from '../pbtxt-lexer.js';
 import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
 import { backendLibrary, backendLibraryRules, backendSearchPath } from './backend-rules.js';
 import { parseFailure } from './check-text.js';
@@ -68,8 +69,9 @@ export interface ValidateOptions {
   readonly readForeignPopef?: ReadForeignPopef;
   /**
    * Threads to check models on: this one and threads - 1 workers (default:
-   * the machine's cores for a repository of 256 models or more, else 1).
-   * The report is the same whatever the number.
+   * the machine's cores for a repository of 256 models or more on a machine
+   * of 3 cores or more, else 1; model-pool.ts says why). The report is the
+   * same whatever the number.
    */
   readonly threads?: number;
 }
@@ -99,6 +101,8 @@ export function sinkOptionsFor(model: string, options: Pick<ValidateOptions, 'st
   return { model, strict: options.strict, limit: options.maxFindingsPerRule, configFile: `${model}/config.pbtxt` };
 }
 
+const NO_POSITIONS: ReadonlyMap<string, SourcePos> = new Map();
+
 /** A model's findings so far, its sink still open for the repository-level rules (ensemble steps). */
 export interface CheckedModel {
   readonly name: string;
@@ -125,6 +129,9 @@ export async function checkModel(root: string, model: string, options: ValidateO
       hint: error.suggestion ?? 'check the permissions and the kind of the file',
     });
   }
+  // The rules added later (the ensembles' steps) name no config path, as for a worker's result (SinkState):
+  // the config's positions, a map per model, need not be held until every model is checked (issue 26).
+  sink.setPositions(NO_POSITIONS);
   return {
     name: model,
     sink,

@@ -266,8 +266,13 @@ export async function readModelDirectory(
   const subdirs: string[] = [];
   const linkLoops: string[] = [];
   for (const e of entries) {
-    if (isLinkLoop(join(path, e.name), e)) linkLoops.push(e.name);
-    else if (isDirectory(join(path, e.name), e)) subdirs.push(e.name);
+    // The listing says what a plain entry is; only a symbolic link needs its path joined and followed.
+    if (e.isDirectory()) subdirs.push(e.name);
+    else if (e.isSymbolicLink()) {
+      const linked = join(path, e.name);
+      if (isLinkLoop(linked, e)) linkLoops.push(e.name);
+      else if (isDirectory(linked, e)) subdirs.push(e.name);
+    }
   }
   const first = [...subdirs].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))[0];
   let firstSubdirectory: DirEntry[] | undefined;
@@ -279,7 +284,10 @@ export async function readModelDirectory(
       if (!(error instanceof PopefError)) throw error;
       inside = [];
     }
-    firstSubdirectory = inside.map((e) => ({ name: e.name, isDirectory: isDirectory(join(path, first, e.name), e) }));
+    firstSubdirectory = inside.map((e) => ({
+      name: e.name,
+      isDirectory: e.isDirectory() || (e.isSymbolicLink() && isDirectory(join(path, first, e.name), e)),
+    }));
   }
   const candidates = subdirs.filter((d) => !NOT_VERSIONS.has(d)).map(versionVerdict);
   const policy = config.kind === 'parsed' ? config.config.version_policy : undefined;

@@ -20,6 +20,25 @@ import { sinkOptionsFor, type CheckedModel, type ValidateOptions } from './model
 /** Below this many models (threads not given), everything is checked on the calling thread: starting a worker costs more than it saves. */
 export const PARALLEL_THRESHOLD = 256;
 
+/**
+ * Cores a machine needs before validate starts workers by default. On this
+ * project's 2-core machine (shared, load average 4 to 8), one thread
+ * already keeps about 1.6 cores busy: V8 compiles and collects garbage on
+ * threads of its own, and before its code is optimised that is much of the
+ * work. A worker then has no core to itself, and warms its own copy of the
+ * code from cold. Measured with the CLI bundle, one thread against the
+ * pool: 1,000 models 810-930 ms of CPU against 890-1,060 ms; 5,000 models
+ * 2.1 s against 2.9-3.1 s; 20,000 models 4.3-4.9 s against 5.5-6.3 s; the
+ * pool's wall time was no better at any size (issue 26). Machines with more
+ * cores were not measured, so they keep the pool.
+ */
+export const MIN_CORES_FOR_WORKERS = 3;
+
+/** How many threads check `models` models when the caller does not say. */
+export function defaultThreads(models: number, cores = availableParallelism()): number {
+  return models < PARALLEL_THRESHOLD || cores < MIN_CORES_FOR_WORKERS ? 1 : cores;
+}
+
 /** Models per job: large enough that messages are few, small enough that the threads end together. */
 const CHUNK = 32;
 
@@ -104,7 +123,7 @@ export async function checkModelsInParallel(
   check: Check,
   { callerTakesPart = true }: { readonly callerTakesPart?: boolean } = {},
 ): Promise<PoolOutcome> {
-  const threads = Math.max(1, Math.floor(options.threads ?? (names.length < PARALLEL_THRESHOLD ? 1 : availableParallelism())));
+  const threads = Math.max(1, Math.floor(options.threads ?? defaultThreads(names.length)));
   const out = new Array<CheckedModel>(names.length);
   const checkHere = async (first: number, count: number): Promise<void> => {
     for (let i = first; i < first + count; i++) out[i] = await check(root, names[i] ?? '', options);

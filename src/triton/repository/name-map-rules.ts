@@ -11,6 +11,34 @@ import type { RawFinding } from './findings.js';
  * config in, findings (and the parsed map, for the PopEF cross-check) out.
  */
 
+/** name_map.json texts up to this length are kept once parsed; larger ones are parsed each time. */
+const MAX_KEPT_TEXT = 64 * 1024;
+/** Parsed maps kept per thread at most. */
+const MAX_KEPT_MAPS = 1024;
+const parsedByText = new Map<string, ParsedNameMap>();
+
+/**
+ * parseNameMap, once per distinct text: a repository of many copies of one
+ * model (or of one export under many configs) holds the same name_map.json
+ * in each (issue 26). The parse is a pure function of the text (the file
+ * name appears only in its error, and failures are never kept), so a kept
+ * result is the one this file's parse would give; the rules below still run
+ * on it for each model, with that model's config and paths. Kept maps are
+ * frozen, since every model with that text shares them.
+ */
+function parseNameMapOnce(text: string, file: string): ParsedNameMap {
+  const kept = parsedByText.get(text);
+  if (kept !== undefined) return kept;
+  const parsed = parseNameMap(text, file);
+  if (text.length <= MAX_KEPT_TEXT && parsedByText.size < MAX_KEPT_MAPS) {
+    for (const entry of parsed.entries) Object.freeze(Object.freeze(entry).at);
+    Object.freeze(parsed.entries);
+    Object.freeze(parsed.schemaErrors);
+    parsedByText.set(text, Object.freeze(parsed));
+  }
+  return parsed;
+}
+
 export interface NameMapCheck {
   /** The map, when it parses as JSON (its schema errors are findings). */
   readonly map?: ParsedNameMap;
@@ -26,7 +54,7 @@ export function nameMapRules(text: string, file: string, model: string, config: 
   const out: RawFinding[] = [];
   let parsed: ParsedNameMap;
   try {
-    parsed = parseNameMap(text, file);
+    parsed = parseNameMapOnce(text, file);
   } catch (error) {
     if (!(error instanceof PopefError) || error.code === ErrorCode.Io || error.code === ErrorCode.LimitExceeded) throw error;
     const at = error.line === undefined ? undefined : { line: error.line, column: error.column ?? 0 };
