@@ -4,6 +4,7 @@ import { statisticsReport, type InferenceServer } from './inference-server.js';
 import { RequestError, invalidArg } from './status.js';
 import { grpcBadLogFormat, type LogUpdateReader } from './log-settings.js';
 import type { TraceUpdateReader } from './trace-settings.js';
+import type { Cancellation } from './cancellation.js';
 
 /**
  * The unary methods of inference.GRPCInferenceService
@@ -29,8 +30,8 @@ function choiceOf(parameter: Message): string {
   return str(parameter.parameter_choice);
 }
 
-/** `signal` aborts when the call is cancelled or passes its deadline. */
-export type Handler = (request: Message, signal: AbortSignal) => Message | Promise<Message>;
+/** `signal` is aborted when the call is cancelled or passes its deadline. */
+export type Handler = (request: Message, signal: Cancellation) => Message | Promise<Message>;
 
 /** One method: its request and response types, its handler, and whether the response is encoded via fromObject (enum names). */
 export interface MethodSpec {

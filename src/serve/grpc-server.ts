@@ -8,6 +8,7 @@ import {
   type ServerHttp2Stream,
 } from 'node:http2';
 import type { BodyBudget, BodyReservation } from './body-budget.js';
+import { ClientGone, type Cancellation } from './cancellation.js';
 import {
   ACCEPTED_ENCODINGS,
   GrpcCode,
@@ -39,8 +40,8 @@ import {
 
 /** What a method is given besides its request. */
 export interface CallContext {
-  /** Aborts when the client cancels the call or its deadline passes. */
-  readonly signal: AbortSignal;
+  /** Aborted when the client cancels the call or its deadline passes. */
+  readonly signal: Cancellation;
 }
 
 /** A bidirectional stream as its method sees it. */
@@ -149,9 +150,8 @@ export class GrpcServer {
 /** One call on one HTTP/2 stream, from its headers to its trailers. */
 class Call implements StreamCall {
   private done = false;
-  /** Ended by the client (reset, connection gone) or by the deadline, not by an answer. */
-  private cancelled = false;
-  private controller: AbortController | undefined;
+  /** Set when the client resets the call, its connection goes, or its deadline passes. */
+  private readonly gone = new ClientGone();
   private timer: NodeJS.Timeout | undefined;
   private trailers: OutgoingHttpHeaders | undefined;
   private readonly encoding: string;
@@ -204,10 +204,8 @@ class Call implements StreamCall {
     return !this.done;
   }
 
-  get signal(): AbortSignal {
-    this.controller ??= new AbortController();
-    if (this.cancelled && !this.controller.signal.aborted) this.controller.abort();
-    return this.controller.signal;
+  get signal(): Cancellation {
+    return this.gone;
   }
 
   write(message: Record<string, unknown>): void {
@@ -334,8 +332,7 @@ class Call implements StreamCall {
 
   private expire(): void {
     this.timer = undefined;
-    this.cancelled = true;
-    this.controller?.abort();
+    this.gone.set();
     this.fail(new GrpcStatusError(GrpcCode.DEADLINE_EXCEEDED, 'Deadline Exceeded'), true);
   }
 
@@ -343,8 +340,7 @@ class Call implements StreamCall {
   private closed(): void {
     if (!this.done) {
       this.done = true;
-      this.cancelled = true;
-      this.controller?.abort();
+      this.gone.set();
     }
     this.settle();
     this.reservation?.release();

@@ -9,6 +9,7 @@ import { grpcRequestParameters } from './grpc-parameters.js';
 import { unaryMethods } from './grpc-methods.js';
 import { GrpcServer, type GrpcMethod, type StreamCall } from './grpc-server.js';
 import { GrpcCode, GrpcStatusError } from './grpc-wire.js';
+import type { Cancellation } from './cancellation.js';
 
 /**
  * Triton's gRPC service, inference.GRPCInferenceService, on the server of
@@ -245,7 +246,7 @@ export class GrpcTransport extends TransportBase {
     this.server = new GrpcServer(methods, { maxMessageLength: options.maxRequestSize, budget: options.budget });
   }
 
-  private async infer(request: Message, signal?: AbortSignal): Promise<Message> {
+  private async infer(request: Message, signal?: Cancellation): Promise<Message> {
     return toModelInferResponse(await this.core.infer({ ...fromModelInferRequest(request, this.core.sharedMemory), signal }));
   }
 
@@ -287,7 +288,7 @@ export class GrpcTransport extends TransportBase {
     };
   }
 
-  private async streamAnswer(request: Message, signal: AbortSignal): Promise<[Message, RequestLog]> {
+  private async streamAnswer(request: Message, signal: Cancellation): Promise<[Message, RequestLog]> {
     const model = str(request.model_name) || undefined;
     const final = { triton_final_response: { bool_param: true } };
     try {
