@@ -8,7 +8,7 @@ import { RequestError } from './status.js';
  * once (3.8 GB measured at 64 MiB). A body that would take the total past
  * the limit is refused ({@link BudgetExhausted}) as it arrives: over HTTP
  * with 503 (Triton's UNAVAILABLE); over gRPC (the bytes of each HTTP/2
- * stream, grpc-transport.ts) with RESOURCE_EXHAUSTED, the code gRPC
+ * stream, grpc-server.ts) with RESOURCE_EXHAUSTED, the code gRPC
  * servers answer a message they have no room for. What a request reserved is given back when its
  * answer is sent or its client has gone.
  */

@@ -20,6 +20,7 @@ import { statisticsReport, type InferenceServer, type InferResult, type Transpor
 import { RequestError, ResponseError, asRequestError, httpStatusOf, invalidArg } from './status.js';
 import { TransportBase, listenHttp } from './transport.js';
 import type { BodyReservation } from './body-budget.js';
+import { ClientGone, type Cancellation } from './cancellation.js';
 import { writeTritonJson } from './triton-json.js';
 
 /**
@@ -370,12 +371,12 @@ export class HttpTransport extends TransportBase {
 }
 
 /** Aborts when the client closes the connection before its answer: that cancels the request (Triton does since 23.10). */
-function closedBeforeAnswer(res: ServerResponse): AbortSignal {
-  const client = new AbortController();
+function closedBeforeAnswer(res: ServerResponse): Cancellation {
+  const client = new ClientGone();
   res.once('close', () => {
-    if (!res.writableEnded) client.abort();
+    if (!res.writableEnded) client.set();
   });
-  return client.signal;
+  return client;
 }
 
 function errorOf(answer: Answer): string | undefined {

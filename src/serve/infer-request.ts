@@ -1,4 +1,5 @@
 import type { Tensor } from '../run/plugin-api.js';
+import type { Cancellation } from './cancellation.js';
 import { elementCount, toNumbers } from '../run/tensor.js';
 import { isProtocolDataType, popefFromProtocol, protocolElementBytes, type ProtocolDataType } from '../triton/protocol-datatypes.js';
 import type { ServedTensor } from './served-model.js';
@@ -55,7 +56,7 @@ export interface InferRequest {
   /** The `timeout` parameter, in microseconds: how long it may wait in the queue, where the queue policy allows it. */
   readonly timeoutUs?: number;
   /** Aborted when the client has gone (the gRPC call was cancelled or passed its deadline, the HTTP connection closed). */
-  readonly signal?: AbortSignal;
+  readonly signal?: Cancellation;
 }
 
 export interface ResponseOutput {

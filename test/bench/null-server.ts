@@ -1,13 +1,14 @@
 /**
  * The transport floor of the serve benchmark: an HTTP server (node:http) and
- * a gRPC server (@grpc/grpc-js, the protocol's codecs) that answer every
+ * a gRPC server (popef serve's own, src/serve/grpc-server.ts on node:http2,
+ * with the protocol's codecs) that answer every
  * ModelInfer with a fixed MNIST-shaped answer and do nothing else. The same
  * client measured against it gives the latency of the transports alone, so
  * that the benchmark can say what popef serve itself adds.
  * Prints "HTTP on 127.0.0.1:P, gRPC on 127.0.0.1:Q" once listening.
  */
 import { createServer } from 'node:http';
-import { Server, ServerCredentials, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
+import { GrpcServer } from '../../src/serve/grpc-server.js';
 import { protocolCodec, type ProtocolMessage } from '../../src/triton/inference-protocol.js';
 
 const json = Buffer.from(
@@ -39,24 +40,16 @@ const answer: ProtocolMessage = {
   outputs: [{ name: 'output_labels', datatype: 'FP32', shape: [1, 10] }],
   raw_output_contents: [Buffer.alloc(40)],
 };
-const grpc = new Server();
-grpc.addService(
-  {
-    ModelInfer: {
-      path: '/inference.GRPCInferenceService/ModelInfer',
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (v: ProtocolMessage) => req.encode(v),
-      requestDeserialize: (b: Buffer) => req.decode(b),
-      responseSerialize: (v: ProtocolMessage) => res.encode(v),
-      responseDeserialize: (b: Buffer) => res.decode(b),
-    },
-  },
-  { ModelInfer: (_call: ServerUnaryCall<ProtocolMessage, ProtocolMessage>, callback: sendUnaryData<ProtocolMessage>) => callback(null, answer) },
+const grpc = new GrpcServer(
+  new Map([
+    [
+      '/inference.GRPCInferenceService/ModelInfer',
+      { kind: 'unary', decode: (b: Buffer) => req.decode(b), encode: (v: ProtocolMessage) => res.encode(v), handle: () => Promise.resolve(answer) },
+    ],
+  ]),
+  { maxMessageLength: 64 * 1024 * 1024 },
 );
-const grpcPort = await new Promise<number>((resolve, reject) =>
-  grpc.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e === null ? resolve(p) : reject(e))),
-);
+const grpcPort = await grpc.listen(0, '127.0.0.1');
 const address = http.address();
 process.stderr.write(`HTTP on 127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}, gRPC on 127.0.0.1:${grpcPort}\n`);
 process.on('SIGTERM', () => process.exit(0));

@@ -1,6 +1,7 @@
 import { ErrorCode, isPopefError } from '../../errors.js';
 import type { OpenedModel, Tensor } from '../../run/plugin-api.js';
 import { RequestError } from '../status.js';
+import type { Cancellation } from '../cancellation.js';
 import { assembleRuns, splitOutputs, type BatchLayout } from './batch-tensors.js';
 import { chooseBatch } from './dynamic-batcher.js';
 import type { Instance, InstanceSet } from './instances.js';
@@ -33,7 +34,7 @@ export interface ScheduledRequest {
   readonly priority?: number;
   /** The request's `timeout` parameter, in microseconds (0: none). */
   readonly timeoutUs?: number;
-  readonly signal?: AbortSignal;
+  readonly signal?: Cancellation;
   /** "[request id: …] " */
   readonly logPrefix: string;
 }

@@ -1,0 +1,359 @@
+import {
+  constants as http2Constants,
+  createServer,
+  type Http2Server,
+  type Http2Session,
+  type IncomingHttpHeaders,
+  type OutgoingHttpHeaders,
+  type ServerHttp2Stream,
+} from 'node:http2';
+import type { BodyBudget, BodyReservation } from './body-budget.js';
+import { ClientGone, type Cancellation } from './cancellation.js';
+import {
+  ACCEPTED_ENCODINGS,
+  GrpcCode,
+  GrpcStatusError,
+  MessageDeframer,
+  decodeMessage,
+  frameMessage,
+  knownEncoding,
+  parseTimeout,
+  percentEncode,
+  type RawMessage,
+} from './grpc-wire.js';
+
+/**
+ * A gRPC server on node:http2, for the service of grpc-transport.ts: unary
+ * methods and bidirectional streams, with deadlines (grpc-timeout),
+ * cancellation (the client's RST_STREAM or a closed connection), compressed
+ * requests (grpc-encoding gzip/deflate), a per-message size limit, the
+ * server's --max-buffered budget counted on every stream as its bytes
+ * arrive, and a graceful drain (GOAWAY, running calls finish). The wire
+ * format is in grpc-wire.ts.
+ *
+ * Why not @grpc/grpc-js's server: per call it builds metadata, an
+ * interceptor chain, channelz counters and several closures, and a
+ * do-nothing grpc-js server cost 0.8-2.1 ms of CPU per request here, more
+ * than Triton's whole path; and it gives no public hook to count a
+ * stream's bytes before a whole message is buffered.
+ */
+
+/** What a method is given besides its request. */
+export interface CallContext {
+  /** Aborted when the client cancels the call or its deadline passes. */
+  readonly signal: Cancellation;
+}
+
+/** A bidirectional stream as its method sees it. */
+export interface StreamCall extends CallContext {
+  /** False once the call has ended (answered, cancelled or past its deadline). */
+  readonly open: boolean;
+  /** Sends one response message. */
+  write(message: Record<string, unknown>): void;
+  /** Ends the call with OK. */
+  end(): void;
+}
+
+interface Codecs {
+  decode(bytes: Buffer): Record<string, unknown>;
+  encode(message: Record<string, unknown>): Buffer;
+}
+
+/** A method that takes one request and answers one response (or throws a GrpcStatusError). */
+export interface UnaryMethod extends Codecs {
+  readonly kind: 'unary';
+  handle(request: Record<string, unknown>, call: CallContext): Promise<Record<string, unknown>>;
+}
+
+/** A method that reads a stream of requests and writes a stream of responses. */
+export interface BidiMethod extends Codecs {
+  readonly kind: 'bidi';
+  /** Called once per call; the returned listeners receive its requests in order, then its half-close. */
+  open(call: StreamCall): { message(request: Record<string, unknown>): void; halfClose(): void };
+}
+
+export type GrpcMethod = UnaryMethod | BidiMethod;
+
+export interface GrpcServerOptions {
+  /** The largest message a request may hold, compressed or not (--max-request-size). */
+  readonly maxMessageLength: number;
+  /** The bytes of request bodies held across the whole server (body-budget.ts). */
+  readonly budget?: BodyBudget;
+}
+
+/** A response's leading headers (a new object each time: node:http2 may keep what it is given). */
+function responseHeaders(): OutgoingHttpHeaders {
+  return { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': ACCEPTED_ENCODINGS };
+}
+
+/** The server: `methods` by path, '/package.Service/Method'. */
+export class GrpcServer {
+  private readonly http2: Http2Server;
+  private readonly sessions = new Set<Http2Session>();
+
+  constructor(
+    private readonly methods: ReadonlyMap<string, GrpcMethod>,
+    private readonly options: GrpcServerOptions,
+  ) {
+    // Node's session memory limit refuses new streams (ENHANCE_YOUR_CALM) while large messages are in flight;
+    // the budget bounds what is held instead.
+    this.http2 = createServer({ maxSessionMemory: Number.MAX_SAFE_INTEGER });
+    this.http2.on('session', (session: Http2Session) => {
+      this.sessions.add(session);
+      session.on('error', () => undefined);
+      session.once('close', () => this.sessions.delete(session));
+    });
+    this.http2.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => this.call(stream, headers));
+  }
+
+  /** Resolves with the port bound; rejects with the listen error (its errno code, e.g. EADDRINUSE). */
+  listen(port: number, host: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.http2.once('error', reject);
+      this.http2.listen(port, host, () => {
+        this.http2.off('error', reject);
+        const address = this.http2.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : port);
+      });
+    });
+  }
+
+  /** Stops accepting connections and sends every session GOAWAY; resolves once the calls running have ended. */
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      if (!this.http2.listening) return resolve();
+      this.http2.close(() => resolve());
+      for (const session of this.sessions) session.close();
+    });
+  }
+
+  /** Cuts every session still open, with its calls. */
+  closeAll(): void {
+    for (const session of this.sessions) session.destroy();
+  }
+
+  private call(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+    // Errors of a stream (a reset, a closed session) end it; its 'close' says so to the call.
+    stream.on('error', () => undefined);
+    const contentType = headers['content-type'];
+    if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+      // The protocol's answer to a request that is not gRPC: HTTP 415.
+      stream.respond({ ':status': 415 }, { endStream: true });
+      return;
+    }
+    const path = headers[':path'] ?? '';
+    const method = this.methods.get(path);
+    new Call(stream, headers, path, method, this.options);
+  }
+}
+
+/** One call on one HTTP/2 stream, from its headers to its trailers. */
+class Call implements StreamCall {
+  private done = false;
+  /** Set when the client resets the call, its connection goes, or its deadline passes. */
+  private readonly gone = new ClientGone();
+  private timer: NodeJS.Timeout | undefined;
+  private trailers: OutgoingHttpHeaders | undefined;
+  private readonly encoding: string;
+  private readonly deframer: MessageDeframer;
+  private reservation: BodyReservation | undefined;
+  /** Messages still being decompressed, so that the next ones wait their turn. */
+  private queue: Promise<void> | undefined;
+  private request: Record<string, unknown> | undefined;
+  private listeners: ReturnType<BidiMethod['open']> | undefined;
+
+  constructor(
+    private readonly stream: ServerHttp2Stream,
+    headers: IncomingHttpHeaders,
+    private readonly path: string,
+    private readonly method: GrpcMethod | undefined,
+    private readonly options: GrpcServerOptions,
+  ) {
+    const encoding = headers['grpc-encoding'];
+    this.encoding = typeof encoding === 'string' ? encoding : 'identity';
+    this.deframer = new MessageDeframer(options.maxMessageLength);
+    stream.once('close', () => this.closed());
+    const refusal = this.refusal(headers['grpc-timeout']);
+    if (refusal !== undefined || method === undefined) {
+      this.fail(refusal ?? new GrpcStatusError(GrpcCode.UNIMPLEMENTED, `The server does not implement the method ${path}`));
+      return;
+    }
+    this.reservation = options.budget?.open();
+    if (method.kind === 'bidi') this.listeners = method.open(this);
+    stream.on('data', (chunk: Buffer) => this.data(chunk));
+    stream.once('end', () => this.after(() => this.halfClosed()));
+  }
+
+  /** Why the call cannot start (no such method, an encoding not read, a bad grpc-timeout); starts its deadline otherwise. */
+  private refusal(timeout: string | string[] | undefined): GrpcStatusError | undefined {
+    if (this.method === undefined) return new GrpcStatusError(GrpcCode.UNIMPLEMENTED, `The server does not implement the method ${this.path}`);
+    if (!knownEncoding(this.encoding)) {
+      return new GrpcStatusError(
+        GrpcCode.UNIMPLEMENTED,
+        `the request is compressed with "${this.encoding}", which this server does not read (it reads ${ACCEPTED_ENCODINGS})`,
+      );
+    }
+    if (typeof timeout !== 'string') return undefined;
+    const ms = parseTimeout(timeout);
+    if (ms === undefined) return new GrpcStatusError(GrpcCode.INTERNAL, `invalid grpc-timeout "${timeout}"`);
+    this.timer = setTimeout(() => this.expire(), Math.max(0, Math.ceil(ms)));
+    return undefined;
+  }
+
+  get open(): boolean {
+    return !this.done;
+  }
+
+  get signal(): Cancellation {
+    return this.gone;
+  }
+
+  write(message: Record<string, unknown>): void {
+    if (this.done || this.stream.destroyed) return;
+    let frame: Buffer;
+    try {
+      frame = frameMessage((this.method as GrpcMethod).encode(message));
+    } catch (error) {
+      return this.fail(new GrpcStatusError(GrpcCode.INTERNAL, `cannot encode the response: ${(error as Error).message}`));
+    }
+    this.sendHeaders();
+    this.stream.write(frame);
+  }
+
+  end(): void {
+    this.finish({ 'grpc-status': String(GrpcCode.OK) });
+  }
+
+  private data(chunk: Buffer): void {
+    if (this.done) return;
+    let messages: RawMessage[];
+    try {
+      this.reservation?.take(chunk.byteLength);
+      messages = this.deframer.push(chunk);
+    } catch (error) {
+      // Past the budget or the size limit: answered now, and the rest of the request is not read.
+      this.fail(error instanceof GrpcStatusError ? error : new GrpcStatusError(GrpcCode.RESOURCE_EXHAUSTED, (error as Error).message), true);
+      return;
+    }
+    if (this.method?.kind === 'bidi' && this.reservation !== undefined && this.options.budget !== undefined) {
+      // A stream holds only the message arriving: a long stream of small messages does not add up.
+      this.reservation.release();
+      this.reservation = this.options.budget.open();
+      this.reservation.take(this.deframer.heldBytes);
+    }
+    for (const message of messages) {
+      if (message.compressed || this.queue !== undefined) {
+        // Decompressed at once, handed over in turn.
+        const decoded = decodeMessage(message, this.encoding, this.options.maxMessageLength);
+        this.enqueue(async () => this.received(await decoded));
+      } else this.received(message.bytes);
+    }
+  }
+
+  /** Runs `step` after the messages being decompressed, or now when there are none. */
+  private after(step: () => void): void {
+    if (this.queue === undefined) step();
+    else this.enqueue(step);
+  }
+
+  private enqueue(step: () => void | Promise<void>): void {
+    const next = (this.queue ?? Promise.resolve()).then(step).catch((error: unknown) => this.fail(asStatus(error)));
+    this.queue = next;
+    void next.then(() => {
+      if (this.queue === next) this.queue = undefined;
+    });
+  }
+
+  private received(bytes: Buffer): void {
+    if (this.done) return;
+    const method = this.method as GrpcMethod;
+    let request: Record<string, unknown>;
+    try {
+      request = method.decode(bytes);
+    } catch (error) {
+      return this.fail(new GrpcStatusError(GrpcCode.INTERNAL, `cannot decode the request message: ${(error as Error).message}`));
+    }
+    if (this.listeners !== undefined) this.listeners.message(request);
+    else if (this.request !== undefined)
+      this.fail(new GrpcStatusError(GrpcCode.UNIMPLEMENTED, `a second request message on the unary method ${this.path}`));
+    else this.request = request;
+  }
+
+  private halfClosed(): void {
+    if (this.done) return;
+    if (this.listeners !== undefined) return this.listeners.halfClose();
+    const method = this.method as UnaryMethod;
+    const request = this.request;
+    if (request === undefined) return this.fail(new GrpcStatusError(GrpcCode.UNIMPLEMENTED, `no request message on the unary method ${this.path}`));
+    let answer: Promise<Record<string, unknown>>;
+    try {
+      answer = method.handle(request, this);
+    } catch (error) {
+      return this.fail(asStatus(error));
+    }
+    answer.then(
+      (response) => {
+        if (this.done) return;
+        this.write(response);
+        this.end();
+      },
+      (error: unknown) => this.fail(asStatus(error)),
+    );
+  }
+
+  private sendHeaders(): void {
+    if (this.stream.headersSent) return;
+    this.stream.respond(responseHeaders(), { waitForTrailers: true });
+    this.stream.once('wantTrailers', () => {
+      if (this.trailers !== undefined && !this.stream.destroyed) this.stream.sendTrailers(this.trailers);
+    });
+  }
+
+  /** Ends the call with `trailers` (its status), trailers-only when nothing was sent yet. */
+  private finish(trailers: OutgoingHttpHeaders, stopReading = false): void {
+    if (this.done) return;
+    this.done = true;
+    this.trailers = trailers;
+    this.settle();
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    if (stream.headersSent) stream.end();
+    else stream.respond({ ...responseHeaders(), ...trailers }, { endStream: true });
+    // A request still arriving is cut after the status (RST_STREAM), so that no more of it is sent or read;
+    // otherwise what is left of it is read and dropped. The reset waits a turn of the event loop: submitted at
+    // once, nghttp2 would drop the status frame queued before it, and the client would see only CANCELLED.
+    if (stopReading && !stream.readableEnded) setImmediate(() => stream.close(http2Constants.NGHTTP2_CANCEL));
+    else stream.resume();
+  }
+
+  private fail(error: GrpcStatusError, stopReading = false): void {
+    this.finish({ 'grpc-status': String(error.code), 'grpc-message': percentEncode(error.message) }, stopReading);
+  }
+
+  private expire(): void {
+    this.timer = undefined;
+    this.gone.set();
+    this.fail(new GrpcStatusError(GrpcCode.DEADLINE_EXCEEDED, 'Deadline Exceeded'), true);
+  }
+
+  /** The stream closed: a call not yet ended was cancelled by its client (or its connection). */
+  private closed(): void {
+    if (!this.done) {
+      this.done = true;
+      this.gone.set();
+    }
+    this.settle();
+    this.reservation?.release();
+  }
+
+  private settle(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/** A method's failure as a status: a GrpcStatusError as it is, anything else UNKNOWN with its message. */
+function asStatus(error: unknown): GrpcStatusError {
+  if (error instanceof GrpcStatusError) return error;
+  return new GrpcStatusError(GrpcCode.UNKNOWN, error instanceof Error ? error.message : String(error));
+}

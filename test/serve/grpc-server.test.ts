@@ -1,0 +1,193 @@
+// The gRPC server of popef serve (src/serve/grpc-server.ts, on node:http2) and its wire format
+// (grpc-wire.ts), against @grpc/grpc-js's client and raw HTTP/2 requests: framing, status
+// trailers, compression, deadlines, cancellation, unknown methods, bidi streams.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { connect } from 'node:http2';
+import { gzipSync } from 'node:zlib';
+import { Client, compressionAlgorithms, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { GrpcServer, type GrpcMethod } from '../../src/serve/grpc-server.js';
+import { GrpcCode, GrpcStatusError, MessageDeframer, decodeMessage, frameMessage, parseTimeout, percentEncode } from '../../src/serve/grpc-wire.js';
+
+const json = {
+  decode: (b: Buffer): Record<string, unknown> => JSON.parse(b.toString()) as Record<string, unknown>,
+  encode: (m: Record<string, unknown>): Buffer => Buffer.from(JSON.stringify(m)),
+};
+
+describe('gRPC wire format', () => {
+  it('cuts messages across chunk boundaries and refuses one past the limit from its prefix', () => {
+    const a = frameMessage(Buffer.from('hello'));
+    const b = frameMessage(Buffer.from('world!'));
+    const all = Buffer.concat([a, b]);
+    for (let cut = 0; cut <= all.byteLength; cut++) {
+      const d = new MessageDeframer(100);
+      const got = [...d.push(all.subarray(0, cut)), ...d.push(all.subarray(cut))].map((m) => m.bytes.toString());
+      assert.deepEqual(got, ['hello', 'world!'], `cut at ${cut}`);
+      assert.equal(d.heldBytes, 0);
+    }
+    const d = new MessageDeframer(4);
+    assert.throws(
+      () => d.push(a.subarray(0, 5)),
+      (e: unknown) => e instanceof GrpcStatusError && e.code === GrpcCode.RESOURCE_EXHAUSTED && /larger than max \(5 vs\. 4\)/.test(e.message),
+    );
+  });
+
+  it('reads grpc-timeout values and percent-encodes grpc-message as the protocol says', () => {
+    assert.equal(parseTimeout('100m'), 100);
+    assert.equal(parseTimeout('2S'), 2000);
+    assert.equal(parseTimeout('1H'), 3_600_000);
+    assert.equal(parseTimeout('5000u'), 5);
+    assert.equal(parseTimeout('123456789m'), undefined); // 9 digits
+    assert.equal(parseTimeout('10x'), undefined);
+    assert.equal(percentEncode("model 'x' isn't ready"), "model 'x' isn't ready");
+    assert.equal(percentEncode('100% ü\nend '), '100%25 %C3%BC%0Aend%20');
+  });
+
+  it('decompresses gzip messages, bounded by the limit', async () => {
+    const body = gzipSync(Buffer.alloc(1000, 7));
+    assert.equal((await decodeMessage({ compressed: true, bytes: body }, 'gzip', 2000)).byteLength, 1000);
+    await assert.rejects(
+      decodeMessage({ compressed: true, bytes: body }, 'gzip', 999),
+      (e: unknown) => e instanceof GrpcStatusError && e.code === GrpcCode.RESOURCE_EXHAUSTED,
+    );
+    await assert.rejects(
+      decodeMessage({ compressed: true, bytes: body }, 'identity', 2000),
+      (e: unknown) => e instanceof GrpcStatusError && e.code === GrpcCode.INTERNAL,
+    );
+  });
+});
+
+describe('gRPC server on node:http2', () => {
+  let server: GrpcServer;
+  let port = 0;
+  let client: Client;
+  let cancelled = 0;
+  before(async () => {
+    const methods = new Map<string, GrpcMethod>([
+      ['/t.S/Echo', { kind: 'unary', ...json, handle: (r) => Promise.resolve({ echo: r.text }) }],
+      ['/t.S/Fail', { kind: 'unary', ...json, handle: () => Promise.reject(new GrpcStatusError(GrpcCode.NOT_FOUND, "no model 'x' (100%)")) }],
+      [
+        '/t.S/Slow',
+        {
+          kind: 'unary',
+          ...json,
+          handle: (_r, call) =>
+            new Promise((resolve) => {
+              const timer = setTimeout(() => resolve({}), 5000);
+              call.signal.addEventListener('abort', () => {
+                cancelled += 1;
+                clearTimeout(timer);
+                resolve({});
+              });
+            }),
+        },
+      ],
+      [
+        '/t.S/Chat',
+        {
+          kind: 'bidi',
+          ...json,
+          open: (call) => ({ message: (r) => call.write({ echo: r.text }), halfClose: () => call.end() }),
+        },
+      ],
+    ]);
+    server = new GrpcServer(methods, { maxMessageLength: 1024 });
+    port = await server.listen(0, '127.0.0.1');
+    client = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
+  });
+  after(async () => {
+    client.close();
+    await server.close();
+  });
+
+  const unary = (
+    path: string,
+    message: Record<string, unknown> | Buffer,
+    options: { deadline?: number; client?: Client } = {},
+  ): Promise<{ error: ServiceError | null; value?: Record<string, unknown> }> =>
+    new Promise((resolve) => {
+      (options.client ?? client).makeUnaryRequest(
+        path,
+        (v: Record<string, unknown> | Buffer) => (Buffer.isBuffer(v) ? v : json.encode(v)),
+        (b: Buffer) => json.decode(b),
+        message,
+        new Metadata(),
+        options.deadline === undefined ? {} : { deadline: options.deadline },
+        (error, value) => resolve({ error, value }),
+      );
+    });
+
+  it('answers a unary call, and a method error with its code and message', async () => {
+    assert.deepEqual((await unary('/t.S/Echo', { text: 'hi' })).value, { echo: 'hi' });
+    const { error } = await unary('/t.S/Fail', {});
+    assert.equal(error?.code, status.NOT_FOUND);
+    assert.equal(error.details, "no model 'x' (100%)");
+  });
+
+  it('answers UNIMPLEMENTED for a method it does not have, and RESOURCE_EXHAUSTED past the size limit', async () => {
+    const unknown = await unary('/t.S/Nope', {});
+    assert.equal(unknown.error?.code, status.UNIMPLEMENTED);
+    assert.match(unknown.error.details, /does not implement the method \/t\.S\/Nope/);
+    const big = await unary('/t.S/Echo', { text: 'x'.repeat(2000) });
+    assert.equal(big.error?.code, status.RESOURCE_EXHAUSTED);
+    assert.match(big.error.details, /larger than max \(\d+ vs\. 1024\)/);
+  });
+
+  it('reads gzip and deflate requests, as grpc clients compress them', async () => {
+    for (const algorithm of [compressionAlgorithms.deflate, compressionAlgorithms.gzip]) {
+      const compressing = new Client(`127.0.0.1:${port}`, credentials.createInsecure(), { 'grpc.default_compression_algorithm': algorithm });
+      try {
+        assert.deepEqual((await unary('/t.S/Echo', { text: 'y'.repeat(500) }, { client: compressing })).value, { echo: 'y'.repeat(500) });
+      } finally {
+        compressing.close();
+      }
+    }
+  });
+
+  it('cancels a call past its deadline (the method sees its signal abort)', async () => {
+    const before = cancelled;
+    const { error } = await unary('/t.S/Slow', {}, { deadline: Date.now() + 200 });
+    assert.equal(error?.code, status.DEADLINE_EXCEEDED);
+    for (let i = 0; i < 50 && cancelled === before; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(cancelled, before + 1);
+  });
+
+  it('answers each message of a bidi stream, then OK when the client ends it', async () => {
+    const call = client.makeBidiStreamRequest('/t.S/Chat', json.encode, json.decode);
+    const got: unknown[] = [];
+    call.on('data', (m: unknown) => got.push(m));
+    const ended = new Promise<void>((resolve, reject) => {
+      call.on('status', (s: { code: number }) => (s.code === 0 ? resolve() : reject(new Error(`status ${s.code}`))));
+      call.on('error', reject);
+    });
+    for (const text of ['a', 'b', 'c']) call.write({ text });
+    call.end();
+    await ended;
+    assert.deepEqual(got, [{ echo: 'a' }, { echo: 'b' }, { echo: 'c' }]);
+  });
+
+  it('answers 415 to a request that is not gRPC, and UNIMPLEMENTED to an encoding it cannot read', async () => {
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => undefined);
+    const ask = (headers: Record<string, string>, body: Buffer): Promise<Record<string, unknown>> =>
+      new Promise((resolve) => {
+        const stream = session.request({ ':method': 'POST', ':path': '/t.S/Echo', ...headers });
+        let seen: Record<string, unknown> = {};
+        stream.on('response', (h) => (seen = { ...seen, ...h }));
+        stream.on('trailers', (h: Record<string, unknown>) => (seen = { ...seen, ...h }));
+        stream.on('data', () => undefined);
+        stream.on('close', () => resolve(seen));
+        stream.end(body);
+      });
+    try {
+      assert.equal((await ask({ 'content-type': 'text/plain' }, Buffer.from('x')))[':status'], 415);
+      const brotli = await ask({ 'content-type': 'application/grpc', 'grpc-encoding': 'br' }, frameMessage(json.encode({ text: 'z' })));
+      assert.equal(brotli['grpc-status'], String(status.UNIMPLEMENTED));
+      assert.equal(brotli['grpc-accept-encoding'], 'identity,deflate,gzip');
+      const plain = await ask({ 'content-type': 'application/grpc', te: 'trailers' }, frameMessage(json.encode({ text: 'z' })));
+      assert.equal(plain['grpc-status'], '0');
+    } finally {
+      session.close();
+    }
+  });
+});
