@@ -115,7 +115,8 @@ function notRun(rule: RuleId, findings: readonly Finding[], popefSkipped: string
   for (const cause of findings) {
     const inputs = (cause.unusable ?? []).filter((i) => reads.includes(i));
     if (cause.rule === rule || inputs.length === 0) continue;
-    const what = inputs.map((i) => INPUT_NAMES[i]).join(' and ');
+    const names = inputs.map((i) => INPUT_NAMES[i]);
+    const what = names.length === 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1) ?? ''}`;
     return `not run: ${what} ${inputs.length === 1 ? 'is' : 'are'} not usable (${cause.message} [${cause.rule}])`;
   }
   return popefSkipped !== undefined && reads.includes('popef') ? `not run: ${popefSkipped}` : undefined;
