@@ -91,4 +91,4 @@ export {
 export type { ReadForeignPopef } from './triton/repository/popef-cross-check.js';
 export { readModelDirectory, type ModelDirectoryRead, type VersionDirectory } from './triton/repository/model-directory.js';
 export { checkConfigText, type ConfigTextCheck } from './triton/repository/check-text.js';
-export { RULES, type Finding, type RuleId, type Severity } from './triton/repository/findings.js';
+export { RULES, type Finding, type RuleId, type RuleInput, type Severity } from './triton/repository/findings.js';

@@ -1,6 +1,7 @@
 import { RULES, type Finding, type RuleId } from '../triton/repository/findings.js';
 import { summarizeFindings } from '../triton/repository/validate.js';
 import { esc } from './html.js';
+import { followLine } from './follow-line.js';
 import { shownPath, type ValidateRun } from './validate-report.js';
 
 /**
@@ -8,20 +9,30 @@ import { shownPath, type ValidateRun } from './validate-report.js';
  * network) for a CI job to keep as an artifact: the summary, then each
  * model's findings grouped by severity with Triton's messages, positions
  * and hints, each rule id linking to its entry in the rule list at the end.
+ * A cause's consequences are folded under it in a <details> element, which
+ * opens without a script.
  */
 
 const STYLE = `body{font:15px/1.45 system-ui,sans-serif;max-width:1100px;margin:0 auto;padding:0 1rem 3rem;color:#1b1f24;background:#fff}
 h2{border-bottom:1px solid #d0d7de;margin-top:2rem}code,.where{font-family:ui-monospace,Menlo,Consolas,monospace}
 .error{color:#b3261e}.warning{color:#7a4d00}.info{color:#57606a}.ok{color:#116329}.hint{color:#57606a}
-li{margin:.3rem 0}table{border-collapse:collapse}th,td{border:1px solid #d0d7de;padding:.2rem .5rem;text-align:left;vertical-align:top}`;
+li{margin:.3rem 0}details.follows{margin:.2rem 0 0 .5rem}details.follows summary{color:#57606a;cursor:pointer}table{border-collapse:collapse}th,td{border:1px solid #d0d7de;padding:.2rem .5rem;text-align:left;vertical-align:top}`;
 
 const ORDER = ['error', 'warning', 'info'];
 
-function findingItem(f: Finding, where: string | undefined): string {
+/** A finding's position, message, rule link and hint; then its consequences, folded. */
+function findingBody(f: Finding, whereOf: (f: Finding) => string | undefined): string {
+  const where = whereOf(f);
   const position =
     where === undefined ? '' : `<span class="where">${esc(f.line === undefined ? where : `${where}:${f.line}:${f.column ?? 0}`)}</span> `;
   const hint = f.hint === undefined ? '' : `<br><span class="hint">hint: ${esc(f.hint)}</span>`;
-  return `<li>${position}${esc(f.message)} <a href="#rule-${esc(f.rule)}"><code>[${esc(f.rule)}]</code></a>${hint}</li>`;
+  const follow = followLine(f);
+  // A consequence is not under a severity heading of its own, so it shows its severity.
+  const consequences = (f.consequences ?? []).map(
+    (c) => `<li><span class="${esc(c.severity)}">${esc(c.severity)}</span> ${findingBody(c, whereOf)}</li>`,
+  );
+  const folded = follow === undefined ? '' : `<details class="follows"><summary>${esc(follow)}</summary><ul>${consequences.join('')}</ul></details>`;
+  return `${position}${esc(f.message)} <a href="#rule-${esc(f.rule)}"><code>[${esc(f.rule)}]</code></a>${hint}${folded}`;
 }
 
 function findingsBySeverity(findings: readonly Finding[], whereOf: (f: Finding) => string | undefined): string {
@@ -29,7 +40,7 @@ function findingsBySeverity(findings: readonly Finding[], whereOf: (f: Finding) 
   return severities
     .map((s) => {
       const group = findings.filter((f) => f.severity === s);
-      return `<h4 class="${esc(s)}">${esc(`${group.length} ${s}${group.length === 1 ? '' : 's'}`)}</h4><ul>${group.map((f) => findingItem(f, whereOf(f))).join('')}</ul>`;
+      return `<h4 class="${esc(s)}">${esc(`${group.length} ${s}${group.length === 1 ? '' : 's'}`)}</h4><ul>${group.map((f) => `<li>${findingBody(f, whereOf)}</li>`).join('')}</ul>`;
     })
     .join('');
 }
@@ -39,7 +50,7 @@ export function renderValidateHtml(run: ValidateRun): string {
   const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
   const body: string[] = [
     '<h1>popef validate</h1>',
-    `<p>${esc(`${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')} in ${plural(s.models, 'model')}`)}; Triton ${esc(run.tritonVersion)}${run.strict ? ', --strict' : ''}; popef-toolkit ${esc(run.toolVersion)}</p>`,
+    `<p>${esc(`${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')} in ${plural(s.models, 'model')}${s.folded === 0 ? '' : ` (${s.folded} more folded into their causes)`}`)}; Triton ${esc(run.tritonVersion)}${run.strict ? ', --strict' : ''}; popef-toolkit ${esc(run.toolVersion)}</p>`,
   ];
 
   run.reports.forEach((r, index) => {

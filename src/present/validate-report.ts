@@ -1,7 +1,8 @@
 import type { Colour } from './colour.js';
 import { join } from 'node:path';
+import { followLine } from './follow-line.js';
 import { printable } from './printable.js';
-import { RULES, type Finding, type RuleId } from '../triton/repository/findings.js';
+import { RULES, type Finding, type RuleId, type RuleInput } from '../triton/repository/findings.js';
 import { summarizeFindings, type RepositoryReport } from '../triton/repository/validate.js';
 
 /**
@@ -17,6 +18,8 @@ export interface ValidateRun {
   readonly tritonVersion: string;
   readonly strict: boolean;
   readonly toolVersion: string;
+  /** Text lists each cause's consequences under it (else it says how many there are). */
+  readonly verbose?: boolean;
 }
 
 export function shownPath(run: ValidateRun, index: number, file: string | undefined): string | undefined {
@@ -31,8 +34,9 @@ function location(f: Finding, path: string | undefined): string {
 function summaryLine(run: ValidateRun): string {
   const s = summarizeFindings(run.reports);
   const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+  const folded = s.folded === 0 ? '' : ` (${s.folded} more folded)`;
   const unchecked = s.notCrossChecked === 0 ? '' : `; ${s.notCrossChecked} of them not cross-checked against a PopEF`;
-  return `${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')} in ${plural(s.models, 'model')}${unchecked}`;
+  return `${plural(s.errors, 'error')}, ${plural(s.warnings, 'warning')} in ${plural(s.models, 'model')}${folded}${unchecked}`;
 }
 
 export function renderValidateText(run: ValidateRun, c: Colour): string {
@@ -41,14 +45,22 @@ export function renderValidateText(run: ValidateRun, c: Colour): string {
     out.push(
       c.bold(`${run.shownRoots[index] ?? r.repository} (${r.models.length} model${r.models.length === 1 ? '' : 's'}, Triton ${run.tritonVersion})`),
     );
-    const line = (f: Finding): void => {
+    const line = (f: Finding, indent = '    '): void => {
       const severity = f.severity === 'error' ? c.red('error') : f.severity === 'warning' ? c.yellow('warning') : c.cyan('note');
-      out.push(`    ${location(f, shownPath(run, index, f.file))}${severity}: ${f.message} ${c.dim(`[${f.rule}]`)}`);
-      if (f.hint !== undefined) out.push(`      ${c.dim(`hint: ${f.hint}`)}`);
+      out.push(`${indent}${location(f, shownPath(run, index, f.file))}${severity}: ${f.message} ${c.dim(`[${f.rule}]`)}`);
+      if (f.hint !== undefined) out.push(`${indent}  ${c.dim(`hint: ${f.hint}`)}`);
+      const follow = followLine(f);
+      if (follow === undefined) return;
+      if (run.verbose !== true) {
+        out.push(`${indent}  ${follow} (--verbose lists them)`);
+        return;
+      }
+      out.push(`${indent}  ${follow}:`);
+      for (const g of f.consequences ?? []) line(g, `${indent}    `);
     };
     if (r.findings.length > 0) {
       out.push('  (repository)');
-      r.findings.forEach(line);
+      for (const f of r.findings) line(f);
     }
     for (const m of r.models) {
       if (m.findings.length === 0) {
@@ -56,7 +68,7 @@ export function renderValidateText(run: ValidateRun, c: Colour): string {
         continue;
       }
       out.push(`  ${m.name}`);
-      m.findings.forEach(line);
+      for (const f of m.findings) line(f);
     }
   });
   out.push(summaryLine(run));
@@ -91,15 +103,24 @@ function xml(text: string): string {
     .replace(/"/g, '&quot;');
 }
 
-/** The rules that need the PopEF's anchors: skipped in JUnit when the model's PopEF could not be read. */
-const POPEF_READING_RULES: ReadonlySet<RuleId> = new Set<RuleId>([
-  'popef/unreadable',
-  'popef/missing-anchor',
-  'popef/data-type',
-  'popef/dims',
-  'popef/max-batch-size',
-  'popef/unserved-anchor',
-]);
+const INPUT_NAMES: Record<RuleInput, string> = { config: 'the config', 'name-map': 'the name map', popef: 'the PopEF' };
+
+/**
+ * Why `rule` could not run for a group, if it could not: a cause left an
+ * input it reads unusable, or (for the rules that read the PopEF) no PopEF
+ * was read. Its own findings, if any, are then among the cause's consequences.
+ */
+function notRun(rule: RuleId, findings: readonly Finding[], popefSkipped: string | undefined): string | undefined {
+  const reads: readonly RuleInput[] = RULES[rule].reads;
+  for (const cause of findings) {
+    const inputs = (cause.unusable ?? []).filter((i) => reads.includes(i));
+    if (cause.rule === rule || inputs.length === 0) continue;
+    const names = inputs.map((i) => INPUT_NAMES[i]);
+    const what = names.length === 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1) ?? ''}`;
+    return `not run: ${what} ${inputs.length === 1 ? 'is' : 'are'} not usable (${cause.message} [${cause.rule}])`;
+  }
+  return popefSkipped !== undefined && reads.includes('popef') ? `not run: ${popefSkipped}` : undefined;
+}
 
 /** JUnit XML: one test case per model and rule, failing on that rule's errors, skipped (with the reason) where it could not run. */
 export function renderJunit(run: ValidateRun): string {
@@ -120,23 +141,35 @@ export function renderJunit(run: ValidateRun): string {
       let suiteSkipped = 0;
       for (const rule of ruleIds) {
         const hits = g.findings.filter((f) => f.rule === rule);
+        const folded = g.findings.flatMap((f) => (f.consequences ?? []).filter((c) => c.rule === rule).map((c) => ({ cause: f, c })));
         const errors = hits.filter((f) => f.severity === 'error');
         const warnings = hits.filter((f) => f.severity === 'warning');
         const notices = hits.filter((f) => f.severity === 'info');
         const body: string[] = [];
-        // A rule that could not run is skipped, with the reason, not passed: the notice itself, and the rules that read the PopEF.
-        const skipped =
-          errors.length > 0
-            ? undefined
-            : (notices[0]?.message ?? (g.popefSkipped !== undefined && POPEF_READING_RULES.has(rule) ? `not run: ${g.popefSkipped}` : undefined));
+        // A rule that could not run is skipped, with the reason, not passed: the notice itself, and the rules that read what a cause left unusable.
+        const skipped = errors.length > 0 ? undefined : (notices[0]?.message ?? notRun(rule, g.findings, g.popefSkipped));
         if (skipped !== undefined) {
           suiteSkipped += 1;
           body.push(`      <skipped message="${xml(skipped)}"/>`);
         }
+        // What it found anyway follows from the cause: shown, never a failure of its own.
+        if (folded.length > 0) {
+          body.push(
+            `      <system-out>${xml(folded.map(({ cause, c }) => `follows from [${cause.rule}]: ${c.severity}: ${location(c, shownPath(run, index, c.file))}${c.message}`).join('\n'))}</system-out>`,
+          );
+        }
         if (errors.length > 0) {
           suiteFailures += 1;
           const text = errors
-            .map((f) => `${location(f, shownPath(run, index, f.file))}${f.message}${f.hint === undefined ? '' : `\nhint: ${f.hint}`}`)
+            .map((f) => {
+              const hint = f.hint === undefined ? '' : `\nhint: ${f.hint}`;
+              const follow = followLine(f);
+              const consequences =
+                follow === undefined
+                  ? ''
+                  : `\n${follow}:${(f.consequences ?? []).map((c) => `\n  ${c.severity}: ${location(c, shownPath(run, index, c.file))}${c.message} [${c.rule}]`).join('')}`;
+              return `${location(f, shownPath(run, index, f.file))}${f.message}${hint}${consequences}`;
+            })
             .join('\n');
           body.push(`      <failure type="error" message="${xml(errors[0]?.message ?? '')}">${xml(text)}</failure>`);
         }
@@ -164,27 +197,37 @@ function sarifLevel(severity: Finding['severity']): 'error' | 'warning' | 'note'
   return severity === 'info' ? 'note' : severity;
 }
 
-/** SARIF 2.1.0: one run, every rule described, each finding a result with file and region. */
+/** A SARIF physicalLocation for a finding's file and position; none when it names no file. */
+function physicalLocation(f: Finding, uri: string | undefined): object | undefined {
+  if (uri === undefined) return undefined;
+  return {
+    artifactLocation: { uri: uri.split('\\').join('/') },
+    ...(f.line === undefined ? {} : { region: { startLine: f.line, startColumn: Math.max(1, f.column ?? 1) } }),
+  };
+}
+
+/**
+ * SARIF 2.1.0: one run, every rule described, each finding a result with
+ * file and region. A cause's consequences are its relatedLocations (each
+ * with its rule and message), not results of their own: a code-scanning
+ * view shows one alert per cause.
+ */
 export function validateSarif(run: ValidateRun): unknown {
   const results = run.reports.flatMap((r, index) =>
     [...r.findings, ...r.models.flatMap((m) => m.findings)].map((f) => {
-      const uri = shownPath(run, index, f.file);
+      const where = physicalLocation(f, shownPath(run, index, f.file));
+      const follow = followLine(f);
+      const text = `${f.message}${f.hint === undefined ? '' : ` (hint: ${f.hint})`}${follow === undefined ? '' : ` (${follow}, listed as its related locations)`}`;
+      const related = (f.consequences ?? []).map((c, id) => {
+        const at = physicalLocation(c, shownPath(run, index, c.file));
+        return { id, message: { text: `${c.severity}: ${c.message} [${c.rule}]` }, ...(at === undefined ? {} : { physicalLocation: at }) };
+      });
       return {
         ruleId: f.rule,
         level: sarifLevel(f.severity),
-        message: { text: f.hint === undefined ? f.message : `${f.message} (hint: ${f.hint})` },
-        ...(uri === undefined
-          ? {}
-          : {
-              locations: [
-                {
-                  physicalLocation: {
-                    artifactLocation: { uri: uri.split('\\').join('/') },
-                    ...(f.line === undefined ? {} : { region: { startLine: f.line, startColumn: Math.max(1, f.column ?? 1) } }),
-                  },
-                },
-              ],
-            }),
+        message: { text },
+        ...(where === undefined ? {} : { locations: [{ physicalLocation: where }] }),
+        ...(related.length === 0 ? {} : { relatedLocations: related }),
       };
     }),
   );
@@ -218,7 +261,7 @@ function escapeProperty(text: string): string {
   return escapeData(text).replace(/:/g, '%3A').replace(/,/g, '%2C');
 }
 
-/** GitHub Actions workflow commands: annotations on the files and lines. */
+/** GitHub Actions workflow commands: annotations on the files and lines, one per cause (its text says how many follow from it). */
 export function renderGithub(run: ValidateRun): string {
   const lines: string[] = [];
   run.reports.forEach((r, index) => {
@@ -228,7 +271,8 @@ export function renderGithub(run: ValidateRun): string {
       if (path !== undefined) props.push(`file=${escapeProperty(path)}`);
       if (f.line !== undefined) props.push(`line=${f.line}`, `col=${f.column ?? 1}`);
       props.push(`title=${escapeProperty(`popef validate ${f.rule}`)}`);
-      const message = f.hint === undefined ? f.message : `${f.message}\nhint: ${f.hint}`;
+      const follow = followLine(f);
+      const message = `${f.message}${f.hint === undefined ? '' : `\nhint: ${f.hint}`}${follow === undefined ? '' : `\n${follow} (popef validate --verbose lists them)`}`;
       lines.push(`::${f.severity === 'info' ? 'notice' : f.severity} ${props.join(',')}::${escapeData(message)}`);
     }
   });

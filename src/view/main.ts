@@ -6,8 +6,10 @@ import { verifyModelSet } from '../inspect/verify.js';
 import { BlobSource } from '../io/blob-source.js';
 import type { ByteSource } from '../io/byte-source.js';
 import { HttpSource } from '../io/http-source.js';
+import { followLine } from '../present/follow-line.js';
 import { humanBytes } from '../present/human-bytes.js';
 import { checkConfigText } from '../triton/repository/check-text.js';
+import type { Finding } from '../triton/repository/findings.js';
 import { configFiles, type ConfigFormState } from './config-form.js';
 import { esc } from '../present/html.js';
 import { anchorsHtml, blobsHtml, diffHtml, metadataHtml, summaryHtml } from './sections.js';
@@ -171,14 +173,17 @@ function validatePasted(): void {
     out.innerHTML = '<p class="ok">No findings: the config passes the config and PopEF rules of popef validate.</p>';
     return;
   }
-  out.innerHTML = `<ul>${findings
-    .map(
-      (f) =>
-        `<li class="${esc(f.severity)}"><span class="severity">${esc(f.severity)}</span> ${
-          f.line === undefined ? '' : `<a href="#" data-line="${f.line}">${esc(`${f.file ?? ''}:${f.line}:${f.column ?? 0}`)}</a> `
-        }${esc(f.message)} <code>[${esc(f.rule)}]</code>${f.hint === undefined ? '' : `<br><span class="hint">hint: ${esc(f.hint)}</span>`}</li>`,
-    )
-    .join('')}</ul>`;
+  out.innerHTML = `<ul>${findings.map(findingItem).join('')}</ul>`;
+}
+
+/** One finding of the pasted config, as popef validate reports it; a cause with what follows from it folded under it. */
+function findingItem(f: Finding): string {
+  const where = f.line === undefined ? '' : `<a href="#" data-line="${f.line}">${esc(`${f.file ?? ''}:${f.line}:${f.column ?? 0}`)}</a> `;
+  const hint = f.hint === undefined ? '' : `<br><span class="hint">hint: ${esc(f.hint)}</span>`;
+  const follow = followLine(f);
+  const folded =
+    follow === undefined ? '' : `<details><summary>${esc(follow)}</summary><ul>${(f.consequences ?? []).map(findingItem).join('')}</ul></details>`;
+  return `<li class="${esc(f.severity)}"><span class="severity">${esc(f.severity)}</span> ${where}${esc(f.message)} <code>[${esc(f.rule)}]</code>${hint}${folded}</li>`;
 }
 
 /** Selects line `line` of the pasted config, so a finding's position leads to the text. */

@@ -12,6 +12,7 @@ interface Flags {
   readonly format?: 'text' | 'json' | 'junit' | 'sarif' | 'github' | 'html';
   readonly json?: boolean;
   readonly strict?: boolean;
+  readonly verbose?: boolean;
   readonly requirePopef?: boolean;
   readonly verify?: boolean;
   readonly tritonVersion: string;
@@ -35,6 +36,14 @@ export of the Poplar SDK is), gets every other rule and one notice
 committed beside the file (FILE.json, written by popef describe) is
 cross-checked instead. --require-popef makes the notice an error.
 
+A defect that makes others follow (no name_map.json, a config that does
+not parse, a PopEF that cannot be read) is reported once, as the cause: the
+findings of this tool's own rules that only follow from it are folded into
+it ("and 4 findings that follow from it"), listed with --verbose, nested
+under it in JSON, its related locations in SARIF; JUnit shows the rules
+that could not run as skipped, with the reason. Triton's own messages are
+never folded. The summary counts causes; exit codes are the same.
+
 Exit codes: 0 no errors (warnings allowed unless --strict), 1 findings,
 2 usage or I/O errors.`;
 
@@ -46,6 +55,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'junit', 'sarif', 'github', 'html']))
     .option('--json', 'the same as --format json')
     .option('--strict', 'treat warnings as errors')
+    .option('--verbose', 'list under each cause the findings that follow from it (text; other formats always carry them)')
     .option('--verify', "check a PopEF description's SHA-256 against the file beside it, not only its size (reads the whole file)")
     .option('--require-popef', 'a deployment gate: a served poplar version with no PopEF, or one that cannot be cross-checked here, is an error')
     .option('--triton-version <version>', 'the Triton release to check fields against (YY.MM, or latest)', DEFAULT_TRITON_VERSION)
@@ -94,7 +104,14 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
         } finally {
           await foreign.dispose();
         }
-        const result = { reports, shownRoots: repositories, tritonVersion: flags.tritonVersion, strict: flags.strict === true, toolVersion: VERSION };
+        const result = {
+          reports,
+          shownRoots: repositories,
+          tritonVersion: flags.tritonVersion,
+          strict: flags.strict === true,
+          toolVersion: VERSION,
+          verbose: flags.verbose === true,
+        };
         switch (chosenFormat(flags, 'text')) {
           case 'json':
             writeJson(io, present.validateJson(result));

@@ -61,6 +61,8 @@ export function parseFailure(error: PopefError, configPath: string): RawFinding 
     rule: 'config/parse',
     message: `failed to read text proto from ${configPath}: Error parsing text-format inference.ModelConfig: ${error.line ?? 0}:${error.column ?? 0}: ${error.message}`,
     hint: 'fix the syntax at that position (Triton fails to load the model with this message)',
+    // No rule that reads the config runs on a config that does not parse.
+    unusable: ['config'],
     ...(error.line === undefined ? {} : { at: { line: error.line, column: error.column ?? 0 } }),
   };
 }

@@ -96,6 +96,7 @@ export function versionFileRules(
         message: `version directory ${versionPath} of poplar model '${model}' holds no .popef file`,
         file: versionPath,
         hint: 'put the exported model there as executable.popef (popef scaffold does)',
+        unusable: ['popef'],
       });
   } else if (first !== 'executable.popef') {
     out.push({
@@ -111,6 +112,8 @@ export function versionFileRules(
       message: `version directory ${versionPath} of poplar model '${model}' holds no name_map.json`,
       file: versionPath,
       hint: `popef config FILE -o REPOSITORY -m '${model}' writes it (MODEL/1/name_map.json) from the PopEF anchors`,
+      // Without the map the config's names are compared with the anchors' as they are, which fails wherever the map would rename.
+      unusable: ['name-map'],
     });
   }
   return out;

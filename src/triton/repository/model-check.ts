@@ -10,6 +10,7 @@ import { parseFailure } from './check-text.js';
 import { checkConfig } from './config-rules.js';
 import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
 import { FindingSink, type SinkOptions } from './finding-sink.js';
+import type { RawFinding } from './findings.js';
 import {
   notCrossCheckedRule,
   popefBackendRule,
@@ -127,6 +128,8 @@ export async function checkModel(root: string, model: string, options: ValidateO
       message: `${error.message}; Triton cannot load model '${model}'`,
       file,
       hint: error.suggestion ?? 'check the permissions and the kind of the file',
+      // The check stops here: what it had not read yet, no rule read.
+      unusable: state.configRead ? ['name-map', 'popef'] : ['config', 'name-map', 'popef'],
     });
   }
   // The rules added later (the ensembles' steps) name no config path, as for a worker's result (SinkState):
@@ -142,6 +145,8 @@ export async function checkModel(root: string, model: string, options: ValidateO
 }
 
 interface CheckState {
+  /** Whether the config was read and its rules run (before that, a read that fails leaves everything unchecked). */
+  configRead?: boolean;
   config?: ModelConfig;
   versions: number[];
   /** Why the popef/* rules did not run (the first reason met). */
@@ -165,6 +170,7 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
   // Triton names the file as it opens it: under the repository path it was given.
   const configPath = join(dir, 'config.pbtxt');
   const directory = await readModelDirectory(dir, model, configFile, root);
+  state.configRead = true;
   for (const loop of directory.linkLoops) {
     sink.add({
       rule: 'layout/link-loop',
@@ -186,12 +192,14 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
             message: `model '${model}' has no config.pbtxt: Triton auto-completes an empty config, which it cannot do for a Poplar model`,
             file: configFile,
             hint: 'add a config.pbtxt (popef config generates one)',
+            unusable: ['config'],
           }
         : {
             rule: 'layout/config-missing',
             message: `model '${model}' has no config.pbtxt: an interrupted popef scaffold --force moved it to ${aside} in the repository`,
             file: configFile,
             hint: `run popef scaffold again for model ${model} (it finishes or undoes the interrupted one), or move ${aside} back to ${model}/config.pbtxt`,
+            unusable: ['config'],
           },
     );
   } else if (read.kind === 'link-outside') {
@@ -200,6 +208,7 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
       message: `${configFile} is a symbolic link that leaves the model repository; it was not read`,
       file: configFile,
       hint: 'copy the file into the repository instead of linking to it (popef pack refuses such links too)',
+      unusable: ['config'],
     });
   } else if (read.kind === 'unparsable') {
     const failure = parseFailure(read.error, configPath);
@@ -227,10 +236,12 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
   const notDone: NotCrossChecked[] = [];
   for (const v of directory.selected) {
     if (v.listError !== undefined) throw v.listError;
-    sink.addAll(versionFileRules(model, v, config, { requirePopef }));
+    const versionPath = `${model}/${v.dir}`;
+    // A cause in this version (no name map, a damaged PopEF) folds only what this version's files give.
+    const inVersion = (raws: Iterable<RawFinding>): RawFinding[] => [...raws].map((r) => ({ ...r, version: versionPath }));
+    sink.addAll(inVersion(versionFileRules(model, v, config, { requirePopef })));
     if (!servedByPoplar(v, config)) continue;
     if (v.nameMapError !== undefined) throw v.nameMapError;
-    const versionPath = `${model}/${v.dir}`;
     let nameMap: ParsedNameMap | undefined;
     let nameMapUsable = true;
     if (v.nameMapLinksOutside === true) {
@@ -239,11 +250,13 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
         message: `${versionPath}/name_map.json is a symbolic link that leaves the model repository; it was not read`,
         file: `${versionPath}/name_map.json`,
         hint: 'copy the file into the repository instead of linking to it (popef pack refuses such links too)',
+        unusable: ['name-map'],
+        version: versionPath,
       });
       nameMapUsable = false;
     } else if (v.nameMapText !== undefined) {
       const checked = nameMapRules(v.nameMapText, `${versionPath}/name_map.json`, model, config);
-      sink.addAll(checked.findings);
+      sink.addAll(inVersion(checked.findings));
       nameMap = checked.map;
       nameMapUsable = nameMap !== undefined && nameMap.schemaErrors.length === 0;
     }
@@ -260,7 +273,7 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
       verify: options.verify === true,
       ...(options.readForeignPopef === undefined ? {} : { readForeignPopef: options.readForeignPopef }),
     });
-    sink.addAll(outcome.findings);
+    sink.addAll(inVersion(outcome.findings));
     // With --require-popef, layout/popef-missing has said there is no PopEF already.
     if (outcome.notDone !== undefined && !(requirePopef && outcome.notDone.kind === 'no-popef')) notDone.push(outcome.notDone);
     if (outcome.skipped !== undefined) state.popefSkipped ??= outcome.skipped;

@@ -64,6 +64,7 @@ export function nameMapRules(text: string, file: string, model: string, config: 
       file,
       ...(at === undefined ? {} : { at }),
       hint: 'write one JSON object of "anchor": "name" pairs',
+      unusable: ['name-map'],
     });
     return { findings: out };
   }
@@ -73,6 +74,7 @@ export function nameMapRules(text: string, file: string, model: string, config: 
       message: `name_map.json does not match its schema: ${problem}`,
       file,
       hint: 'keys and values are non-empty strings (schemas/name-map.schema.json)',
+      unusable: ['name-map'],
     });
   const keys = new Map<string, SourcePos>();
   const values = new Map<string, string>();

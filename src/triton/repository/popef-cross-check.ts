@@ -14,7 +14,7 @@ import {
 import { FileSource } from '../../io/file-source.js';
 import { FILE_LIMITS, readRegularText } from '../../io/local-file.js';
 import type { ModelConfig } from '../model-config.js';
-import type { RawFinding, RuleId } from './findings.js';
+import type { RawFinding, RuleId, RuleInput } from './findings.js';
 import type { NotCrossChecked } from './layout-rules.js';
 import type { VersionDirectory } from './model-directory.js';
 import { checkAgainstPopef } from './popef-rules.js';
@@ -29,6 +29,9 @@ import { checkAgainstPopef } from './popef-rules.js';
  * with no PopEF file, a description alone, noted as such. When none of
  * these is there the cross-check is not done, and the caller says so.
  */
+
+/** What a PopEF that cannot be read, or a stale description, leaves unusable: nothing is compared with the anchors. */
+const POPEF: readonly RuleInput[] = ['popef'];
 
 /**
  * Reads one version's PopEF files that are not in the open layout (the
@@ -114,6 +117,7 @@ async function againstOpenLayout(
       return [
         {
           rule: 'popef/unreadable',
+          unusable: POPEF,
           message: `${shown.join(' + ')} hold${shown.length === 1 ? 's' : ''} ${set.models.length} models; the Poplar backend serves one per version`,
           file: shown[0],
           hint: 'keep one model per version directory',
@@ -125,6 +129,7 @@ async function againstOpenLayout(
       return [
         {
           rule: 'popef/unreadable',
+          unusable: POPEF,
           message: `executable "${opened.name}" in ${shown.join(' + ')} has no metadata`,
           file: shown[0],
           hint: 'export the model again',
@@ -140,6 +145,7 @@ async function againstOpenLayout(
     return [
       {
         rule: 'popef/unreadable',
+        unusable: POPEF,
         message: `${file ?? 'PopEF'}${where}: ${error.message} [${error.code}]`,
         ...(file === undefined ? {} : { file }),
         ...(error.suggestion === undefined ? {} : { hint: error.suggestion }),
@@ -162,7 +168,13 @@ function againstDescription(
   } catch (error) {
     if (!(error instanceof PopefError)) throw error;
     return [
-      { rule: 'popef/unreadable', message: `${file}: ${error.message}`, file, ...(error.suggestion === undefined ? {} : { hint: error.suggestion }) },
+      {
+        rule: 'popef/unreadable',
+        unusable: POPEF,
+        message: `${file}: ${error.message}`,
+        file,
+        ...(error.suggestion === undefined ? {} : { hint: error.suggestion }),
+      },
     ];
   }
 }
@@ -192,6 +204,7 @@ async function staleness(description: PopefDescription, check: VersionCheck, fil
     if (why !== undefined) {
       return {
         rule: 'popef/stale-description',
+        unusable: POPEF,
         message: `the PopEF description ${file} does not describe the file beside it: ${why}; anchors not cross-checked`,
         file,
         hint: `write it again from the new export: popef describe ${check.versionPath}/${d.name} --force`,
@@ -202,6 +215,7 @@ async function staleness(description: PopefDescription, check: VersionCheck, fil
   if (missing.length > 0) {
     return {
       rule: 'popef/stale-description',
+      unusable: POPEF,
       message: `the PopEF description ${file} does not describe ${missing.join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} beside it; anchors not cross-checked`,
       file,
       hint: `write it again: popef describe ${check.version.popefFiles.map((f) => `${check.versionPath}/${f}`).join(' ')} --force`,
@@ -232,6 +246,7 @@ async function readDescription(check: VersionCheck, name: string): Promise<{ des
     return {
       finding: {
         rule: 'popef/unreadable',
+        unusable: POPEF,
         message: `${file}: ${error.message}`,
         file,
         ...(error.suggestion === undefined ? {} : { hint: error.suggestion }),

@@ -185,11 +185,17 @@ export async function validateRepository(root: string, options: ValidateOptions 
   return { repository: root, models, findings: repositorySink.close() };
 }
 
-/** Counts of errors, warnings and notices over reports, and of the models whose PopEF cross-check was not done. */
+/**
+ * Counts of errors, warnings and notices over reports (causes and findings
+ * that follow from none), of the findings folded into their causes, and of
+ * the models whose PopEF cross-check was not done. A folded error leaves the
+ * exit code as it was: its cause is an error too.
+ */
 export function summarizeFindings(reports: readonly RepositoryReport[]): {
   errors: number;
   warnings: number;
   notices: number;
+  folded: number;
   models: number;
   notCrossChecked: number;
 } {
@@ -198,6 +204,7 @@ export function summarizeFindings(reports: readonly RepositoryReport[]): {
     errors: all.filter((f) => f.severity === 'error').length,
     warnings: all.filter((f) => f.severity === 'warning').length,
     notices: all.filter((f) => f.severity === 'info').length,
+    folded: all.reduce((n, f) => n + (f.consequences?.length ?? 0), 0),
     models: reports.reduce((n, r) => n + r.models.length, 0),
     notCrossChecked: reports.reduce((n, r) => n + r.models.filter((m) => m.findings.some((f) => f.rule === 'popef/not-cross-checked')).length, 0),
   };
