@@ -81,6 +81,9 @@ export interface GrpcServerOptions {
   readonly budget?: BodyBudget;
 }
 
+/** The longest delay setTimeout keeps (a signed 32-bit count of milliseconds). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** A response's leading headers (a new object each time: node:http2 may keep what it is given). */
 function responseHeaders(): OutgoingHttpHeaders {
   return { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': ACCEPTED_ENCODINGS };
@@ -196,6 +199,9 @@ class Call implements StreamCall {
     if (typeof timeout !== 'string') return undefined;
     const ms = parseTimeout(timeout);
     if (ms === undefined) return new GrpcStatusError(GrpcCode.INTERNAL, `invalid grpc-timeout "${timeout}"`);
+    // setTimeout waits at most 2^31-1 ms (24.8 days) and turns anything longer into 1 ms, with a warning on
+    // stderr: a deadline that far off (up to 99999999H is valid) is no deadline, as for a client that sends none.
+    if (ms > MAX_TIMER_MS) return undefined;
     this.timer = setTimeout(() => this.expire(), Math.max(0, Math.ceil(ms)));
     return undefined;
   }

@@ -190,4 +190,30 @@ describe('gRPC server on node:http2', () => {
       session.close();
     }
   });
+
+  /** A raw HTTP/2 call: its headers and trailers merged, once the stream closes. */
+  const raw = (headers: Record<string, string>, body: Buffer, endAfterMs = 0): Promise<Record<string, unknown>> =>
+    new Promise((resolve) => {
+      const session = connect(`http://127.0.0.1:${port}`);
+      session.on('error', () => undefined);
+      const stream = session.request({ ':method': 'POST', 'content-type': 'application/grpc', te: 'trailers', ...headers });
+      let seen: Record<string, unknown> = {};
+      stream.on('response', (h) => (seen = { ...seen, ...h }));
+      stream.on('trailers', (h: Record<string, unknown>) => (seen = { ...seen, ...h }));
+      stream.on('data', () => undefined);
+      stream.on('error', () => undefined);
+      stream.on('close', () => {
+        session.close();
+        resolve(seen);
+      });
+      stream.write(body);
+      setTimeout(() => stream.end(), endAfterMs);
+    });
+
+  it('a grpc-timeout past what setTimeout can wait (99999999H) is no deadline, not an immediate one', async () => {
+    for (const timeout of ['99999999H', '3000000S']) {
+      const answer = await raw({ ':path': '/t.S/Echo', 'grpc-timeout': timeout }, frameMessage(json.encode({ text: 'z' })), 100);
+      assert.equal(answer['grpc-status'], '0', `${timeout}: ${JSON.stringify(answer)}`);
+    }
+  });
 });
