@@ -223,7 +223,13 @@ class Call implements StreamCall {
       return this.fail(new GrpcStatusError(GrpcCode.INTERNAL, `cannot encode the response: ${(error as Error).message}`));
     }
     this.sendHeaders();
-    this.stream.write(frame);
+    if (this.stream.write(frame) || this.stream.isPaused()) return;
+    // The client is not taking its answers: its requests are not read until it does, so that HTTP/2 flow
+    // control holds it back, instead of the server answering every request it sends into a buffer without bound.
+    this.stream.pause();
+    this.stream.once('drain', () => {
+      if (!this.done) this.stream.resume();
+    });
   }
 
   end(): void {

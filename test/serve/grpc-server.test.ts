@@ -62,6 +62,7 @@ describe('gRPC server on node:http2', () => {
   let port = 0;
   let client: Client;
   let cancelled = 0;
+  let bigReceived = 0;
   before(async () => {
     const methods = new Map<string, GrpcMethod>([
       ['/t.S/Echo', { kind: 'unary', ...json, handle: (r) => Promise.resolve({ echo: r.text }) }],
@@ -88,6 +89,21 @@ describe('gRPC server on node:http2', () => {
           kind: 'bidi',
           ...json,
           open: (call) => ({ message: (r) => call.write({ echo: r.text }), halfClose: () => call.end() }),
+        },
+      ],
+      [
+        '/t.S/Big',
+        {
+          kind: 'bidi',
+          ...json,
+          // 64 KiB answered per small message: a client that never reads them fills the server's side.
+          open: (call) => ({
+            message: () => {
+              bigReceived += 1;
+              call.write({ pad: 'p'.repeat(64 * 1024) });
+            },
+            halfClose: () => call.end(),
+          }),
         },
       ],
     ]);
@@ -215,5 +231,22 @@ describe('gRPC server on node:http2', () => {
       const answer = await raw({ ':path': '/t.S/Echo', 'grpc-timeout': timeout }, frameMessage(json.encode({ text: 'z' })), 100);
       assert.equal(answer['grpc-status'], '0', `${timeout}: ${JSON.stringify(answer)}`);
     }
+  });
+
+  it('a bidi client that never reads its responses is not buffered without bound: the server stops reading its requests', async () => {
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => undefined);
+    const stream = session.request({ ':method': 'POST', ':path': '/t.S/Big', 'content-type': 'application/grpc', te: 'trailers' });
+    stream.on('error', () => undefined);
+    stream.pause(); // never read
+    const before = bigReceived;
+    // 900 bytes a request: 2000 of them are well past the HTTP/2 flow-control window (64 KiB) that paces a client.
+    const message = frameMessage(json.encode({ text: 'q'.repeat(900) }));
+    for (let i = 0; i < 2000; i++) stream.write(message);
+    await new Promise((r) => setTimeout(r, 1000));
+    const received = bigReceived - before;
+    session.destroy();
+    // 2000 answers of 64 KiB would be 125 MiB held by the server for a client that takes none of them.
+    assert.ok(received < 200, `the server read ${received} requests and buffered their answers`);
   });
 });
