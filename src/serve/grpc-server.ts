@@ -293,6 +293,9 @@ class Call implements StreamCall {
 
   private halfClosed(): void {
     if (this.done) return;
+    // A message cut short by the end of the request is an error, not a message that was never sent.
+    const incomplete = this.deframer.incomplete;
+    if (incomplete !== undefined) return this.fail(new GrpcStatusError(GrpcCode.INTERNAL, `the request ended inside a message (${incomplete})`));
     if (this.listeners !== undefined) return this.listeners.halfClose();
     const method = this.method as UnaryMethod;
     const request = this.request;

@@ -249,4 +249,13 @@ describe('gRPC server on node:http2', () => {
     // 2000 answers of 64 KiB would be 125 MiB held by the server for a client that takes none of them.
     assert.ok(received < 200, `the server read ${received} requests and buffered their answers`);
   });
+
+  it('a request that ends inside a message is INTERNAL, not OK with the message dropped (bidi) or "no request message" (unary)', async () => {
+    const cut = frameMessage(json.encode({ text: 'cut short' })).subarray(0, 9);
+    for (const path of ['/t.S/Chat', '/t.S/Echo']) {
+      const answer = await raw({ ':path': path }, Buffer.concat([frameMessage(json.encode({ text: 'whole' })), cut]));
+      assert.equal(answer['grpc-status'], String(status.INTERNAL), `${path}: ${JSON.stringify(answer)}`);
+      assert.match(String(answer['grpc-message']), /the request ended inside a message \(4 of 20 bytes\)/);
+    }
+  });
 });
