@@ -257,9 +257,22 @@ class Call implements StreamCall {
       if (message.compressed || this.queue !== undefined) {
         // Decompressed at once, handed over in turn.
         const decoded = decodeMessage(message, this.encoding, this.options.maxMessageLength);
-        this.enqueue(async () => this.received(await decoded));
+        this.enqueue(async () => this.received(this.count(await decoded)));
       } else this.received(message.bytes);
     }
+  }
+
+  /**
+   * A decompressed message's bytes, counted against the budget as well: the compressed ones alone would let
+   * a stream of small gzip bombs hold --max-request-size each, past --max-buffered.
+   */
+  private count(bytes: Buffer): Buffer {
+    try {
+      this.reservation?.take(bytes.byteLength);
+    } catch (error) {
+      throw new GrpcStatusError(GrpcCode.RESOURCE_EXHAUSTED, (error as Error).message);
+    }
+    return bytes;
   }
 
   /** Runs `step` after the messages being decompressed, or now when there are none. */

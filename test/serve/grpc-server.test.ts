@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:http2';
 import { gzipSync } from 'node:zlib';
 import { Client, compressionAlgorithms, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { BodyBudget } from '../../src/serve/body-budget.js';
 import { GrpcServer, type GrpcMethod } from '../../src/serve/grpc-server.js';
 import { GrpcCode, GrpcStatusError, MessageDeframer, decodeMessage, frameMessage, parseTimeout, percentEncode } from '../../src/serve/grpc-wire.js';
 
@@ -256,6 +257,37 @@ describe('gRPC server on node:http2', () => {
       const answer = await raw({ ':path': path }, Buffer.concat([frameMessage(json.encode({ text: 'whole' })), cut]));
       assert.equal(answer['grpc-status'], String(status.INTERNAL), `${path}: ${JSON.stringify(answer)}`);
       assert.match(String(answer['grpc-message']), /the request ended inside a message \(4 of 20 bytes\)/);
+    }
+  });
+
+  it('a gzip bomb (100 bytes inflating to 50 KB) counts its inflated bytes against the budget, not just the compressed ones', async () => {
+    const budget = new BodyBudget(10_000);
+    const small = new GrpcServer(new Map<string, GrpcMethod>([['/t.S/Echo', { kind: 'unary', ...json, handle: () => Promise.resolve({}) }]]), {
+      maxMessageLength: 100_000,
+      budget,
+    });
+    const smallPort = await small.listen(0, '127.0.0.1');
+    try {
+      const bomb = gzipSync(json.encode({ text: ' '.repeat(50_000) }));
+      const body = Buffer.concat([Buffer.from([1, 0, 0, 0, 0]), bomb]);
+      body.writeUInt32BE(bomb.byteLength, 1);
+      const session = connect(`http://127.0.0.1:${smallPort}`);
+      const answer = await new Promise<Record<string, unknown>>((resolve) => {
+        const stream = session.request({ ':method': 'POST', ':path': '/t.S/Echo', 'content-type': 'application/grpc', 'grpc-encoding': 'gzip' });
+        let seen: Record<string, unknown> = {};
+        stream.on('response', (h) => (seen = { ...seen, ...h }));
+        stream.on('trailers', (h: Record<string, unknown>) => (seen = { ...seen, ...h }));
+        stream.on('data', () => undefined);
+        stream.on('close', () => resolve(seen));
+        stream.end(body);
+      });
+      session.close();
+      assert.equal(answer['grpc-status'], String(status.RESOURCE_EXHAUSTED), JSON.stringify(answer));
+      assert.match(decodeURIComponent(String(answer['grpc-message'])), /the most it buffers at once \(--max-buffered 10000\)/);
+      for (let i = 0; i < 50 && budget.bytes !== 0; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(budget.bytes, 0, 'given back');
+    } finally {
+      await small.close();
     }
   });
 });
