@@ -139,7 +139,8 @@ export class GrpcServer {
     // Errors of a stream (a reset, a closed session) end it; its 'close' says so to the call.
     stream.on('error', () => undefined);
     const contentType = headers['content-type'];
-    if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+    // application/grpc, alone or with a +subtype or ;parameters: "application/grpcfoo" is another type (Triton resets it).
+    if (typeof contentType !== 'string' || !/^application\/grpc(?:$|[+;])/.test(contentType)) {
       // The protocol's answer to a request that is not gRPC: HTTP 415.
       stream.respond({ ':status': 415 }, { endStream: true });
       return;

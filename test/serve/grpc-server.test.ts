@@ -290,4 +290,11 @@ describe('gRPC server on node:http2', () => {
       await small.close();
     }
   });
+
+  it('a content-type that only begins with application/grpc ("application/grpcfoo") is 415, and +proto or ;charset is gRPC', async () => {
+    const body = frameMessage(json.encode({ text: 'z' }));
+    assert.equal((await raw({ ':path': '/t.S/Echo', 'content-type': 'application/grpcfoo' }, body))[':status'], 415);
+    for (const type of ['application/grpc+proto', 'application/grpc;charset=utf-8'])
+      assert.equal((await raw({ ':path': '/t.S/Echo', 'content-type': type }, body))['grpc-status'], '0', type);
+  });
 });
