@@ -165,6 +165,8 @@ class Call implements StreamCall {
   private queue: Promise<void> | undefined;
   private request: Record<string, unknown> | undefined;
   private listeners: ReturnType<BidiMethod['open']> | undefined;
+  /** A stream's request that could not be read: its status once the answers before it are out. */
+  private failure: { error: GrpcStatusError; stopReading: boolean } | undefined;
 
   constructor(
     private readonly stream: ServerHttp2Stream,
@@ -229,23 +231,24 @@ class Call implements StreamCall {
     // control holds it back, instead of the server answering every request it sends into a buffer without bound.
     this.stream.pause();
     this.stream.once('drain', () => {
-      if (!this.done) this.stream.resume();
+      if (!this.done && this.failure === undefined) this.stream.resume();
     });
   }
 
   end(): void {
+    if (this.failure !== undefined) return this.fail(this.failure.error, this.failure.stopReading);
     this.finish({ 'grpc-status': String(GrpcCode.OK) });
   }
 
   private data(chunk: Buffer): void {
-    if (this.done) return;
+    if (this.done || this.failure !== undefined) return;
     let messages: RawMessage[];
     try {
       this.reservation?.take(chunk.byteLength);
       messages = this.deframer.push(chunk);
     } catch (error) {
       // Past the budget or the size limit: answered now, and the rest of the request is not read.
-      this.fail(error instanceof GrpcStatusError ? error : new GrpcStatusError(GrpcCode.RESOURCE_EXHAUSTED, (error as Error).message), true);
+      this.refuse(error instanceof GrpcStatusError ? error : new GrpcStatusError(GrpcCode.RESOURCE_EXHAUSTED, (error as Error).message), true);
       return;
     }
     if (this.method?.kind === 'bidi' && this.reservation !== undefined && this.options.budget !== undefined) {
@@ -283,7 +286,7 @@ class Call implements StreamCall {
   }
 
   private enqueue(step: () => void | Promise<void>): void {
-    const next = (this.queue ?? Promise.resolve()).then(step).catch((error: unknown) => this.fail(asStatus(error)));
+    const next = (this.queue ?? Promise.resolve()).then(step).catch((error: unknown) => this.refuse(asStatus(error)));
     this.queue = next;
     void next.then(() => {
       if (this.queue === next) this.queue = undefined;
@@ -291,13 +294,13 @@ class Call implements StreamCall {
   }
 
   private received(bytes: Buffer): void {
-    if (this.done) return;
+    if (this.done || this.failure !== undefined) return;
     const method = this.method as GrpcMethod;
     let request: Record<string, unknown>;
     try {
       request = method.decode(bytes);
     } catch (error) {
-      return this.fail(new GrpcStatusError(GrpcCode.INTERNAL, `cannot decode the request message: ${(error as Error).message}`));
+      return this.refuse(new GrpcStatusError(GrpcCode.INTERNAL, `cannot decode the request message: ${(error as Error).message}`));
     }
     if (this.listeners !== undefined) this.listeners.message(request);
     else if (this.request !== undefined)
@@ -306,10 +309,10 @@ class Call implements StreamCall {
   }
 
   private halfClosed(): void {
-    if (this.done) return;
+    if (this.done || this.failure !== undefined) return;
     // A message cut short by the end of the request is an error, not a message that was never sent.
     const incomplete = this.deframer.incomplete;
-    if (incomplete !== undefined) return this.fail(new GrpcStatusError(GrpcCode.INTERNAL, `the request ended inside a message (${incomplete})`));
+    if (incomplete !== undefined) return this.refuse(new GrpcStatusError(GrpcCode.INTERNAL, `the request ended inside a message (${incomplete})`));
     if (this.listeners !== undefined) return this.listeners.halfClose();
     const method = this.method as UnaryMethod;
     const request = this.request;
@@ -353,6 +356,19 @@ class Call implements StreamCall {
     // once, nghttp2 would drop the status frame queued before it, and the client would see only CANCELLED.
     if (stopReading && !stream.readableEnded) setImmediate(() => stream.close(http2Constants.NGHTTP2_CANCEL));
     else stream.resume();
+  }
+
+  /**
+   * A request the call cannot read: a unary call fails now; a stream stops reading and ends with the error
+   * once the answers to the requests before it are written (its method is told of the half-close and ends the
+   * call when they are), so that those answers are not lost with it.
+   */
+  private refuse(error: GrpcStatusError, stopReading = false): void {
+    if (this.listeners === undefined || this.done) return this.fail(error, stopReading);
+    if (this.failure !== undefined) return;
+    this.failure = { error, stopReading };
+    this.stream.pause();
+    this.listeners.halfClose();
   }
 
   private fail(error: GrpcStatusError, stopReading = false): void {

@@ -107,6 +107,32 @@ describe('gRPC server on node:http2', () => {
           }),
         },
       ],
+      [
+        '/t.S/Later',
+        {
+          kind: 'bidi',
+          ...json,
+          // Each answer 50 ms after its request, the call ended once all are out, as ModelStreamInfer does.
+          open: (call) => {
+            let pending = 0;
+            let ended = false;
+            return {
+              message: (r) => {
+                pending += 1;
+                setTimeout(() => {
+                  call.write({ echo: r.text });
+                  pending -= 1;
+                  if (ended && pending === 0) call.end();
+                }, 50);
+              },
+              halfClose: () => {
+                ended = true;
+                if (pending === 0) call.end();
+              },
+            };
+          },
+        },
+      ],
     ]);
     server = new GrpcServer(methods, { maxMessageLength: 1024 });
     port = await server.listen(0, '127.0.0.1');
@@ -296,5 +322,27 @@ describe('gRPC server on node:http2', () => {
     assert.equal((await raw({ ':path': '/t.S/Echo', 'content-type': 'application/grpcfoo' }, body))[':status'], 415);
     for (const type of ['application/grpc+proto', 'application/grpc;charset=utf-8'])
       assert.equal((await raw({ ':path': '/t.S/Echo', 'content-type': type }, body))['grpc-status'], '0', type);
+  });
+
+  it('a bad message in the middle of a bidi stream ends it INTERNAL after the answers to the good ones before it', async () => {
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => undefined);
+    const stream = session.request({ ':method': 'POST', ':path': '/t.S/Later', 'content-type': 'application/grpc', te: 'trailers' });
+    let body = Buffer.alloc(0);
+    let trailers: Record<string, unknown> = {};
+    stream.on('data', (d: Buffer) => (body = Buffer.concat([body, d])));
+    stream.on('response', (h) => (trailers = { ...h, ...trailers }));
+    stream.on('trailers', (h: Record<string, unknown>) => (trailers = { ...trailers, ...h }));
+    stream.on('error', () => undefined);
+    const closed = new Promise((r) => stream.on('close', r));
+    stream.end(Buffer.concat([frameMessage(json.encode({ text: 'a' })), frameMessage(Buffer.from('{')), frameMessage(json.encode({ text: 'b' }))]));
+    await closed;
+    session.close();
+    const answers = [];
+    const d = new MessageDeframer(1 << 20);
+    for (const m of d.push(body)) answers.push(json.decode(m.bytes));
+    assert.deepEqual(answers, [{ echo: 'a' }]);
+    assert.equal(trailers['grpc-status'], String(status.INTERNAL), JSON.stringify(trailers));
+    assert.match(String(trailers['grpc-message']), /cannot decode the request message/);
   });
 });
