@@ -84,6 +84,9 @@ export interface GrpcServerOptions {
 /** The longest delay setTimeout keeps (a signed 32-bit count of milliseconds). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** The most bytes of headers a response's status is given, whatever the client allows. */
+const MAX_MESSAGE_HEADER = 65_535;
+
 /** A response's leading headers (a new object each time: node:http2 may keep what it is given). */
 function responseHeaders(): OutgoingHttpHeaders {
   return { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': ACCEPTED_ENCODINGS };
@@ -372,7 +375,19 @@ class Call implements StreamCall {
   }
 
   private fail(error: GrpcStatusError, stopReading = false): void {
-    this.finish({ 'grpc-status': String(error.code), 'grpc-message': percentEncode(error.message) }, stopReading);
+    this.finish({ 'grpc-status': String(error.code), 'grpc-message': this.fitted(percentEncode(error.message)) }, stopReading);
+  }
+
+  /**
+   * grpc-message cut to what the client takes in one header list (its SETTINGS_MAX_HEADER_LIST_SIZE, 64 KiB
+   * at most): a longer one (a message quoting a 200 KB model name) makes nghttp2 reset the stream, and the
+   * client gets no status at all.
+   */
+  private fitted(encoded: string): string {
+    const limit = Math.min(this.stream.session?.remoteSettings.maxHeaderListSize ?? MAX_MESSAGE_HEADER, MAX_MESSAGE_HEADER) - 1024;
+    if (encoded.length <= limit) return encoded;
+    // Not inside a %XX.
+    return `${encoded.slice(0, Math.max(0, limit - 3)).replace(/%[0-9A-F]?$/, '')}...`;
   }
 
   private expire(): void {

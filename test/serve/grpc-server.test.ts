@@ -69,6 +69,10 @@ describe('gRPC server on node:http2', () => {
       ['/t.S/Echo', { kind: 'unary', ...json, handle: (r) => Promise.resolve({ echo: r.text }) }],
       ['/t.S/Fail', { kind: 'unary', ...json, handle: () => Promise.reject(new GrpcStatusError(GrpcCode.NOT_FOUND, "no model 'x' (100%)")) }],
       [
+        '/t.S/Loud',
+        { kind: 'unary', ...json, handle: () => Promise.reject(new GrpcStatusError(GrpcCode.NOT_FOUND, `no model '${'m'.repeat(200_000)}'`)) },
+      ],
+      [
         '/t.S/Slow',
         {
           kind: 'unary',
@@ -344,5 +348,13 @@ describe('gRPC server on node:http2', () => {
     assert.deepEqual(answers, [{ echo: 'a' }]);
     assert.equal(trailers['grpc-status'], String(status.INTERNAL), JSON.stringify(trailers));
     assert.match(String(trailers['grpc-message']), /cannot decode the request message/);
+  });
+
+  it("an error message too long for the client's header list (a 200 KB model name) is cut, not a reset stream with no status", async () => {
+    const { error } = await unary('/t.S/Loud', {});
+    assert.equal(error?.code, status.NOT_FOUND, String(error));
+    assert.match(error.details, /^no model 'm+\.\.\.$/);
+    assert.ok(error.details.length < 65_535, String(error.details.length));
+    assert.ok(error.details.length > 30_000, String(error.details.length));
   });
 });
