@@ -84,8 +84,12 @@ export interface GrpcServerOptions {
 /** The longest delay setTimeout keeps (a signed 32-bit count of milliseconds). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** The most bytes of headers a response's status is given, whatever the client allows. */
-const MAX_MESSAGE_HEADER = 65_535;
+/**
+ * The most bytes of headers a response's status is given, whatever the client allows: grpc C-core's clients
+ * (grpcio, so tritonclient) advertise 16 KiB but fail a call whose metadata passes 8 KiB (the soft limit of
+ * grpc.max_metadata_size) with RESOURCE_EXHAUSTED, losing the status (Triton's own long messages do that).
+ */
+const MAX_MESSAGE_HEADER = 8192;
 
 /** A response's leading headers (a new object each time: node:http2 may keep what it is given). */
 function responseHeaders(): OutgoingHttpHeaders {
@@ -379,7 +383,7 @@ class Call implements StreamCall {
   }
 
   /**
-   * grpc-message cut to what the client takes in one header list (its SETTINGS_MAX_HEADER_LIST_SIZE, 64 KiB
+   * grpc-message cut to what the client takes in one header list (its SETTINGS_MAX_HEADER_LIST_SIZE, 8 KiB
    * at most): a longer one (a message quoting a 200 KB model name) makes nghttp2 reset the stream, and the
    * client gets no status at all.
    */
