@@ -68,8 +68,12 @@ export interface UnaryMethod extends Codecs {
 /** A method that reads a stream of requests and writes a stream of responses. */
 export interface BidiMethod extends Codecs {
   readonly kind: 'bidi';
-  /** Called once per call; the returned listeners receive its requests in order, then its half-close. */
-  open(call: StreamCall): { message(request: Record<string, unknown>): void; halfClose(): void };
+  /**
+   * Called once per call; the returned listeners receive its requests in order, then its half-close. A
+   * request's promise, when `message` returns one, settles once it is answered: until then its bytes count
+   * as the stream's, and past --max-request-size of them the stream's next requests wait.
+   */
+  open(call: StreamCall): { message(request: Record<string, unknown>): unknown; halfClose(): void };
 }
 
 export type GrpcMethod = UnaryMethod | BidiMethod;
@@ -90,6 +94,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * grpc.max_metadata_size) with RESOURCE_EXHAUSTED, losing the status (Triton's own long messages do that).
  */
 const MAX_MESSAGE_HEADER = 8192;
+
+/** The most requests of one stream waiting for their answers before its next ones are not read. */
+const MAX_WAITING = 1024;
 
 /** A response's leading headers (a new object each time: node:http2 may keep what it is given). */
 function responseHeaders(): OutgoingHttpHeaders {
@@ -174,6 +181,9 @@ class Call implements StreamCall {
   private listeners: ReturnType<BidiMethod['open']> | undefined;
   /** A stream's request that could not be read: its status once the answers before it are out. */
   private failure: { error: GrpcStatusError; stopReading: boolean } | undefined;
+  /** A stream's requests handed to its method and not yet answered: their count and bytes. */
+  private waiting = 0;
+  private waitingBytes = 0;
 
   constructor(
     private readonly stream: ServerHttp2Stream,
@@ -237,9 +247,17 @@ class Call implements StreamCall {
     // The client is not taking its answers: its requests are not read until it does, so that HTTP/2 flow
     // control holds it back, instead of the server answering every request it sends into a buffer without bound.
     this.stream.pause();
-    this.stream.once('drain', () => {
-      if (!this.done && this.failure === undefined) this.stream.resume();
-    });
+    this.stream.once('drain', () => this.resume());
+  }
+
+  /** Reads the stream's requests again, unless its answers are still backed up or too many requests wait. */
+  private resume(): void {
+    if (this.done || this.failure !== undefined || this.stream.writableNeedDrain || this.tooManyWaiting()) return;
+    this.stream.resume();
+  }
+
+  private tooManyWaiting(): boolean {
+    return this.waitingBytes >= this.options.maxMessageLength || this.waiting >= MAX_WAITING;
   }
 
   end(): void {
@@ -309,10 +327,29 @@ class Call implements StreamCall {
     } catch (error) {
       return this.refuse(new GrpcStatusError(GrpcCode.INTERNAL, `cannot decode the request message: ${(error as Error).message}`));
     }
-    if (this.listeners !== undefined) this.listeners.message(request);
+    if (this.listeners !== undefined) this.wait(this.listeners.message(request), bytes.byteLength);
     else if (this.request !== undefined)
       this.fail(new GrpcStatusError(GrpcCode.UNIMPLEMENTED, `a second request message on the unary method ${this.path}`));
     else this.request = request;
+  }
+
+  /**
+   * Counts a stream's request until it is answered: a client pipelining requests faster than the model
+   * answers them is held back by flow control once they add up, rather than queued without bound (the
+   * budget counts each message only while it arrives).
+   */
+  private wait(answered: unknown, bytes: number): void {
+    if (!(answered instanceof Promise)) return;
+    this.waiting += 1;
+    this.waitingBytes += bytes;
+    if (this.tooManyWaiting()) this.stream.pause();
+    const settled = (): void => {
+      this.waiting -= 1;
+      this.waitingBytes -= bytes;
+      if (this.stream.isPaused()) this.resume();
+    };
+    // A rejection is the method's to report; here it only ends the wait (finally would pass it on, unhandled).
+    answered.then(settled, settled);
   }
 
   private halfClosed(): void {

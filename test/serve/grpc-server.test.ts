@@ -64,6 +64,7 @@ describe('gRPC server on node:http2', () => {
   let client: Client;
   let cancelled = 0;
   let bigReceived = 0;
+  let neverReceived = 0;
   before(async () => {
     const methods = new Map<string, GrpcMethod>([
       ['/t.S/Echo', { kind: 'unary', ...json, handle: (r) => Promise.resolve({ echo: r.text }) }],
@@ -135,6 +136,21 @@ describe('gRPC server on node:http2', () => {
               },
             };
           },
+        },
+      ],
+      [
+        '/t.S/Never',
+        {
+          kind: 'bidi',
+          ...json,
+          // A model that never answers: every request waits.
+          open: () => ({
+            message: () => {
+              neverReceived += 1;
+              return new Promise<void>(() => undefined);
+            },
+            halfClose: () => undefined,
+          }),
         },
       ],
     ]);
@@ -356,5 +372,20 @@ describe('gRPC server on node:http2', () => {
     assert.match(error.details, /^no model 'm+\.\.\.$/);
     assert.ok(error.details.length < 8192, String(error.details.length));
     assert.ok(error.details.length > 5000, String(error.details.length));
+  });
+
+  it('a bidi client pipelining requests faster than they are answered is held back: the server stops reading them', async () => {
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => undefined);
+    const stream = session.request({ ':method': 'POST', ':path': '/t.S/Never', 'content-type': 'application/grpc', te: 'trailers' });
+    stream.on('error', () => undefined);
+    const before = neverReceived;
+    const message = frameMessage(json.encode({ text: 'q'.repeat(900) }));
+    for (let i = 0; i < 2000; i++) stream.write(message);
+    await new Promise((r) => setTimeout(r, 1000));
+    const received = neverReceived - before;
+    session.destroy();
+    // 2000 requests waiting at once would be 1.8 MB held for a stream whose messages may be 1024 bytes each.
+    assert.ok(received < 200, `the server took ${received} requests that wait for their answers`);
   });
 });
