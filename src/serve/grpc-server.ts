@@ -68,8 +68,12 @@ export interface UnaryMethod extends Codecs {
 /** A method that reads a stream of requests and writes a stream of responses. */
 export interface BidiMethod extends Codecs {
   readonly kind: 'bidi';
-  /** Called once per call; the returned listeners receive its requests in order, then its half-close. */
-  open(call: StreamCall): { message(request: Record<string, unknown>): void; halfClose(): void };
+  /**
+   * Called once per call; the returned listeners receive its requests in order, then its half-close. A
+   * request's promise, when `message` returns one, settles once it is answered: until then its bytes count
+   * as the stream's, and past --max-request-size of them the stream's next requests wait.
+   */
+  open(call: StreamCall): { message(request: Record<string, unknown>): unknown; halfClose(): void };
 }
 
 export type GrpcMethod = UnaryMethod | BidiMethod;
@@ -80,6 +84,19 @@ export interface GrpcServerOptions {
   /** The bytes of request bodies held across the whole server (body-budget.ts). */
   readonly budget?: BodyBudget;
 }
+
+/** The longest delay setTimeout keeps (a signed 32-bit count of milliseconds). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The most bytes of headers a response's status is given, whatever the client allows: grpc C-core's clients
+ * (grpcio, so tritonclient) advertise 16 KiB but fail a call whose metadata passes 8 KiB (the soft limit of
+ * grpc.max_metadata_size) with RESOURCE_EXHAUSTED, losing the status (Triton's own long messages do that).
+ */
+const MAX_MESSAGE_HEADER = 8192;
+
+/** The most requests of one stream waiting for their answers before its next ones are not read. */
+const MAX_WAITING = 1024;
 
 /** A response's leading headers (a new object each time: node:http2 may keep what it is given). */
 function responseHeaders(): OutgoingHttpHeaders {
@@ -136,7 +153,8 @@ export class GrpcServer {
     // Errors of a stream (a reset, a closed session) end it; its 'close' says so to the call.
     stream.on('error', () => undefined);
     const contentType = headers['content-type'];
-    if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+    // application/grpc, alone or with a +subtype or ;parameters: "application/grpcfoo" is another type (Triton resets it).
+    if (typeof contentType !== 'string' || !/^application\/grpc(?:$|[+;])/.test(contentType)) {
       // The protocol's answer to a request that is not gRPC: HTTP 415.
       stream.respond({ ':status': 415 }, { endStream: true });
       return;
@@ -161,6 +179,11 @@ class Call implements StreamCall {
   private queue: Promise<void> | undefined;
   private request: Record<string, unknown> | undefined;
   private listeners: ReturnType<BidiMethod['open']> | undefined;
+  /** A stream's request that could not be read: its status once the answers before it are out. */
+  private failure: { error: GrpcStatusError; stopReading: boolean } | undefined;
+  /** A stream's requests handed to its method and not yet answered: their count and bytes. */
+  private waiting = 0;
+  private waitingBytes = 0;
 
   constructor(
     private readonly stream: ServerHttp2Stream,
@@ -196,6 +219,9 @@ class Call implements StreamCall {
     if (typeof timeout !== 'string') return undefined;
     const ms = parseTimeout(timeout);
     if (ms === undefined) return new GrpcStatusError(GrpcCode.INTERNAL, `invalid grpc-timeout "${timeout}"`);
+    // setTimeout waits at most 2^31-1 ms (24.8 days) and turns anything longer into 1 ms, with a warning on
+    // stderr: a deadline that far off (up to 99999999H is valid) is no deadline, as for a client that sends none.
+    if (ms > MAX_TIMER_MS) return undefined;
     this.timer = setTimeout(() => this.expire(), Math.max(0, Math.ceil(ms)));
     return undefined;
   }
@@ -217,22 +243,37 @@ class Call implements StreamCall {
       return this.fail(new GrpcStatusError(GrpcCode.INTERNAL, `cannot encode the response: ${(error as Error).message}`));
     }
     this.sendHeaders();
-    this.stream.write(frame);
+    if (this.stream.write(frame) || this.stream.isPaused()) return;
+    // The client is not taking its answers: its requests are not read until it does, so that HTTP/2 flow
+    // control holds it back, instead of the server answering every request it sends into a buffer without bound.
+    this.stream.pause();
+    this.stream.once('drain', () => this.resume());
+  }
+
+  /** Reads the stream's requests again, unless its answers are still backed up or too many requests wait. */
+  private resume(): void {
+    if (this.done || this.failure !== undefined || this.stream.writableNeedDrain || this.tooManyWaiting()) return;
+    this.stream.resume();
+  }
+
+  private tooManyWaiting(): boolean {
+    return this.waitingBytes >= this.options.maxMessageLength || this.waiting >= MAX_WAITING;
   }
 
   end(): void {
+    if (this.failure !== undefined) return this.fail(this.failure.error, this.failure.stopReading);
     this.finish({ 'grpc-status': String(GrpcCode.OK) });
   }
 
   private data(chunk: Buffer): void {
-    if (this.done) return;
+    if (this.done || this.failure !== undefined) return;
     let messages: RawMessage[];
     try {
       this.reservation?.take(chunk.byteLength);
       messages = this.deframer.push(chunk);
     } catch (error) {
       // Past the budget or the size limit: answered now, and the rest of the request is not read.
-      this.fail(error instanceof GrpcStatusError ? error : new GrpcStatusError(GrpcCode.RESOURCE_EXHAUSTED, (error as Error).message), true);
+      this.refuse(error instanceof GrpcStatusError ? error : new GrpcStatusError(GrpcCode.RESOURCE_EXHAUSTED, (error as Error).message), true);
       return;
     }
     if (this.method?.kind === 'bidi' && this.reservation !== undefined && this.options.budget !== undefined) {
@@ -245,9 +286,22 @@ class Call implements StreamCall {
       if (message.compressed || this.queue !== undefined) {
         // Decompressed at once, handed over in turn.
         const decoded = decodeMessage(message, this.encoding, this.options.maxMessageLength);
-        this.enqueue(async () => this.received(await decoded));
+        this.enqueue(async () => this.received(this.count(await decoded)));
       } else this.received(message.bytes);
     }
+  }
+
+  /**
+   * A decompressed message's bytes, counted against the budget as well: the compressed ones alone would let
+   * a stream of small gzip bombs hold --max-request-size each, past --max-buffered.
+   */
+  private count(bytes: Buffer): Buffer {
+    try {
+      this.reservation?.take(bytes.byteLength);
+    } catch (error) {
+      throw new GrpcStatusError(GrpcCode.RESOURCE_EXHAUSTED, (error as Error).message);
+    }
+    return bytes;
   }
 
   /** Runs `step` after the messages being decompressed, or now when there are none. */
@@ -257,7 +311,7 @@ class Call implements StreamCall {
   }
 
   private enqueue(step: () => void | Promise<void>): void {
-    const next = (this.queue ?? Promise.resolve()).then(step).catch((error: unknown) => this.fail(asStatus(error)));
+    const next = (this.queue ?? Promise.resolve()).then(step).catch((error: unknown) => this.refuse(asStatus(error)));
     this.queue = next;
     void next.then(() => {
       if (this.queue === next) this.queue = undefined;
@@ -265,22 +319,44 @@ class Call implements StreamCall {
   }
 
   private received(bytes: Buffer): void {
-    if (this.done) return;
+    if (this.done || this.failure !== undefined) return;
     const method = this.method as GrpcMethod;
     let request: Record<string, unknown>;
     try {
       request = method.decode(bytes);
     } catch (error) {
-      return this.fail(new GrpcStatusError(GrpcCode.INTERNAL, `cannot decode the request message: ${(error as Error).message}`));
+      return this.refuse(new GrpcStatusError(GrpcCode.INTERNAL, `cannot decode the request message: ${(error as Error).message}`));
     }
-    if (this.listeners !== undefined) this.listeners.message(request);
+    if (this.listeners !== undefined) this.wait(this.listeners.message(request), bytes.byteLength);
     else if (this.request !== undefined)
       this.fail(new GrpcStatusError(GrpcCode.UNIMPLEMENTED, `a second request message on the unary method ${this.path}`));
     else this.request = request;
   }
 
+  /**
+   * Counts a stream's request until it is answered: a client pipelining requests faster than the model
+   * answers them is held back by flow control once they add up, rather than queued without bound (the
+   * budget counts each message only while it arrives).
+   */
+  private wait(answered: unknown, bytes: number): void {
+    if (!(answered instanceof Promise)) return;
+    this.waiting += 1;
+    this.waitingBytes += bytes;
+    if (this.tooManyWaiting()) this.stream.pause();
+    const settled = (): void => {
+      this.waiting -= 1;
+      this.waitingBytes -= bytes;
+      if (this.stream.isPaused()) this.resume();
+    };
+    // A rejection is the method's to report; here it only ends the wait (finally would pass it on, unhandled).
+    answered.then(settled, settled);
+  }
+
   private halfClosed(): void {
-    if (this.done) return;
+    if (this.done || this.failure !== undefined) return;
+    // A message cut short by the end of the request is an error, not a message that was never sent.
+    const incomplete = this.deframer.incomplete;
+    if (incomplete !== undefined) return this.refuse(new GrpcStatusError(GrpcCode.INTERNAL, `the request ended inside a message (${incomplete})`));
     if (this.listeners !== undefined) return this.listeners.halfClose();
     const method = this.method as UnaryMethod;
     const request = this.request;
@@ -326,8 +402,33 @@ class Call implements StreamCall {
     else stream.resume();
   }
 
+  /**
+   * A request the call cannot read: a unary call fails now; a stream stops reading and ends with the error
+   * once the answers to the requests before it are written (its method is told of the half-close and ends the
+   * call when they are), so that those answers are not lost with it.
+   */
+  private refuse(error: GrpcStatusError, stopReading = false): void {
+    if (this.listeners === undefined || this.done) return this.fail(error, stopReading);
+    if (this.failure !== undefined) return;
+    this.failure = { error, stopReading };
+    this.stream.pause();
+    this.listeners.halfClose();
+  }
+
   private fail(error: GrpcStatusError, stopReading = false): void {
-    this.finish({ 'grpc-status': String(error.code), 'grpc-message': percentEncode(error.message) }, stopReading);
+    this.finish({ 'grpc-status': String(error.code), 'grpc-message': this.fitted(percentEncode(error.message)) }, stopReading);
+  }
+
+  /**
+   * grpc-message cut to what the client takes in one header list (its SETTINGS_MAX_HEADER_LIST_SIZE, 8 KiB
+   * at most): a longer one (a message quoting a 200 KB model name) makes nghttp2 reset the stream, and the
+   * client gets no status at all.
+   */
+  private fitted(encoded: string): string {
+    const limit = Math.min(this.stream.session?.remoteSettings.maxHeaderListSize ?? MAX_MESSAGE_HEADER, MAX_MESSAGE_HEADER) - 1024;
+    if (encoded.length <= limit) return encoded;
+    // Not inside a %XX.
+    return `${encoded.slice(0, Math.max(0, limit - 3)).replace(/%[0-9A-F]?$/, '')}...`;
   }
 
   private expire(): void {

@@ -259,7 +259,7 @@ export class GrpcTransport extends TransportBase {
    * A stream the client cancels cancels the requests it still has running
    * (the call's signal).
    */
-  private stream(call: StreamCall): { message(request: Message): void; halfClose(): void } {
+  private stream(call: StreamCall): { message(request: Message): Promise<void>; halfClose(): void } {
     let previous: Promise<void> = Promise.resolve();
     let ended = false;
     let pending = 0;
@@ -280,6 +280,8 @@ export class GrpcTransport extends TransportBase {
         });
         // streamAnswer settles every request as an answer: nothing rejects here, and the chain must never break.
         previous = previous.catch(() => undefined);
+        // Settled once this request's answer is written: the server counts it as waiting until then.
+        return previous;
       },
       halfClose: () => {
         ended = true;

@@ -78,6 +78,13 @@ export class MessageDeframer {
     return this.prefixSeen < PREFIX_BYTES ? this.prefixSeen : PREFIX_BYTES + this.bodySeen;
   }
 
+  /** How much of a message cut short is held, for the error when the request ends there; undefined between messages. */
+  get incomplete(): string | undefined {
+    if (this.prefixSeen === 0) return undefined;
+    if (this.prefixSeen < PREFIX_BYTES) return `${this.prefixSeen} of the ${PREFIX_BYTES} bytes of its prefix`;
+    return `${this.bodySeen} of ${this.body?.byteLength ?? 0} bytes`;
+  }
+
   /** The messages completed by `chunk`; throws RESOURCE_EXHAUSTED for one past the limit. */
   push(chunk: Buffer): RawMessage[] {
     const out: RawMessage[] = [];

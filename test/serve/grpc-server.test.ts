@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { connect } from 'node:http2';
 import { gzipSync } from 'node:zlib';
 import { Client, compressionAlgorithms, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { BodyBudget } from '../../src/serve/body-budget.js';
 import { GrpcServer, type GrpcMethod } from '../../src/serve/grpc-server.js';
 import { GrpcCode, GrpcStatusError, MessageDeframer, decodeMessage, frameMessage, parseTimeout, percentEncode } from '../../src/serve/grpc-wire.js';
 
@@ -62,10 +63,16 @@ describe('gRPC server on node:http2', () => {
   let port = 0;
   let client: Client;
   let cancelled = 0;
+  let bigReceived = 0;
+  let neverReceived = 0;
   before(async () => {
     const methods = new Map<string, GrpcMethod>([
       ['/t.S/Echo', { kind: 'unary', ...json, handle: (r) => Promise.resolve({ echo: r.text }) }],
       ['/t.S/Fail', { kind: 'unary', ...json, handle: () => Promise.reject(new GrpcStatusError(GrpcCode.NOT_FOUND, "no model 'x' (100%)")) }],
+      [
+        '/t.S/Loud',
+        { kind: 'unary', ...json, handle: () => Promise.reject(new GrpcStatusError(GrpcCode.NOT_FOUND, `no model '${'m'.repeat(200_000)}'`)) },
+      ],
       [
         '/t.S/Slow',
         {
@@ -88,6 +95,62 @@ describe('gRPC server on node:http2', () => {
           kind: 'bidi',
           ...json,
           open: (call) => ({ message: (r) => call.write({ echo: r.text }), halfClose: () => call.end() }),
+        },
+      ],
+      [
+        '/t.S/Big',
+        {
+          kind: 'bidi',
+          ...json,
+          // 64 KiB answered per small message: a client that never reads them fills the server's side.
+          open: (call) => ({
+            message: () => {
+              bigReceived += 1;
+              call.write({ pad: 'p'.repeat(64 * 1024) });
+            },
+            halfClose: () => call.end(),
+          }),
+        },
+      ],
+      [
+        '/t.S/Later',
+        {
+          kind: 'bidi',
+          ...json,
+          // Each answer 50 ms after its request, the call ended once all are out, as ModelStreamInfer does.
+          open: (call) => {
+            let pending = 0;
+            let ended = false;
+            return {
+              message: (r) => {
+                pending += 1;
+                setTimeout(() => {
+                  call.write({ echo: r.text });
+                  pending -= 1;
+                  if (ended && pending === 0) call.end();
+                }, 50);
+              },
+              halfClose: () => {
+                ended = true;
+                if (pending === 0) call.end();
+              },
+            };
+          },
+        },
+      ],
+      [
+        '/t.S/Never',
+        {
+          kind: 'bidi',
+          ...json,
+          // A model that never answers: every request waits.
+          open: () => ({
+            message: () => {
+              neverReceived += 1;
+              return new Promise<void>(() => undefined);
+            },
+            halfClose: () => undefined,
+          }),
         },
       ],
     ]);
@@ -189,5 +252,140 @@ describe('gRPC server on node:http2', () => {
     } finally {
       session.close();
     }
+  });
+
+  /** A raw HTTP/2 call: its headers and trailers merged, once the stream closes. */
+  const raw = (headers: Record<string, string>, body: Buffer, endAfterMs = 0): Promise<Record<string, unknown>> =>
+    new Promise((resolve) => {
+      const session = connect(`http://127.0.0.1:${port}`);
+      session.on('error', () => undefined);
+      const stream = session.request({ ':method': 'POST', 'content-type': 'application/grpc', te: 'trailers', ...headers });
+      let seen: Record<string, unknown> = {};
+      stream.on('response', (h) => (seen = { ...seen, ...h }));
+      stream.on('trailers', (h: Record<string, unknown>) => (seen = { ...seen, ...h }));
+      stream.on('data', () => undefined);
+      stream.on('error', () => undefined);
+      stream.on('close', () => {
+        session.close();
+        resolve(seen);
+      });
+      stream.write(body);
+      setTimeout(() => stream.end(), endAfterMs);
+    });
+
+  it('a grpc-timeout past what setTimeout can wait (99999999H) is no deadline, not an immediate one', async () => {
+    for (const timeout of ['99999999H', '3000000S']) {
+      const answer = await raw({ ':path': '/t.S/Echo', 'grpc-timeout': timeout }, frameMessage(json.encode({ text: 'z' })), 100);
+      assert.equal(answer['grpc-status'], '0', `${timeout}: ${JSON.stringify(answer)}`);
+    }
+  });
+
+  it('a bidi client that never reads its responses is not buffered without bound: the server stops reading its requests', async () => {
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => undefined);
+    const stream = session.request({ ':method': 'POST', ':path': '/t.S/Big', 'content-type': 'application/grpc', te: 'trailers' });
+    stream.on('error', () => undefined);
+    stream.pause(); // never read
+    const before = bigReceived;
+    // 900 bytes a request: 2000 of them are well past the HTTP/2 flow-control window (64 KiB) that paces a client.
+    const message = frameMessage(json.encode({ text: 'q'.repeat(900) }));
+    for (let i = 0; i < 2000; i++) stream.write(message);
+    await new Promise((r) => setTimeout(r, 1000));
+    const received = bigReceived - before;
+    session.destroy();
+    // 2000 answers of 64 KiB would be 125 MiB held by the server for a client that takes none of them.
+    assert.ok(received < 200, `the server read ${received} requests and buffered their answers`);
+  });
+
+  it('a request that ends inside a message is INTERNAL, not OK with the message dropped (bidi) or "no request message" (unary)', async () => {
+    const cut = frameMessage(json.encode({ text: 'cut short' })).subarray(0, 9);
+    for (const path of ['/t.S/Chat', '/t.S/Echo']) {
+      const answer = await raw({ ':path': path }, Buffer.concat([frameMessage(json.encode({ text: 'whole' })), cut]));
+      assert.equal(answer['grpc-status'], String(status.INTERNAL), `${path}: ${JSON.stringify(answer)}`);
+      assert.match(String(answer['grpc-message']), /the request ended inside a message \(4 of 20 bytes\)/);
+    }
+  });
+
+  it('a gzip bomb (100 bytes inflating to 50 KB) counts its inflated bytes against the budget, not just the compressed ones', async () => {
+    const budget = new BodyBudget(10_000);
+    const small = new GrpcServer(new Map<string, GrpcMethod>([['/t.S/Echo', { kind: 'unary', ...json, handle: () => Promise.resolve({}) }]]), {
+      maxMessageLength: 100_000,
+      budget,
+    });
+    const smallPort = await small.listen(0, '127.0.0.1');
+    try {
+      const bomb = gzipSync(json.encode({ text: ' '.repeat(50_000) }));
+      const body = Buffer.concat([Buffer.from([1, 0, 0, 0, 0]), bomb]);
+      body.writeUInt32BE(bomb.byteLength, 1);
+      const session = connect(`http://127.0.0.1:${smallPort}`);
+      const answer = await new Promise<Record<string, unknown>>((resolve) => {
+        const stream = session.request({ ':method': 'POST', ':path': '/t.S/Echo', 'content-type': 'application/grpc', 'grpc-encoding': 'gzip' });
+        let seen: Record<string, unknown> = {};
+        stream.on('response', (h) => (seen = { ...seen, ...h }));
+        stream.on('trailers', (h: Record<string, unknown>) => (seen = { ...seen, ...h }));
+        stream.on('data', () => undefined);
+        stream.on('close', () => resolve(seen));
+        stream.end(body);
+      });
+      session.close();
+      assert.equal(answer['grpc-status'], String(status.RESOURCE_EXHAUSTED), JSON.stringify(answer));
+      assert.match(decodeURIComponent(String(answer['grpc-message'])), /the most it buffers at once \(--max-buffered 10000\)/);
+      for (let i = 0; i < 50 && budget.bytes !== 0; i++) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(budget.bytes, 0, 'given back');
+    } finally {
+      await small.close();
+    }
+  });
+
+  it('a content-type that only begins with application/grpc ("application/grpcfoo") is 415, and +proto or ;charset is gRPC', async () => {
+    const body = frameMessage(json.encode({ text: 'z' }));
+    assert.equal((await raw({ ':path': '/t.S/Echo', 'content-type': 'application/grpcfoo' }, body))[':status'], 415);
+    for (const type of ['application/grpc+proto', 'application/grpc;charset=utf-8'])
+      assert.equal((await raw({ ':path': '/t.S/Echo', 'content-type': type }, body))['grpc-status'], '0', type);
+  });
+
+  it('a bad message in the middle of a bidi stream ends it INTERNAL after the answers to the good ones before it', async () => {
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => undefined);
+    const stream = session.request({ ':method': 'POST', ':path': '/t.S/Later', 'content-type': 'application/grpc', te: 'trailers' });
+    let body = Buffer.alloc(0);
+    let trailers: Record<string, unknown> = {};
+    stream.on('data', (d: Buffer) => (body = Buffer.concat([body, d])));
+    stream.on('response', (h) => (trailers = { ...h, ...trailers }));
+    stream.on('trailers', (h: Record<string, unknown>) => (trailers = { ...trailers, ...h }));
+    stream.on('error', () => undefined);
+    const closed = new Promise((r) => stream.on('close', r));
+    stream.end(Buffer.concat([frameMessage(json.encode({ text: 'a' })), frameMessage(Buffer.from('{')), frameMessage(json.encode({ text: 'b' }))]));
+    await closed;
+    session.close();
+    const answers = [];
+    const d = new MessageDeframer(1 << 20);
+    for (const m of d.push(body)) answers.push(json.decode(m.bytes));
+    assert.deepEqual(answers, [{ echo: 'a' }]);
+    assert.equal(trailers['grpc-status'], String(status.INTERNAL), JSON.stringify(trailers));
+    assert.match(String(trailers['grpc-message']), /cannot decode the request message/);
+  });
+
+  it("an error message too long for the client's header list (a 200 KB model name) is cut, not a reset stream with no status", async () => {
+    const { error } = await unary('/t.S/Loud', {});
+    assert.equal(error?.code, status.NOT_FOUND, String(error));
+    assert.match(error.details, /^no model 'm+\.\.\.$/);
+    assert.ok(error.details.length < 8192, String(error.details.length));
+    assert.ok(error.details.length > 5000, String(error.details.length));
+  });
+
+  it('a bidi client pipelining requests faster than they are answered is held back: the server stops reading them', async () => {
+    const session = connect(`http://127.0.0.1:${port}`);
+    session.on('error', () => undefined);
+    const stream = session.request({ ':method': 'POST', ':path': '/t.S/Never', 'content-type': 'application/grpc', te: 'trailers' });
+    stream.on('error', () => undefined);
+    const before = neverReceived;
+    const message = frameMessage(json.encode({ text: 'q'.repeat(900) }));
+    for (let i = 0; i < 2000; i++) stream.write(message);
+    await new Promise((r) => setTimeout(r, 1000));
+    const received = neverReceived - before;
+    session.destroy();
+    // 2000 requests waiting at once would be 1.8 MB held for a stream whose messages may be 1024 bytes each.
+    assert.ok(received < 200, `the server took ${received} requests that wait for their answers`);
   });
 });
