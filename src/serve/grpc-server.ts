@@ -184,6 +184,8 @@ class Call implements StreamCall {
   /** A stream's requests handed to its method and not yet answered: their count and bytes. */
   private waiting = 0;
   private waitingBytes = 0;
+  /** A 'drain' listener is registered: the answers are backed up, whatever else paused the stream. */
+  private drainPending = false;
 
   constructor(
     private readonly stream: ServerHttp2Stream,
@@ -243,11 +245,17 @@ class Call implements StreamCall {
       return this.fail(new GrpcStatusError(GrpcCode.INTERNAL, `cannot encode the response: ${(error as Error).message}`));
     }
     this.sendHeaders();
-    if (this.stream.write(frame) || this.stream.isPaused()) return;
+    if (this.stream.write(frame) || this.drainPending) return;
     // The client is not taking its answers: its requests are not read until it does, so that HTTP/2 flow
     // control holds it back, instead of the server answering every request it sends into a buffer without bound.
+    // The listener is keyed on the backed-up answers, not on isPaused(): a stream that too many waiting
+    // requests paused first would otherwise never be resumed once its answers drain.
+    this.drainPending = true;
     this.stream.pause();
-    this.stream.once('drain', () => this.resume());
+    this.stream.once('drain', () => {
+      this.drainPending = false;
+      this.resume();
+    });
   }
 
   /** Reads the stream's requests again, unless its answers are still backed up or too many requests wait. */
