@@ -185,6 +185,9 @@ describe('SDK-written files read through the SDK', { skip }, () => {
       });
       assert.equal(made.code, 0, made.stderr);
       assert.ok(existsSync(join(dir, 'repo', 'mnist', '1', 'executable.popef.json')), 'the description is placed');
+      // popef serve's cpu plugin reads the open layout only: the hint converts the export first, it does not promise serve.
+      assert.match(made.stdout, /the cpu plugin reads the PopEF open layout only[^\n]*\n {2}popef import \S+ -o export\.open\.popef\n/);
+      assert.doesNotMatch(made.stdout, /\n {2}popef serve /);
       assert.equal((await readFile(starts, 'utf8')).split('\n').filter(Boolean).length, 1);
     });
   });

@@ -45,13 +45,19 @@ function placedNames(popefFiles: readonly string[]): FileToDescribe[] {
 /**
  * The closing hint's first way: popef serve runs the model's source ONNX
  * graph with the cpu plugin, which only a model that carries it (or a
- * --reference graph) gives.
+ * --reference graph) gives, and which reads the open layout only: an
+ * SDK-written export is converted first.
  */
-function tryWithoutIpu(hasGraph: boolean | 'unknown', repository: string, model: string): string {
+function tryWithoutIpu(generated: GeneratedFiles, repository: string, model: string, cwd: string): string {
   const intro = "Try it without an IPU, behind Triton's protocol";
-  if (hasGraph === true) return `${intro} (the cpu plugin runs the model's ONNX graph):\n  popef serve ${repository}\n`;
+  if (generated.readBySdk) {
+    const exported = generated.popefFiles[0];
+    const file = exported === undefined ? 'FILE' : shellQuote(relative(cwd, exported) || exported);
+    return `${intro}; the cpu plugin reads the PopEF open layout only, so convert the SDK's export and scaffold that:\n  popef import ${file} -o export.open.popef\n`;
+  }
+  if (generated.hasGraph === true) return `${intro} (the cpu plugin runs the model's ONNX graph):\n  popef serve ${repository}\n`;
   const why =
-    hasGraph === false
+    generated.hasGraph === false
       ? 'the model carries no ONNX graph (no opaque blob named "onnx"), so give the cpu plugin the source graph'
       : 'the cpu plugin runs the PopEF\'s opaque blob named "onnx", or the source graph given';
   return `${intro}; ${why}:\n  popef serve ${repository} --model ${model} --reference model.onnx\n`;
@@ -132,7 +138,7 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
       await applyScaffold(plan, { force: flags.force, link: flags.link, signal: io.signal });
       io.stdout(
         `created model "${flags.model}":\n${lines.join('\n')}\n${generated.batchExplanation}\n\n` +
-          tryWithoutIpu(generated.hasGraph, shellQuote(flags.repository), shellQuote(flags.model)) +
+          tryWithoutIpu(generated, shellQuote(flags.repository), shellQuote(flags.model), io.cwd) +
           'Serve it with the Poplar backend (libtriton_poplar.so, from the Poplar SDK):\n' +
           `  tritonserver --model-repository ${shellQuote(flags.repository)} --backend-directory <backends>\n` +
           'where <backends>/poplar/libtriton_poplar.so exists (and the SDK libraries in <backends>/poplar/lib/).\n',
