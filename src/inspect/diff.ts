@@ -5,7 +5,7 @@ import { hex } from '../format/header.js';
 import type { Blob } from '../format/blob.js';
 import type { ModelSet } from '../format/model-set.js';
 import { sizeInBytes, type Anchor, type Metadata } from '../schema/model.js';
-import { toSize, type Size } from './report.js';
+import { codecName, toSize, type Size } from './report.js';
 
 /**
  * A semantic comparison of two model sets: anchors, metadata and the blob
@@ -125,8 +125,6 @@ interface BlobSummary {
   readonly label: string;
   readonly fields: Readonly<Record<string, Size | string | number | null>>;
 }
-
-const codecName = (codec: number): string => (codec === Codec.NONE ? 'none' : codec === 1 ? 'zlib' : `codec ${codec}`);
 
 function blobSummary(b: Blob, metadataOwner: ReadonlyMap<Blob, string>): BlobSummary {
   const name = b.kind === 'metadata' ? (metadataOwner.get(b) ?? '') : b.kind === 'unknown' ? `#${b.index}` : b.name;

@@ -7,7 +7,7 @@
  */
 
 /** Whether an opaque blob of this name is the model's source ONNX graph. */
-export function isSourceGraphBlob(name: string): boolean {
+function isSourceGraphBlob(name: string): boolean {
   return name === 'onnx' || name.startsWith('onnx:');
 }
 

@@ -89,7 +89,7 @@ export async function generateFiles(
     const owner = set.fileOf(model.executable).source.name;
     const popefFiles = [owner, ...paths.filter((p) => p !== owner)];
     const readBySdk = readBy.some((r) => r.reader === 'poplar-sdk');
-    // readBy is in the order of paths, as the set's files are.
+    // readBy follows paths and describeAs the executable's file first; the reader's name takes readBy as a whole, so the orders need not agree.
     const sdkDescription =
       readBySdk && options.describeAs !== undefined ? await describeOpenSet(set, readBy, options.describeAs(popefFiles), io) : undefined;
     return {
