@@ -491,7 +491,11 @@ export class RawJson {
 /** JSON.stringify's output, except that a {@link RawJson} is written as its text. Only for answers built here (no cycles, no toJSON). */
 export function writeTritonJson(value: unknown): string {
   if (value instanceof RawJson) return value.text;
-  if (Array.isArray(value)) return `[${value.map(writeTritonJson).join(',')}]`;
+  if (Array.isArray(value)) {
+    // An array of plain values (a BYTES output's strings, a shape) is what JSON.stringify writes, in one native call.
+    if (value.every((v) => typeof v !== 'object' || v === null)) return JSON.stringify(value);
+    return `[${value.map(writeTritonJson).join(',')}]`;
+  }
   if (typeof value === 'object' && value !== null) {
     const members: string[] = [];
     for (const [k, v] of Object.entries(value)) if (v !== undefined) members.push(`${JSON.stringify(k)}:${writeTritonJson(v)}`);
