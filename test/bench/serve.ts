@@ -93,7 +93,7 @@ function load(server: Running, protocol: string, concurrency: number): Figures {
     ['--import', 'tsx', join(ROOT, 'test/bench/serve-load.ts'), protocol, address, 'mnist', String(concurrency), String(SECONDS)],
     { encoding: 'utf8', cwd: ROOT, env: { ...process.env, BENCH_SERVER_PIDS: String(server.pid) } },
   );
-  if (r.status !== 0) throw new Error(`load generator failed: ${r.stderr}`);
+  if (r.status !== 0) throw new Error(`load generator failed (${r.status ?? r.signal ?? '?'}): ${r.stderr}${r.stdout.slice(-2000)}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Figures;
 }
 
