@@ -62,13 +62,15 @@ export interface TransportOptions {
  * 'cuda_shared_memory': answered as a server without GPUs answers, as
  * Triton's CPU builds list it too; 'trace': the settings, no trace is
  * written; 'model_repository(unload_dependents)': the parameter is taken,
- * and with no ensembles served no model has dependents). Left out:
- * 'sequence' and 'schedule_policy'.
+ * and with no ensembles served no model has dependents; 'schedule_policy':
+ * the `priority` and `timeout` request parameters, which the dynamic
+ * batcher honours). Left out: 'sequence' (there is no sequence batcher).
  */
 export const EXTENSIONS = [
   'classification',
   'model_repository',
   'model_repository(unload_dependents)',
+  'schedule_policy',
   'model_configuration',
   'system_shared_memory',
   'cuda_shared_memory',
@@ -78,6 +80,23 @@ export const EXTENSIONS = [
   'trace',
   'logging',
 ];
+
+/** The name and version the server metadata gives. */
+export interface ServerIdentity {
+  readonly name: string;
+  readonly version: string;
+}
+
+/** popef serve as itself: what it is by default. */
+export const OWN_IDENTITY: ServerIdentity = { name: 'popef-toolkit', version: VERSION };
+
+/**
+ * The Triton release whose protocol, rules and messages popef serve
+ * mirrors (Triton 24.10: core r24.10, server 2.51.0), as its server
+ * metadata names it: given with `popef serve --as-triton`, for client code
+ * that checks the server's name or version before it talks to it.
+ */
+export const MIRRORED_TRITON: ServerIdentity = { name: 'triton', version: '2.51.0' };
 
 export class InferenceServer {
   readonly repository: ModelRepository;
@@ -89,7 +108,12 @@ export class InferenceServer {
   private readonly control: ModelControl | undefined;
   private stopping = false;
 
-  constructor(repository: ModelRepository, control?: ModelControl, logSettings: LogSettings = new LogSettings()) {
+  constructor(
+    repository: ModelRepository,
+    control?: ModelControl,
+    logSettings: LogSettings = new LogSettings(),
+    private readonly identity: ServerIdentity = OWN_IDENTITY,
+  ) {
     this.repository = repository;
     this.control = control;
     this.logSettings = logSettings;
@@ -120,7 +144,7 @@ export class InferenceServer {
   }
 
   metadata(): { name: string; version: string; extensions: readonly string[] } {
-    return { name: 'popef-toolkit', version: VERSION, extensions: EXTENSIONS };
+    return { name: this.identity.name, version: this.identity.version, extensions: EXTENSIONS };
   }
 
   modelReady(name: string, version: string): boolean {

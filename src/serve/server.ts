@@ -4,7 +4,7 @@ import { BodyBudget } from './body-budget.js';
 import { GrpcTransport } from './grpc-transport.js';
 import { HttpTransport } from './http-transport.js';
 import { MetricsTransport } from './metrics-transport.js';
-import { InferenceServer, type RequestLog, type TransportOptions } from './inference-server.js';
+import { InferenceServer, type RequestLog, type ServerIdentity, type TransportOptions } from './inference-server.js';
 import type { LogSettings } from './log-settings.js';
 import { ModelControl, type ModelControlOptions } from './model-control.js';
 import { ModelRepository } from './model-repository.js';
@@ -37,6 +37,8 @@ export interface ServeOptions {
   readonly log?: (entry: RequestLog) => void;
   /** The log settings the log endpoints report and change (the writers of `log`, `onModel`, `onInstanceEvent` consult them). */
   readonly logSettings?: LogSettings;
+  /** What the server metadata names the server (default: popef-toolkit and its version). */
+  readonly identity?: ServerIdentity;
   readonly onModel?: (model: ServedModel) => void;
   /** Triton's --model-control-mode and its options (default: none). */
   readonly modelControl?: ModelControlOptions;
@@ -94,7 +96,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     onInstanceEvent: options.onInstanceEvent,
   };
   const control = new ModelControl(repository, options.repositories, loadOptions, options.modelControl ?? { mode: 'none' });
-  const core = new InferenceServer(repository, control, options.logSettings);
+  const core = new InferenceServer(repository, control, options.logSettings, options.identity);
   const budget = new BodyBudget(options.maxBufferedBytes ?? Math.max(options.maxRequestSize, Math.min(8 * options.maxRequestSize, 1024 ** 3)));
   const transports = plan(core, options, budget);
   const closeAll = (): Promise<unknown> => Promise.allSettled(transports.map(({ transport }) => transport.close()));

@@ -397,15 +397,28 @@ describe('popef serve answers as the real Triton server does', { skip: process.e
     }
   });
 
-  it("the same extensions, in Triton's order, listing only those served", async () => {
-    const extensions = async (port: number): Promise<string[]> =>
-      ((await (await fetch(`http://127.0.0.1:${port}/v2`)).json()) as { extensions: string[] }).extensions;
-    const [mine, real] = [await extensions(ours.http), await extensions(theirs.httpPort)];
+  it("the same extensions, in Triton's order, listing only those served; its own name unless --as-triton", async () => {
+    type Metadata = { name: string; version: string; extensions: string[] };
+    const metadata = async (port: number): Promise<Metadata> => (await (await fetch(`http://127.0.0.1:${port}/v2`)).json()) as Metadata;
+    const [mine, real] = [await metadata(ours.http), await metadata(theirs.httpPort)];
     assert.deepEqual(
-      mine,
-      real.filter((e) => mine.includes(e)),
+      mine.extensions,
+      real.extensions.filter((e) => mine.extensions.includes(e)),
     );
-    assert.ok(mine.includes('parameters') && mine.includes('statistics'));
+    // Everything Triton lists but the sequence batcher's.
+    assert.deepEqual(
+      real.extensions.filter((e) => !mine.extensions.includes(e)),
+      ['sequence'],
+    );
+    assert.equal(mine.name, 'popef-toolkit');
+    assert.deepEqual([real.name, real.version], ['triton', '2.51.0']);
+    const asTriton = await serve(repo, ['--as-triton']);
+    try {
+      assert.deepEqual(await metadata(asTriton.http), { ...mine, name: real.name, version: real.version });
+    } finally {
+      asTriton.child.kill('SIGTERM');
+      await asTriton.exited;
+    }
   });
 
   it('compresses what Triton compresses, as Accept-Encoding asks', async () => {

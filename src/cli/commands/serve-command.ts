@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { loadPlugin } from '../../run/load-plugin.js';
 import type { ExecutionPlugin } from '../../run/plugin-api.js';
 import { startServer } from '../../serve/server.js';
+import { MIRRORED_TRITON } from '../../serve/inference-server.js';
 import { VERSION } from '../../version.js';
 import { ExitCode } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
@@ -58,6 +59,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     modelControl: { mode: flags.modelControlMode, loadModels: flags.loadModel, pollSeconds: flags.repositoryPollSecs },
     log: (entry) => log.request(entry),
     logSettings: log.settings,
+    ...(flags.asTriton === true ? { identity: MIRRORED_TRITON } : {}),
     onInstanceEvent: (e) => log.instance(e),
     onModel: (m) => log.model(m),
   }).catch((error: unknown) => {

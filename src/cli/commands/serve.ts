@@ -29,6 +29,7 @@ export interface ServeFlags {
   readonly modelControlMode: 'none' | 'poll' | 'explicit';
   readonly loadModel?: string[];
   readonly repositoryPollSecs: number;
+  readonly asTriton?: boolean;
 }
 
 const collect = (value: string, previous?: string[]): string[] => [...(previous ?? []), value];
@@ -131,6 +132,7 @@ export function registerServe(program: Command, io: CliIo, run: (handler: Handle
         .argParser(parseIntOption(1, 86400))
         .default(15),
     )
+    .option('--as-triton', "server metadata names Triton's release (triton 2.51.0), for clients that check the server's name or version")
     .addHelpText('after', HELP)
     .action((repositories: string[], flags: ServeFlags) => {
       run(async () => {
