@@ -50,7 +50,11 @@ export async function serveCli(repo: string, extra: readonly string[] = []): Pro
     if (m !== null)
       return { child, http: Number(m[1]), grpc: Number(m[2]), metrics: m[3] === undefined ? undefined : Number(m[3]), stderr: () => stderr, exited };
     if (child.exitCode !== null) throw new Error(`popef serve exited with ${child.exitCode}: ${stderr}`);
-    if (Date.now() > deadline) throw new Error(`popef serve did not get ready: ${stderr}`);
+    if (Date.now() > deadline) {
+      // A server left running would keep the test process alive after the failure.
+      child.kill('SIGKILL');
+      throw new Error(`popef serve did not get ready: ${stderr}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 }
