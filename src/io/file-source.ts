@@ -1,7 +1,7 @@
 import { closeSync } from 'node:fs';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { MAX_READ_CHUNK, type ByteSource } from './byte-source.js';
-import { openRegularDescriptor, readDescriptor } from './local-file.js';
+import { measureRegular, openListedFile, openRegularDescriptor, readDescriptor } from './local-file.js';
 import { checkRange } from './range-check.js';
 
 /**
@@ -43,9 +43,27 @@ export class FileSource implements ByteSource {
     this.window = { offset: 0, bytes: new Uint8Array(0) };
   }
 
-  /** Opens `path`; `name` (default: the path) is what messages call the file. */
-  static async open(path: string, name = path): Promise<FileSource> {
-    const { fd, size } = openRegularDescriptor(path, name, 'the file');
+  /**
+   * Opens `path`; `name` (default: the path) is what messages call the file.
+   * With `listedRegular` (the caller's directory listing said it is a
+   * regular file, not a link), a file smaller than the window is measured
+   * by reading it, without fstat (local-file.ts, LISTED_FIRST_READ).
+   */
+  static async open(path: string, name = path, options: { readonly listedRegular?: boolean } = {}): Promise<FileSource> {
+    let opened: { readonly fd: number; readonly size: number };
+    if (options.listedRegular === true) {
+      const listed = openListedFile(path, name, 'the file');
+      if (listed.whole !== undefined) {
+        const source = new FileSource(name, listed.fd, listed.whole.byteLength);
+        // A plain Uint8Array over the same bytes: read() hands out slices, which of a Buffer would be views, not copies.
+        source.window = { offset: 0, bytes: new Uint8Array(listed.whole.buffer, listed.whole.byteOffset, listed.whole.byteLength) };
+        return source;
+      }
+      opened = { fd: listed.fd, size: measureRegular(listed.fd, name, 'the file') };
+    } else {
+      opened = openRegularDescriptor(path, name, 'the file');
+    }
+    const { fd, size } = opened;
     const source = new FileSource(name, fd, size);
     try {
       await source.fill(0, Math.min(OPEN_WINDOW, size), 'blob header');

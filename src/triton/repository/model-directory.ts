@@ -64,6 +64,8 @@ export interface VersionDirectory {
   readonly files: readonly string[];
   /** The .popef files among them, in the order they are opened as one model set. */
   readonly popefFiles: readonly string[];
+  /** Those of `files` the listing gave as regular files, not links: they are read without an fstat when small (local-file.ts). */
+  readonly regular?: ReadonlySet<string>;
   /** name_map.json's text, when the version holds one and it could be read. */
   readonly nameMapText?: string;
   /** What stopped the directory being listed (then `files` is empty). */
@@ -193,12 +195,20 @@ export async function readVersionDirectory(
     return { dir: candidate.dir, version: candidate.version, files: [], popefFiles: [], listError: error };
   }
   const files = entries.map((e) => e.name);
-  const base = { dir: candidate.dir, version: candidate.version, files, popefFiles: sortPopefFiles(files) };
+  const regular = new Set(entries.filter((e) => e.isFile()).map((e) => e.name));
+  const base = { dir: candidate.dir, version: candidate.version, files, popefFiles: sortPopefFiles(files), regular };
   const nameMap = entries.find((e) => e.name === 'name_map.json');
   if (nameMap === undefined) return base;
   if (linksOutside(join(path, 'name_map.json'), root, nameMap)) return { ...base, nameMapLinksOutside: true };
   try {
-    return { ...base, nameMapText: await readRegularText(join(path, 'name_map.json'), { what: 'name_map.json', limit: FILE_LIMITS.json }) };
+    return {
+      ...base,
+      nameMapText: await readRegularText(join(path, 'name_map.json'), {
+        what: 'name_map.json',
+        limit: FILE_LIMITS.json,
+        listedRegular: nameMap.isFile(),
+      }),
+    };
   } catch (error) {
     if (!(error instanceof PopefError)) throw error;
     return { ...base, nameMapError: error };
@@ -212,7 +222,7 @@ async function readConfig(path: string, file: string, root: string | undefined, 
   let bytes: Uint8Array;
   try {
     // The bytes go to the parser as they are: a 50 MB config is not also decoded into a string.
-    bytes = await readRegularFile(path, { what: 'config.pbtxt', limit: FILE_LIMITS.config });
+    bytes = await readRegularFile(path, { what: 'config.pbtxt', limit: FILE_LIMITS.config, listedRegular: entry.isFile() });
   } catch (error) {
     if (isNotFound(error)) return { kind: 'missing' };
     throw error;

@@ -45,7 +45,7 @@ export interface VersionCheck {
   /** The version directory relative to the repository, for messages (m/1). */
   readonly versionPath: string;
   readonly versionDir: string;
-  readonly version: Pick<VersionDirectory, 'files' | 'popefFiles'>;
+  readonly version: Pick<VersionDirectory, 'files' | 'popefFiles' | 'regular'>;
   /** The config, when it and the name map are usable; else the anchors are not compared (`unusable` says why). */
   readonly config?: ModelConfig;
   readonly unusable: string;
@@ -68,11 +68,11 @@ export interface VersionOutcome {
  * its source, or its path when it could not be opened (the reader then
  * opens it again and reports why it cannot).
  */
-async function openAll(paths: readonly string[]): Promise<(FileSource | string)[]> {
+async function openAll(paths: readonly string[], listedRegular: readonly boolean[]): Promise<(FileSource | string)[]> {
   const opened: (FileSource | string)[] = [];
-  for (const path of paths) {
+  for (const [i, path] of paths.entries()) {
     try {
-      opened.push(await FileSource.open(path));
+      opened.push(await FileSource.open(path, path, { listedRegular: listedRegular[i] === true }));
     } catch (error) {
       if (!(error instanceof PopefError)) {
         await closeAll(opened);
@@ -259,7 +259,10 @@ async function readDescription(check: VersionCheck, name: string): Promise<{ des
 export async function crossCheckVersion(check: VersionCheck): Promise<VersionOutcome> {
   const { versionPath, version } = check;
   const paths = version.popefFiles.map((f) => join(check.versionDir, f));
-  const opened = await openAll(paths);
+  const opened = await openAll(
+    paths,
+    version.popefFiles.map((f) => version.regular?.has(f) === true),
+  );
   const foreign = await firstForeignFile(opened).catch(async (error: unknown) => {
     await closeAll(opened);
     throw error;
