@@ -56,7 +56,7 @@ describe('validate: a model directory that cannot be listed', () => {
         );
         // Triton opens the config first, so that is the read the finding names.
         assert.equal(unlisted[0]?.message, "cannot open config.pbtxt: EACCES; Triton cannot load model 'b_unlisted'");
-        assert.equal(unlisted[0]?.file, 'b_unlisted/config.pbtxt');
+        assert.equal(unlisted[0].file, 'b_unlisted/config.pbtxt');
         for (const name of ['a_clean', 'c_no_map']) {
           assert.deepEqual(byName.get(name)?.findings, readable.models.find((m) => m.name === name)?.findings, name);
         }
