@@ -139,6 +139,36 @@ describe('gRPC server on node:http2', () => {
         },
       ],
       [
+        '/t.S/Delayed',
+        {
+          kind: 'bidi',
+          ...json,
+          // Each request answered 5 ms later with 64 KiB, its wait ended once the answer is written: two 900-byte
+          // requests waiting pause the stream (the waiting bytes pass 1024), and a client that does not read backs
+          // the answers up while it is paused.
+          open: (call) => {
+            let pending = 0;
+            let ended = false;
+            return {
+              message: (r) =>
+                new Promise<void>((resolve) => {
+                  pending += 1;
+                  setTimeout(() => {
+                    call.write({ echo: String(r.text).slice(0, 8), pad: 'p'.repeat(64 * 1024) });
+                    pending -= 1;
+                    if (ended && pending === 0) call.end();
+                    resolve();
+                  }, 5);
+                }),
+              halfClose: () => {
+                ended = true;
+                if (pending === 0) call.end();
+              },
+            };
+          },
+        },
+      ],
+      [
         '/t.S/Never',
         {
           kind: 'bidi',
@@ -372,6 +402,63 @@ describe('gRPC server on node:http2', () => {
     assert.match(error.details, /^no model 'm+\.\.\.$/);
     assert.ok(error.details.length < 8192, String(error.details.length));
     assert.ok(error.details.length > 5000, String(error.details.length));
+  });
+
+  it(
+    'a client that pipelines many calls on one connection and reads slowly gets every answer, and other connections are served meanwhile',
+    { timeout: 30_000 },
+    async () => {
+      // The case of commit 5e7686d: the stream is paused by its waiting requests, then its answers back up; the
+      // drain must resume it, or the call hangs until its deadline (here, until the test's timeout).
+      const session = connect(`http://127.0.0.1:${port}`);
+      session.on('error', () => undefined);
+      const stream = session.request({ ':method': 'POST', ':path': '/t.S/Delayed', 'content-type': 'application/grpc', te: 'trailers' });
+      stream.on('error', () => undefined);
+      const deframer = new MessageDeframer(1 << 20);
+      const answers: string[] = [];
+      let trailers: Record<string, unknown> = {};
+      stream.on('response', (h) => (trailers = { ...h, ...trailers }));
+      stream.on('trailers', (h: Record<string, unknown>) => (trailers = { ...trailers, ...h }));
+      stream.on('data', (d: Buffer) => {
+        for (const m of deframer.push(d)) answers.push(String(json.decode(m.bytes).echo));
+      });
+      const closed = new Promise((r) => stream.on('close', r));
+      stream.pause(); // not read for a while
+      const count = 300;
+      for (let i = 0; i < count; i++) stream.write(frameMessage(json.encode({ text: `${String(i).padStart(8, '0')}${'q'.repeat(890)}` })));
+      stream.end();
+      await new Promise((r) => setTimeout(r, 500));
+      // Meanwhile, another connection is answered.
+      const other = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
+      try {
+        assert.deepEqual((await unary('/t.S/Echo', { text: 'meanwhile' }, { client: other })).value, { echo: 'meanwhile' });
+      } finally {
+        other.close();
+      }
+      stream.resume();
+      await closed;
+      session.close();
+      assert.equal(trailers['grpc-status'], '0', JSON.stringify(trailers));
+      assert.deepEqual(
+        answers,
+        Array.from({ length: count }, (_, i) => String(i).padStart(8, '0')),
+      );
+    },
+  );
+
+  it('answers INTERNAL to an invalid grpc-timeout, UNIMPLEMENTED to a second message on a unary call, each with its message', async () => {
+    const body = frameMessage(json.encode({ text: 'z' }));
+    const badTimeout = await raw({ ':path': '/t.S/Echo', 'grpc-timeout': '5 seconds' }, body);
+    assert.equal(badTimeout['grpc-status'], String(status.INTERNAL), JSON.stringify(badTimeout));
+    assert.equal(decodeURIComponent(String(badTimeout['grpc-message'])), 'invalid grpc-timeout "5 seconds"');
+    const twice = await raw({ ':path': '/t.S/Echo' }, Buffer.concat([body, body]));
+    assert.equal(twice['grpc-status'], String(status.UNIMPLEMENTED), JSON.stringify(twice));
+    assert.equal(decodeURIComponent(String(twice['grpc-message'])), 'a second request message on the unary method /t.S/Echo');
+    const brotli = await raw({ ':path': '/t.S/Echo', 'grpc-encoding': 'br' }, body);
+    assert.equal(
+      decodeURIComponent(String(brotli['grpc-message'])),
+      'the request is compressed with "br", which this server does not read (it reads identity,deflate,gzip)',
+    );
   });
 
   it('a bidi client pipelining requests faster than they are answered is held back: the server stops reading them', async () => {

@@ -98,41 +98,57 @@ function fromPoolResult(r: NonNullable<PoolResult>, options: ValidateOptions): C
  * the sources (tsx), .js in the library's build, and dist/validate-worker.cjs
  * beside the CLI's bundle (whose import.meta.url is the bundle's).
  */
-function newWorker(): Worker {
+function newValidateWorker(): Worker {
   const here = import.meta.url;
   // From the sources (tsx): validate-worker.mjs registers tsx's loader in the worker first.
   const ext = here.endsWith('.ts') ? '.mjs' : here.endsWith('.cjs') ? '.cjs' : '.js';
   return new Worker(new URL(`./validate-worker${ext}`, here));
 }
 
-/** The models checked, in the order given, and how many of them a worker checked. */
+/** The models checked, in the order given, how many of them a worker checked, and how many a worker handed back to this thread. */
 export interface PoolOutcome {
   readonly checked: CheckedModel[];
   readonly byWorkers: number;
+  readonly handedBack: number;
 }
 
 /**
- * Checks `names` with `check` here and in workers. `callerTakesPart: false`
- * leaves every chunk to the workers (a test's way to see them work; a
- * worker that cannot start still leaves its models to this thread).
+ * How the pool runs, for tests (and benchmarks) that need to see its
+ * workers at work: a repository smaller than a chunk is otherwise checked
+ * on the calling thread before a worker is online.
  */
+export interface PoolOptions {
+  /** false leaves every chunk to the workers (a worker that cannot start or dies still leaves its models to this thread). */
+  readonly callerTakesPart?: boolean;
+  /** Starts a worker in place of validate-worker's: a test's worker that dies mid-run. */
+  readonly newWorker?: () => Worker;
+  /** Called with what the pool did, before the outcome is returned. */
+  readonly observe?: (outcome: PoolOutcome) => void;
+}
+
+/** Checks `names` with `check` here and in workers. */
 export async function checkModelsInParallel(
   root: string,
   names: readonly string[],
   options: ValidateOptions,
   check: Check,
-  { callerTakesPart = true }: { readonly callerTakesPart?: boolean } = {},
+  { callerTakesPart = true, newWorker = newValidateWorker, observe }: PoolOptions = {},
 ): Promise<PoolOutcome> {
   const threads = Math.max(1, Math.floor(options.threads ?? defaultThreads(names.length)));
   const out = new Array<CheckedModel>(names.length);
   const checkHere = async (first: number, count: number): Promise<void> => {
     for (let i = first; i < first + count; i++) out[i] = await check(root, names[i] ?? '', options);
   };
+  const outcome = (o: PoolOutcome): PoolOutcome => {
+    observe?.(o);
+    return o;
+  };
   if (threads === 1 || names.length === 0) {
     await checkHere(0, names.length);
-    return { checked: out, byWorkers: 0 };
+    return outcome({ checked: out, byWorkers: 0, handedBack: 0 });
   }
   let byWorkers = 0;
+  let handedBack = 0;
   const queue: { first: number; count: number }[] = [];
   for (let first = 0; first < names.length; first += CHUNK) queue.push({ first, count: Math.min(CHUNK, names.length - first) });
   const { readForeignPopef, ...rest } = options;
@@ -150,7 +166,8 @@ export async function checkModelsInParallel(
         resolve();
         return;
       }
-      worker.unref();
+      // Not unref'd: while the calling thread waits for the workers, a worker is all that keeps the event loop alive, and
+      // an unref'd one that died took its 'exit' event with it (the run ended with the report unmade). finish() ends it.
       const held = new Map<number, number>();
       const feed = (): void => {
         while (held.size < IN_FLIGHT) {
@@ -173,11 +190,16 @@ export async function checkModelsInParallel(
         resolve();
       };
       worker.on('message', (reply: PoolReply) => {
+        // A reply that comes after the worker failed is dropped: finish() put what it held in redo, and
+        // feeding a dead worker would lose the chunks it was sent.
+        if (done) return;
         held.delete(reply.first);
         reply.results.forEach((r, k) => {
           const index = reply.first + k;
-          if (r === null) redo.push(index);
-          else {
+          if (r === null) {
+            redo.push(index);
+            handedBack += 1;
+          } else {
             out[index] = fromPoolResult(r, options);
             byWorkers += 1;
           }
@@ -196,6 +218,8 @@ export async function checkModelsInParallel(
     await new Promise((resolve) => setImmediate(resolve));
   }
   await Promise.all(workers);
+  // Chunks no worker took, because every worker failed or died while the calling thread left the queue to them.
+  for (const job of queue.splice(0)) for (let i = job.first; i < job.first + job.count; i++) redo.push(i);
   for (const index of redo.sort((a, b) => a - b)) out[index] = await check(root, names[index] ?? '', options);
-  return { checked: out, byWorkers };
+  return outcome({ checked: out, byWorkers, handedBack });
 }

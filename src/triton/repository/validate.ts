@@ -7,7 +7,7 @@ import { validateEnsembleConfig } from './ensemble-rules.js';
 import { FindingSink } from './finding-sink.js';
 import { RULES, type Finding, type RawFinding, type RuleId } from './findings.js';
 import { checkModel, isFile, type CheckedModel, type ValidateOptions } from './model-check.js';
-import { checkModelsInParallel } from './model-pool.js';
+import { checkModelsInParallel, type PoolOptions } from './model-pool.js';
 import { isDirectory, isLinkLoop, listDir } from './model-directory.js';
 
 /**
@@ -103,7 +103,16 @@ function ensembleStepRules(model: CheckedModel, repositoryModels: ReadonlySet<st
 }
 
 /** Validates one repository. Throws only when the repository itself cannot be read (exit 2). */
-export async function validateRepository(root: string, options: ValidateOptions = {}): Promise<RepositoryReport> {
+export function validateRepository(root: string, options: ValidateOptions = {}): Promise<RepositoryReport> {
+  return validateRepositoryWith(root, options, {});
+}
+
+/**
+ * validateRepository, with `pool` saying how its worker threads run
+ * (model-pool.ts): the tests' way to see workers at work. The report is the
+ * same whatever it says.
+ */
+export async function validateRepositoryWith(root: string, options: ValidateOptions, pool: PoolOptions): Promise<RepositoryReport> {
   let info: ReturnType<typeof statSync>;
   try {
     info = statSync(root);
@@ -158,7 +167,7 @@ export async function validateRepository(root: string, options: ValidateOptions 
     modelNames.push(entry.name);
   }
   // Models are independent: a large repository is checked on every core (model-pool.ts), a small one here.
-  const { checked } = await checkModelsInParallel(root, modelNames, options, checkModel);
+  const { checked } = await checkModelsInParallel(root, modelNames, options, checkModel, pool);
   const byName = new Map(checked.map((c) => [c.name, c]));
   // Every model's own findings are in before the ensembles look at their steps.
   const ensembleFindings = checked.map((c) => ensembleStepRules(c, modelDirectories, byName));
