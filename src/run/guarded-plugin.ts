@@ -1,6 +1,7 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { raceDeadline } from './deadline.js';
+import { StepDeadlines } from './step-deadlines.js';
 import { withExitTrapped } from './exit-trap.js';
 import { sameTensorInfo } from '../schema/model.js';
 import type { Availability, ExecutionPlugin, ModelRequest, ModelTensors, OpenedModel, RunOptions, Tensor, TensorSpec } from './plugin-api.js';
@@ -48,10 +49,15 @@ function describe(s: TensorSpec): string {
 }
 
 class GuardedPlugin implements ExecutionPlugin {
+  /** The timeout of the steps when no interrupt is to be raced as well (popef serve's case): one timer for all. */
+  private readonly deadlines: StepDeadlines | undefined;
+
   constructor(
     private readonly inner: ExecutionPlugin,
     private readonly options: GuardOptions,
-  ) {}
+  ) {
+    if (options.timeoutMs !== undefined && options.signal === undefined) this.deadlines = new StepDeadlines(options.timeoutMs);
+  }
 
   get name(): string {
     return this.inner.name;
@@ -61,16 +67,13 @@ class GuardedPlugin implements ExecutionPlugin {
   async step<T>(what: string, start: () => Promise<T>): Promise<T> {
     const work = this.options.trapExit === false ? started(start) : withExitTrapped(this.name, what, start);
     const { timeoutMs, signal } = this.options;
-    try {
-      return await raceDeadline(work, {
-        timeoutMs,
-        onTimeout: () =>
-          new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${(timeoutMs ?? 0) / 1000} s`, {
-            suggestion: 'raise --timeout if the model really needs longer',
-          }),
-        signal,
-        onAbort: () => new PopefError(ErrorCode.Io, 'interrupted', {}),
+    const onTimeout = (): PopefError =>
+      new PopefError(ErrorCode.Timeout, `plugin "${this.name}" did not ${what} within ${(timeoutMs ?? 0) / 1000} s`, {
+        suggestion: 'raise --timeout if the model really needs longer',
       });
+    try {
+      if (this.deadlines !== undefined) return await this.deadlines.race(work, onTimeout);
+      return await raceDeadline(work, { timeoutMs, onTimeout, signal, onAbort: () => new PopefError(ErrorCode.Io, 'interrupted', {}) });
     } catch (error) {
       if (error instanceof PopefError) throw error;
       const message = error instanceof Error ? error.message : String(error);

@@ -166,7 +166,7 @@ function protocolName(datatype: string): string {
  */
 function validateRequestInputs(model: RequestContract, request: InferRequest, seen: ReadonlySet<string>, prefix: string): void {
   const total = model.inputs.length;
-  const required = model.inputs.filter((t) => t.optional !== true).length;
+  const required = lookupsOf(model).required;
   const count = request.inputs.length;
   if (count > total || count < required) {
     // Triton builds both lists by appending "'name'," after "[" and dropping the last character: with
@@ -189,6 +189,30 @@ function validateRequestInputs(model: RequestContract, request: InferRequest, se
     );
 }
 
+/** What every request's checks look up in the model's tensors, made once per model. */
+interface ContractLookups {
+  readonly inputByName: ReadonlyMap<string, ServedTensor>;
+  readonly outputNames: ReadonlySet<string>;
+  /** The inputs not marked optional. */
+  readonly required: number;
+}
+
+/** A model's tensors do not change while it is served (a reload makes a new one): keyed on the contract itself. */
+const lookups = new WeakMap<RequestContract, ContractLookups>();
+
+function lookupsOf(model: RequestContract): ContractLookups {
+  let found = lookups.get(model);
+  if (found === undefined) {
+    found = {
+      inputByName: new Map(model.inputs.map((t) => [t.name, t])),
+      outputNames: new Set(model.outputs.map((t) => t.name)),
+      required: model.inputs.filter((t) => t.optional !== true).length,
+    };
+    lookups.set(model, found);
+  }
+  return found;
+}
+
 /**
  * Checks a request against the model, as Triton core does before a backend
  * sees it, and returns the plugin's input tensors. When the model batches
@@ -199,8 +223,7 @@ function validateRequestInputs(model: RequestContract, request: InferRequest, se
 export function normalizeRequest(model: RequestContract, given: InferRequest): NormalizedRequest {
   const prefix = logRequest(given);
   const request = given.raw === undefined ? given : rawRequest(model, given, given.raw, prefix);
-  const inputByName = new Map(model.inputs.map((t) => [t.name, t]));
-  const outputNames = new Set(model.outputs.map((t) => t.name));
+  const { inputByName, outputNames } = lookupsOf(model);
   const seen = new Set<string>();
   for (const input of request.inputs) {
     if (seen.has(input.name)) throw invalidArg(`${prefix}input '${input.name}' already exists in request`);
@@ -345,10 +368,11 @@ function classify(values: Float64Array, rows: number, k: number, labels: readonl
  * rows only (the scheduler cut its slice of the batch).
  */
 export function respond(model: RequestContract, normalized: NormalizedRequest, results: ReadonlyMap<string, Tensor>): ResponseOutput[] {
-  const requested = new Map(normalized.outputs.map((o) => [o.name, o]));
+  // Most requests name one output or none: no Map for none.
+  const requested = normalized.outputs.length === 0 ? undefined : new Map(normalized.outputs.map((o) => [o.name, o]));
   const out: ResponseOutput[] = [];
   for (const config of model.outputs) {
-    const wanted = requested.get(config.name);
+    const wanted = requested?.get(config.name);
     if (normalized.outputs.length > 0 && wanted === undefined) continue;
     const tensor = results.get(config.anchor);
     if (tensor === undefined)

@@ -112,7 +112,7 @@ export class ServedModel implements RequestContract {
   }
 
   /** Queues one normalised request; resolves with its outputs (its rows only), by anchor. */
-  execute(request: ScheduledRequest): Promise<Map<string, Tensor>> {
+  execute(request: ScheduledRequest): Promise<ReadonlyMap<string, Tensor>> {
     return this.scheduler.enqueue(request);
   }
 

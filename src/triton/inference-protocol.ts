@@ -39,7 +39,11 @@ function root(): protobuf.Root {
 export function protocolCodec(name: string, viaFromObject = false): Codec {
   const type = root().lookupType(`inference.${name}`);
   return {
-    encode: (value) => Buffer.from(type.encode(viaFromObject ? type.fromObject(value) : value).finish()),
+    encode: (value) => {
+      const bytes = type.encode(viaFromObject ? type.fromObject(value) : value).finish();
+      // On Node, protobufjs writes into a Buffer already: a view of it, not a copy.
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    },
     decode: (bytes) => type.decode(bytes) as unknown as ProtocolMessage,
   };
 }

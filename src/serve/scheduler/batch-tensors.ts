@@ -28,13 +28,26 @@ function rowBytes(shape: readonly number[], byteLength: number): number {
 
 /**
  * The plugin runs for requests of these row counts, whose tensors (by
- * anchor, `rows` rows each) are joined: one map of inputs per run.
+ * anchor, `rows` rows each) are joined: one map of inputs per run. Each
+ * input is gathered once, into one buffer for all the runs; when every
+ * request holds exactly one run's rows (the common case of a graph that
+ * takes one row, and of a batch of one), a request's tensors are its run's
+ * as they are, and nothing is copied.
  */
-export function assembleRuns(layout: BatchLayout, parts: readonly ReadonlyMap<string, Tensor>[], rows: readonly number[]): Map<string, Tensor>[] {
-  if (!layout.batched) return parts.map((p) => new Map(p));
+export function assembleRuns(
+  layout: BatchLayout,
+  parts: readonly ReadonlyMap<string, Tensor>[],
+  rows: readonly number[],
+): ReadonlyMap<string, Tensor>[] {
+  // Without a batch dimension every request is one run of its own tensors.
+  if (!layout.batched) return [...parts];
+  const perRun = layout.inputs[0]?.shape[0] ?? 1;
+  if (rows.every((n) => n === perRun)) {
+    const runs = oneRunEach(layout, parts);
+    if (runs !== undefined) return runs;
+  }
   const total = rows.reduce((a, b) => a + b, 0);
   const runs: Map<string, Tensor>[] = [];
-  const perRun = layout.inputs[0]?.shape[0] ?? 1;
   const count = Math.max(1, Math.ceil(total / Math.max(1, perRun)));
   for (let r = 0; r < count; r++) runs.push(new Map());
   for (const spec of layout.inputs) {
@@ -54,14 +67,44 @@ export function assembleRuns(layout: BatchLayout, parts: readonly ReadonlyMap<st
   return runs;
 }
 
-/** The outputs of the runs, cut into each request's rows (with the request's row count as the first dimension). */
-export function splitOutputs(layout: BatchLayout, results: readonly ReadonlyMap<string, Tensor>[], rows: readonly number[]): Map<string, Tensor>[] {
-  if (!layout.batched) return results.map((r) => new Map(r));
+/** One run per request, of the request's own bytes; undefined when a request lacks an input or its bytes are not one run's. */
+function oneRunEach(layout: BatchLayout, parts: readonly ReadonlyMap<string, Tensor>[]): Map<string, Tensor>[] | undefined {
+  const runs: Map<string, Tensor>[] = [];
+  for (const part of parts) {
+    const run = new Map<string, Tensor>();
+    for (const spec of layout.inputs) {
+      const t = part.get(spec.name);
+      if (t === undefined || t.data.byteLength !== byteLength(spec)) return undefined;
+      run.set(spec.name, { name: spec.name, dtype: spec.dtype, shape: spec.shape, data: t.data });
+    }
+    runs.push(run);
+  }
+  return runs;
+}
+
+/**
+ * The outputs of the runs, cut into each request's rows (with the request's
+ * row count as the first dimension). When each request had a run of its
+ * own, its outputs are that run's, uncopied.
+ */
+export function splitOutputs(
+  layout: BatchLayout,
+  results: readonly ReadonlyMap<string, Tensor>[],
+  rows: readonly number[],
+): ReadonlyMap<string, Tensor>[] {
+  if (!layout.batched) return [...results];
   const out = rows.map(() => new Map<string, Tensor>());
+  const oneRunEach = results.length === rows.length;
   for (const spec of layout.outputs) {
     const pieces = results.map((r) => r.get(spec.name)?.data ?? new Uint8Array(0));
-    const joined = pieces.length === 1 ? (pieces[0] as Uint8Array) : Buffer.concat(pieces);
     const row = rowBytes(spec.shape, byteLength(spec));
+    if (oneRunEach && rows.every((n, i) => n * row === pieces[i]?.byteLength)) {
+      rows.forEach((n, i) =>
+        out[i]?.set(spec.name, { name: spec.name, dtype: spec.dtype, shape: [n, ...spec.shape.slice(1)], data: pieces[i] as Uint8Array }),
+      );
+      continue;
+    }
+    const joined = pieces.length === 1 ? (pieces[0] as Uint8Array) : Buffer.concat(pieces);
     let at = 0;
     rows.forEach((n, i) => {
       out[i]?.set(spec.name, { name: spec.name, dtype: spec.dtype, shape: [n, ...spec.shape.slice(1)], data: joined.subarray(at, at + n * row) });

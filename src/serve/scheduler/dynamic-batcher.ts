@@ -24,7 +24,8 @@ import type { BatcherSettings, PriorityQueue, Queued } from './queue-policy.js';
 export type BatchChoice = { readonly take: number } | { readonly waitUs: number };
 
 export function chooseBatch<T extends Queued>(queue: PriorityQueue<T>, settings: BatcherSettings, now: number): BatchChoice {
-  const preferred = new Set(settings.preferredBatchSizes);
+  // A few sizes at most: a look through the list costs less than a Set made at every choice.
+  const preferred = settings.preferredBatchSizes;
   const maxPreferred = settings.preferredBatchSizes.at(-1) ?? 0;
   let count = 0;
   let rows = 0;
@@ -44,7 +45,7 @@ export function chooseBatch<T extends Queued>(queue: PriorityQueue<T>, settings:
     rows += item.rows;
     oldest = Math.min(oldest, item.enqueuedNs);
     if (expiresNs !== 0) closestTimeout = closestTimeout === 0 ? expiresNs : Math.min(closestTimeout, expiresNs);
-    if (preferred.has(rows)) best = count;
+    if (preferred.includes(rows)) best = count;
   }
   if (count === 0) return { take: 0 };
   const delayNs = settings.maxQueueDelayUs * 1000;

@@ -39,20 +39,43 @@ export interface ScheduledRequest {
   readonly logPrefix: string;
 }
 
-interface Job extends Queued {
-  readonly request: ScheduledRequest;
-  readonly level: number;
-  resolve(outputs: Map<string, Tensor>): void;
-  reject(error: unknown): void;
-  /** Set once it has left the queue (to run, or failed); removes its abort listener when it had to wait. */
-  left?: () => void;
+/** A request in the scheduler: a class, so that its checks are methods rather than closures made per request. */
+class Job implements Queued {
+  readonly rows: number;
+  readonly timeoutUs: number;
+  readonly logPrefix: string;
+  /** Set once it has left the queue (to run, or failed). */
+  left = false;
+  /** Removes its abort listener, when it had to wait with one. */
+  unlisten: (() => void) | undefined;
+
+  constructor(
+    readonly request: ScheduledRequest,
+    readonly level: number,
+    readonly enqueuedNs: number,
+    readonly resolve: (outputs: ReadonlyMap<string, Tensor>) => void,
+    private readonly rejectWith: (error: Error) => void,
+  ) {
+    this.rows = Math.max(1, request.batch);
+    this.timeoutUs = request.timeoutUs ?? 0;
+    this.logPrefix = request.logPrefix;
+  }
+
+  cancelled(): boolean {
+    return this.request.signal?.aborted === true;
+  }
+
+  reject(error: unknown): void {
+    this.rejectWith(error instanceof Error ? error : new Error(String(error)));
+  }
 }
 
-/** The job leaves the queue: its abort listener, if it waited for one, goes. */
+/** The job leaves the queue: its abort listener, if it waited with one, goes. */
 function leave(job: Job): void {
-  const unlisten = job.left;
-  job.left = () => undefined;
-  unlisten?.();
+  if (job.left) return;
+  job.left = true;
+  job.unlisten?.();
+  job.unlisten = undefined;
 }
 
 /** Triton's default scheduler, in batcher terms: first come first served, one request per execution, no queue policy. */
@@ -80,14 +103,14 @@ export interface SchedulerOptions {
 }
 
 /** The runs of one batch, as many at once as the plugin takes; results in run order. */
-async function runAll(model: OpenedModel, runs: readonly Map<string, Tensor>[], capacity: number): Promise<Map<string, Tensor>[]> {
+async function runAll(model: OpenedModel, runs: readonly ReadonlyMap<string, Tensor>[], capacity: number): Promise<Map<string, Tensor>[]> {
   if (runs.length === 1 && runs[0] !== undefined) return [await model.run(runs[0])];
   const results: Map<string, Tensor>[] = new Array<Map<string, Tensor>>(runs.length);
   let next = 0;
   const lane = async (): Promise<void> => {
     while (next < runs.length) {
       const i = next++;
-      results[i] = await model.run(runs[i] as Map<string, Tensor>);
+      results[i] = await model.run(runs[i] as ReadonlyMap<string, Tensor>);
     }
   };
   await Promise.all(Array.from({ length: Math.min(capacity, runs.length) }, lane));
@@ -104,7 +127,7 @@ export class ModelScheduler {
   private stopped: string | undefined;
   private idleWaiters: (() => void)[] = [];
   /** preserve_ordering: the batches' jobs in the order they left the queue, answered in that order. */
-  private readonly inOrder: { job: Job; outcome?: { ok: true; value: Map<string, Tensor> } | { ok: false; error: unknown } }[] = [];
+  private readonly inOrder: { job: Job; outcome?: { ok: true; value: ReadonlyMap<string, Tensor> } | { ok: false; error: unknown } }[] = [];
 
   constructor(options: SchedulerOptions) {
     this.options = options;
@@ -128,23 +151,14 @@ export class ModelScheduler {
     return this.running;
   }
 
-  enqueue(request: ScheduledRequest): Promise<Map<string, Tensor>> {
+  enqueue(request: ScheduledRequest): Promise<ReadonlyMap<string, Tensor>> {
     if (this.stopped !== undefined)
       return Promise.reject(new RequestError('UNAVAILABLE', this.stopped === STOPPING ? `${request.logPrefix}${STOPPING}` : this.stopped));
     const started = monotonicNs();
+    const level = this.options.batcher === undefined ? 0 : priorityOf(this.settings, request.priority ?? 0);
     return new Promise((resolve, reject) => {
       const signal = request.signal;
-      const job: Job = {
-        request,
-        rows: Math.max(1, request.batch),
-        timeoutUs: request.timeoutUs ?? 0,
-        enqueuedNs: started,
-        cancelled: () => signal?.aborted === true,
-        logPrefix: request.logPrefix,
-        level: this.options.batcher === undefined ? 0 : priorityOf(this.settings, request.priority ?? 0),
-        resolve,
-        reject: (e: unknown) => reject(e instanceof Error ? e : new Error(String(e))),
-      };
+      const job = new Job(request, level, started, resolve, reject);
       if (signal?.aborted === true) {
         this.fail([job], new RequestError('CANCELLED', `${request.logPrefix}Request was cancelled`));
         return;
@@ -153,10 +167,10 @@ export class ModelScheduler {
       this.pump();
       // A client that goes away takes its request out of the queue at once (Triton drops it when its cursor passes).
       // Most requests leave the queue in the pump above: only one still waiting needs to hear of its client.
-      if (signal !== undefined && job.left === undefined) {
+      if (signal !== undefined && !job.left) {
         const onAbort = (): void => this.pump();
         signal.addEventListener('abort', onAbort, { once: true });
-        job.left = () => signal.removeEventListener('abort', onAbort);
+        job.unlisten = () => signal.removeEventListener('abort', onAbort);
       }
     });
   }
@@ -203,6 +217,7 @@ export class ModelScheduler {
   }
 
   private armTimeoutCheck(now: number): void {
+    if (!this.queue.canExpire) return;
     let closest = 0;
     for (const { expiresNs } of this.queue.inOrder()) if (expiresNs !== 0 && (closest === 0 || expiresNs < closest)) closest = expiresNs;
     if (closest !== 0) this.timer = setTimeout(() => this.pump(), Math.max(0, (closest - now) / 1e6) + 1);

@@ -101,21 +101,39 @@ class PolicyQueue<T extends Queued> {
 }
 
 export interface Skipped<T> {
-  readonly rejected: T[];
-  readonly cancelled: T[];
+  readonly rejected: readonly T[];
+  readonly cancelled: readonly T[];
 }
+
+/** What a sweep that finds nothing to skip returns (most do: one runs for every request and every answer). */
+const NOTHING_SKIPPED: Skipped<never> = { rejected: [], cancelled: [] };
 
 /** Monotonic nanoseconds (as a double: exact to well below a microsecond for months). */
 export function monotonicNs(): number {
   return performance.now() * 1e6;
 }
 
+/** Whether a sweep takes anything out of this level: a cancelled request, or an expired one still waiting. */
+function leavesAny<T extends Queued>(queue: PolicyQueue<T>, now: number): boolean {
+  for (const w of queue.waiting) if (w.item.cancelled() || (w.expiresNs !== 0 && now > w.expiresNs)) return true;
+  for (const item of queue.delayed) if (item.cancelled()) return true;
+  return false;
+}
+
 export class PriorityQueue<T extends Queued> {
   private readonly levels = new Map<number, PolicyQueue<T>>();
+  /** The levels, highest priority (lowest number) first: sorted when a level is added, not at every look. */
+  private sorted: PolicyQueue<T>[] = [];
   private readonly settings: BatcherSettings;
+  /**
+   * Whether a request can ever expire: only under a policy with a default timeout (a request's own timeout
+   * may only shorten it). Without one, nothing in the queue has a deadline to look for.
+   */
+  readonly canExpire: boolean;
 
   constructor(settings: BatcherSettings) {
     this.settings = settings;
+    this.canExpire = [settings.defaultPolicy, ...settings.priorityPolicies.values()].some((p) => p.defaultTimeoutUs !== 0);
   }
 
   get size(): number {
@@ -130,6 +148,7 @@ export class PriorityQueue<T extends Queued> {
     if (queue === undefined) {
       queue = new PolicyQueue<T>(this.settings.priorityPolicies.get(level) ?? this.settings.defaultPolicy);
       this.levels.set(level, queue);
+      this.sorted = [...this.levels.entries()].sort((a, b) => a[0] - b[0]).map(([, q]) => q);
     }
     const policy = queue.policy;
     if (policy.maxQueueSize !== 0 && queue.size >= policy.maxQueueSize)
@@ -140,9 +159,8 @@ export class PriorityQueue<T extends Queued> {
     queue.waiting.push({ item, expiresNs: timeoutUs === 0 ? 0 : monotonicNs() + timeoutUs * 1000 });
   }
 
-  /** The levels, highest priority (lowest number) first. */
-  private ordered(): PolicyQueue<T>[] {
-    return [...this.levels.entries()].sort((a, b) => a[0] - b[0]).map(([, q]) => q);
+  private ordered(): readonly PolicyQueue<T>[] {
+    return this.sorted;
   }
 
   /**
@@ -152,8 +170,10 @@ export class PriorityQueue<T extends Queued> {
    * request is looked at, so a request leaves no later than Triton's would.
    */
   sweep(now: number): Skipped<T> {
-    const skipped: Skipped<T> = { rejected: [], cancelled: [] };
+    let skipped: { rejected: T[]; cancelled: T[] } | undefined;
     for (const queue of this.levels.values()) {
+      if (!leavesAny(queue, now)) continue;
+      skipped ??= { rejected: [], cancelled: [] };
       const keep: Waiting<T>[] = [];
       for (const w of queue.waiting) {
         if (w.item.cancelled()) skipped.cancelled.push(w.item);
@@ -171,7 +191,7 @@ export class PriorityQueue<T extends Queued> {
         }
       }
     }
-    return skipped;
+    return skipped ?? NOTHING_SKIPPED;
   }
 
   /** Waiting requests in the order the batcher examines them: by level, then unexpired before delayed. */
