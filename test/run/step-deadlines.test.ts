@@ -29,4 +29,18 @@ describe('step deadlines', () => {
       { message: 'a later step is late' },
     );
   });
+
+  it("does not fail a step at an earlier step's deadline, when the timer was armed for that one", async () => {
+    const deadlines = new StepDeadlines(1000);
+    // The first step arms the timer for its deadline, then ends at once; the timer stays armed for it.
+    assert.equal(await deadlines.race(Promise.resolve('first'), () => new Error('first is late')), 'first');
+    await new Promise((r) => setTimeout(r, 600));
+    let outcome = 'pending';
+    const second = deadlines.race(never, () => new Error('second is late')).catch((e: Error) => (outcome = e.message));
+    // Past the first step's deadline (1,000 ms), well before the second's (1,600 ms).
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(outcome, 'pending');
+    await second;
+    assert.equal(outcome, 'second is late');
+  });
 });

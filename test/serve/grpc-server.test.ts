@@ -15,6 +15,39 @@ const json = {
   encode: (m: Record<string, unknown>): Buffer => Buffer.from(JSON.stringify(m)),
 };
 
+/**
+ * A bidi method answering each request `ms` later with `answer(request)`,
+ * the call ended once every answer is out, as ModelStreamInfer ends. With
+ * `waits`, a request's handling lasts until its answer is written (the
+ * server counts its bytes as waiting until then).
+ */
+function answersLater(ms: number, answer: (r: Record<string, unknown>) => Record<string, unknown>, waits: boolean): GrpcMethod {
+  return {
+    kind: 'bidi',
+    ...json,
+    open: (call) => {
+      let pending = 0;
+      let ended = false;
+      const later = (r: Record<string, unknown>, done: () => void): void => {
+        pending += 1;
+        setTimeout(() => {
+          call.write(answer(r));
+          pending -= 1;
+          if (ended && pending === 0) call.end();
+          done();
+        }, ms);
+      };
+      return {
+        message: (r) => (waits ? new Promise<void>((resolve) => later(r, resolve)) : later(r, () => undefined)),
+        halfClose: () => {
+          ended = true;
+          if (pending === 0) call.end();
+        },
+      };
+    },
+  };
+}
+
 describe('gRPC wire format', () => {
   it('cuts messages across chunk boundaries and refuses one past the limit from its prefix', () => {
     const a = frameMessage(Buffer.from('hello'));
@@ -112,62 +145,12 @@ describe('gRPC server on node:http2', () => {
           }),
         },
       ],
-      [
-        '/t.S/Later',
-        {
-          kind: 'bidi',
-          ...json,
-          // Each answer 50 ms after its request, the call ended once all are out, as ModelStreamInfer does.
-          open: (call) => {
-            let pending = 0;
-            let ended = false;
-            return {
-              message: (r) => {
-                pending += 1;
-                setTimeout(() => {
-                  call.write({ echo: r.text });
-                  pending -= 1;
-                  if (ended && pending === 0) call.end();
-                }, 50);
-              },
-              halfClose: () => {
-                ended = true;
-                if (pending === 0) call.end();
-              },
-            };
-          },
-        },
-      ],
-      [
-        '/t.S/Delayed',
-        {
-          kind: 'bidi',
-          ...json,
-          // Each request answered 5 ms later with 64 KiB, its wait ended once the answer is written: two 900-byte
-          // requests waiting pause the stream (the waiting bytes pass 1024), and a client that does not read backs
-          // the answers up while it is paused.
-          open: (call) => {
-            let pending = 0;
-            let ended = false;
-            return {
-              message: (r) =>
-                new Promise<void>((resolve) => {
-                  pending += 1;
-                  setTimeout(() => {
-                    call.write({ echo: String(r.text).slice(0, 8), pad: 'p'.repeat(64 * 1024) });
-                    pending -= 1;
-                    if (ended && pending === 0) call.end();
-                    resolve();
-                  }, 5);
-                }),
-              halfClose: () => {
-                ended = true;
-                if (pending === 0) call.end();
-              },
-            };
-          },
-        },
-      ],
+      // Each answer 50 ms after its request, as ModelStreamInfer answers.
+      ['/t.S/Later', answersLater(50, (r) => ({ echo: r.text }), false)],
+      // Each request answered 5 ms later with 64 KiB, its wait ended once the answer is written: two 900-byte
+      // requests waiting pause the stream (the waiting bytes pass 1024), and a client that does not read backs
+      // the answers up while it is paused.
+      ['/t.S/Delayed', answersLater(5, (r) => ({ echo: String(r.text).slice(0, 8), pad: 'p'.repeat(64 * 1024) }), true)],
       [
         '/t.S/Never',
         {

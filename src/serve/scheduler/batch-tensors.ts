@@ -94,20 +94,16 @@ export function splitOutputs(
 ): ReadonlyMap<string, Tensor>[] {
   if (!layout.batched) return [...results];
   const out = rows.map(() => new Map<string, Tensor>());
-  const oneRunEach = results.length === rows.length;
   for (const spec of layout.outputs) {
     const pieces = results.map((r) => r.get(spec.name)?.data ?? new Uint8Array(0));
     const row = rowBytes(spec.shape, byteLength(spec));
-    if (oneRunEach && rows.every((n, i) => n * row === pieces[i]?.byteLength)) {
-      rows.forEach((n, i) =>
-        out[i]?.set(spec.name, { name: spec.name, dtype: spec.dtype, shape: [n, ...spec.shape.slice(1)], data: pieces[i] as Uint8Array }),
-      );
-      continue;
-    }
-    const joined = pieces.length === 1 ? (pieces[0] as Uint8Array) : Buffer.concat(pieces);
+    // Each request's rows are one run's output as it is, or a cut of all the runs' joined.
+    const ownRun = results.length === rows.length && rows.every((n, i) => n * row === pieces[i]?.byteLength);
+    const joined = ownRun ? undefined : pieces.length === 1 ? (pieces[0] as Uint8Array) : Buffer.concat(pieces);
     let at = 0;
     rows.forEach((n, i) => {
-      out[i]?.set(spec.name, { name: spec.name, dtype: spec.dtype, shape: [n, ...spec.shape.slice(1)], data: joined.subarray(at, at + n * row) });
+      const data = joined === undefined ? (pieces[i] as Uint8Array) : joined.subarray(at, at + n * row);
+      out[i]?.set(spec.name, { name: spec.name, dtype: spec.dtype, shape: [n, ...spec.shape.slice(1)], data });
       at += n * row;
     });
   }

@@ -113,9 +113,14 @@ export function monotonicNs(): number {
   return performance.now() * 1e6;
 }
 
+/** Whether a waiting request's queue timeout has passed (0: it has none). */
+function expired(w: Waiting<Queued>, now: number): boolean {
+  return w.expiresNs !== 0 && now > w.expiresNs;
+}
+
 /** Whether a sweep takes anything out of this level: a cancelled request, or an expired one still waiting. */
 function leavesAny<T extends Queued>(queue: PolicyQueue<T>, now: number): boolean {
-  for (const w of queue.waiting) if (w.item.cancelled() || (w.expiresNs !== 0 && now > w.expiresNs)) return true;
+  for (const w of queue.waiting) if (w.item.cancelled() || expired(w, now)) return true;
   for (const item of queue.delayed) if (item.cancelled()) return true;
   return false;
 }
@@ -159,10 +164,6 @@ export class PriorityQueue<T extends Queued> {
     queue.waiting.push({ item, expiresNs: timeoutUs === 0 ? 0 : monotonicNs() + timeoutUs * 1000 });
   }
 
-  private ordered(): readonly PolicyQueue<T>[] {
-    return this.sorted;
-  }
-
   /**
    * Applies each level's policy (ApplyPolicy and RejectTimeoutRequests):
    * cancelled requests leave, expired ones are rejected or delayed. Triton
@@ -177,7 +178,7 @@ export class PriorityQueue<T extends Queued> {
       const keep: Waiting<T>[] = [];
       for (const w of queue.waiting) {
         if (w.item.cancelled()) skipped.cancelled.push(w.item);
-        else if (w.expiresNs !== 0 && now > w.expiresNs) {
+        else if (expired(w, now)) {
           if (queue.policy.timeoutAction === 'DELAY') queue.delayed.push(w.item);
           else skipped.rejected.push(w.item);
         } else keep.push(w);
@@ -196,7 +197,7 @@ export class PriorityQueue<T extends Queued> {
 
   /** Waiting requests in the order the batcher examines them: by level, then unexpired before delayed. */
   *inOrder(): Generator<{ readonly item: T; readonly expiresNs: number }> {
-    for (const queue of this.ordered()) {
+    for (const queue of this.sorted) {
       yield* queue.waiting;
       for (const item of queue.delayed) yield { item, expiresNs: 0 };
     }
@@ -205,7 +206,7 @@ export class PriorityQueue<T extends Queued> {
   /** Takes the first `count` requests of inOrder(). */
   take(count: number): T[] {
     const out: T[] = [];
-    for (const queue of this.ordered()) {
+    for (const queue of this.sorted) {
       while (out.length < count && queue.waiting.length > 0) out.push((queue.waiting.shift() as Waiting<T>).item);
       while (out.length < count && queue.delayed.length > 0) out.push(queue.delayed.shift() as T);
       if (out.length === count) break;
@@ -216,7 +217,7 @@ export class PriorityQueue<T extends Queued> {
   /** Every waiting request, removed (the model stops, or no instance is left). */
   drain(): T[] {
     const out: T[] = [];
-    for (const queue of this.ordered()) {
+    for (const queue of this.sorted) {
       out.push(...queue.waiting.map((w) => w.item), ...queue.delayed);
       queue.waiting.length = 0;
       queue.delayed.length = 0;
