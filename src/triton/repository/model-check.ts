@@ -138,9 +138,22 @@ export async function checkModel(root: string, model: string, options: ValidateO
   return {
     name: model,
     sink,
-    ...(state.config === undefined ? {} : { config: state.config }),
-    versions: state.versions,
-    ...(state.popefSkipped === undefined ? {} : { popefSkipped: state.popefSkipped }),
+    ...checkedFields(state),
+  };
+}
+
+/**
+ * What a checked model carries beside its name and findings, without the
+ * optional fields it lacks: the same in a worker's reply, back on the
+ * calling thread, and in the report.
+ */
+export function checkedFields(
+  c: Pick<CheckedModel, 'versions' | 'config' | 'popefSkipped'>,
+): Pick<CheckedModel, 'versions' | 'config' | 'popefSkipped'> {
+  return {
+    versions: c.versions,
+    ...(c.config === undefined ? {} : { config: c.config }),
+    ...(c.popefSkipped === undefined ? {} : { popefSkipped: c.popefSkipped }),
   };
 }
 

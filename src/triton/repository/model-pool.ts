@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ModelConfig } from '../model-config.js';
 import { FindingSink, type SinkState } from './finding-sink.js';
-import { sinkOptionsFor, type CheckedModel, type ValidateOptions } from './model-check.js';
+import { checkedFields, sinkOptionsFor, type CheckedModel, type ValidateOptions } from './model-check.js';
 
 /**
  * Checks the models of a repository on every core: the calling thread and
@@ -77,9 +77,7 @@ export function toPoolResult(c: CheckedModel): PoolResult {
   return {
     name: c.name,
     sink: c.sink.state(),
-    versions: c.versions,
-    ...(c.config === undefined ? {} : { config: c.config }),
-    ...(c.popefSkipped === undefined ? {} : { popefSkipped: c.popefSkipped }),
+    ...checkedFields(c),
   };
 }
 
@@ -87,9 +85,7 @@ function fromPoolResult(r: NonNullable<PoolResult>, options: ValidateOptions): C
   return {
     name: r.name,
     sink: FindingSink.resume(sinkOptionsFor(r.name, options), r.sink),
-    versions: r.versions,
-    ...(r.config === undefined ? {} : { config: r.config }),
-    ...(r.popefSkipped === undefined ? {} : { popefSkipped: r.popefSkipped }),
+    ...checkedFields(r),
   };
 }
 

@@ -6,7 +6,7 @@ import { MAX_FINDINGS_PER_RULE } from './finding-limit.js';
 import { validateEnsembleConfig } from './ensemble-rules.js';
 import { FindingSink } from './finding-sink.js';
 import { RULES, type Finding, type RawFinding, type RuleId } from './findings.js';
-import { checkModel, isFile, type CheckedModel, type ValidateOptions } from './model-check.js';
+import { checkModel, checkedFields, isFile, type CheckedModel, type ValidateOptions } from './model-check.js';
 import { checkModelsInParallel, type PoolOptions } from './model-pool.js';
 import { isDirectory, isLinkLoop, listDir } from './model-directory.js';
 
@@ -176,9 +176,7 @@ export async function validateRepositoryWith(root: string, options: ValidateOpti
     return {
       name: c.name,
       findings: c.sink.close(),
-      versions: c.versions,
-      ...(c.config === undefined ? {} : { config: c.config }),
-      ...(c.popefSkipped === undefined ? {} : { popefSkipped: c.popefSkipped }),
+      ...checkedFields(c),
     };
   });
   if (wanted !== undefined) {
