@@ -36,7 +36,9 @@ describe('step deadlines', () => {
     assert.equal(await deadlines.race(Promise.resolve('first'), () => new Error('first is late')), 'first');
     await new Promise((r) => setTimeout(r, 600));
     let outcome = 'pending';
-    const second = deadlines.race(never, () => new Error('second is late')).catch((e: Error) => (outcome = e.message));
+    const second = deadlines
+      .race(never, () => new Error('second is late'))
+      .catch((e: unknown) => (outcome = e instanceof Error ? e.message : String(e)));
     // Past the first step's deadline (1,000 ms), well before the second's (1,600 ms).
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(outcome, 'pending');
