@@ -1,7 +1,7 @@
 import { closeSync } from 'node:fs';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
 import { MAX_READ_CHUNK, type ByteSource } from './byte-source.js';
-import { measureRegular, openListedFile, openRegularDescriptor, readDescriptor } from './local-file.js';
+import { LISTED_FIRST_READ, measureRegular, openListedFile, openRegularDescriptor, readDescriptor } from './local-file.js';
 import { checkRange } from './range-check.js';
 
 /**
@@ -9,7 +9,7 @@ import { checkRange } from './range-check.js';
  * MNIST model is 33 KiB) is then read with one read, and a large one's
  * first headers, descriptors and metadata usually lie inside it.
  */
-export const OPEN_WINDOW = 64 * 1024;
+export const OPEN_WINDOW = LISTED_FIRST_READ;
 
 /**
  * What a read that misses the window reads at least: a blob header and its
@@ -53,13 +53,13 @@ export class FileSource implements ByteSource {
     let opened: { readonly fd: number; readonly size: number };
     if (options.listedRegular === true) {
       const listed = openListedFile(path, name, 'the file');
-      if (listed.whole !== undefined) {
-        const source = new FileSource(name, listed.fd, listed.whole.byteLength);
-        // A plain Uint8Array over the same bytes: read() hands out slices, which of a Buffer would be views, not copies.
-        source.window = { offset: 0, bytes: new Uint8Array(listed.whole.buffer, listed.whole.byteOffset, listed.whole.byteLength) };
-        return source;
-      }
-      opened = { fd: listed.fd, size: measureRegular(listed.fd, name, 'the file') };
+      const size = listed.whole ? listed.head.byteLength : measureRegular(listed.fd, name, 'the file');
+      const source = new FileSource(name, listed.fd, size);
+      // The first read is the window (what fill would read again), as a plain Uint8Array over the same bytes:
+      // read() hands out slices, which of a Buffer would be views, not copies. A file that shrank since is cut to its size.
+      const head = listed.head;
+      source.window = { offset: 0, bytes: new Uint8Array(head.buffer, head.byteOffset, Math.min(size, head.byteLength)) };
+      return source;
     } else {
       opened = openRegularDescriptor(path, name, 'the file');
     }

@@ -138,14 +138,16 @@ const firstRead = Buffer.allocUnsafe(LISTED_FIRST_READ);
 
 /**
  * A file the caller's listing called regular, opened and read from its
- * start: its whole bytes (a copy) when it is shorter than
- * LISTED_FIRST_READ, else undefined, with the descriptor `fd` still open
- * for the caller to measure and read. Should the entry have been replaced
- * since it was listed, nothing blocks and nothing else is read: open does
- * not wait for a FIFO's writer (O_NONBLOCK), and reading a FIFO at an offset
- * fails (ESPIPE), as reading a directory does (EISDIR).
+ * start: `head` holds a copy of its first bytes, up to LISTED_FIRST_READ,
+ * and `whole` says whether that is all of it (a shorter read). A file not
+ * known whole keeps the descriptor `fd` open for the caller to measure and
+ * read on from the end of `head`, which it need not read again. Should the
+ * entry have been replaced since it was listed, nothing blocks and nothing
+ * else is read: open does not wait for a FIFO's writer (O_NONBLOCK), and
+ * reading a FIFO at an offset fails (ESPIPE), as reading a directory does
+ * (EISDIR).
  */
-export function openListedFile(path: string, name: string, what: string): { readonly fd: number; readonly whole?: Buffer } {
+export function openListedFile(path: string, name: string, what: string): { readonly fd: number; readonly head: Buffer; readonly whole: boolean } {
   const fd = openNonBlocking(path, name, what);
   let length: number;
   try {
@@ -155,7 +157,7 @@ export function openListedFile(path: string, name: string, what: string): { read
     throw ioError(error, name, `read ${what}`);
   }
   // A read of a regular file returns less than was asked only at its end.
-  return length < LISTED_FIRST_READ ? { fd, whole: Buffer.from(firstRead.subarray(0, length)) } : { fd };
+  return { fd, head: Buffer.from(firstRead.subarray(0, length)), whole: length < LISTED_FIRST_READ };
 }
 
 /** Reads up to `length` bytes at `position` into `out` at `at`: synchronously when `sync`, else through the pool. */
@@ -192,14 +194,16 @@ export interface ReadWholeOptions {
 export async function readRegularFile(path: string, options: ReadWholeOptions): Promise<Buffer> {
   const name = options.name ?? path;
   let fd: number;
+  let head: Buffer | undefined;
   if (options.listedRegular === true) {
     const listed = openListedFile(path, name, options.what);
-    if (listed.whole !== undefined) {
+    if (listed.whole) {
       closeSync(listed.fd);
-      if (listed.whole.byteLength > options.limit) throw overLimit(name, options.what, listed.whole.byteLength, options.limit);
-      return listed.whole;
+      if (listed.head.byteLength > options.limit) throw overLimit(name, options.what, listed.head.byteLength, options.limit);
+      return listed.head;
     }
     fd = listed.fd;
+    head = listed.head;
   } else {
     fd = openNonBlocking(path, name, options.what);
   }
@@ -209,7 +213,8 @@ export async function readRegularFile(path: string, options: ReadWholeOptions): 
     // The size fstat gave, and no more: a file that grows meanwhile is read as it was, within the limit.
     const out = Buffer.allocUnsafe(size);
     const sync = size <= SYNC_READ_LIMIT;
-    let done = 0;
+    // What the listed file's first read already holds is not read again.
+    let done = head === undefined ? 0 : head.copy(out, 0, 0, Math.min(size, head.byteLength));
     while (done < size) {
       let bytesRead: number;
       try {

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { syncBuiltinESMExports } from 'node:module';
+import { describe, it, mock } from 'node:test';
 import { FileSource } from '../../src/io/file-source.js';
 import { LISTED_FIRST_READ, readRegularFile } from '../../src/io/local-file.js';
 import { inTempDir } from '../helpers.js';
@@ -67,6 +69,42 @@ describe('reading a file the directory listing called regular (no fstat when it 
       );
       // Without the listing's word, a FIFO is refused as it always was.
       await assert.rejects(readRegularFile(join(dir, 'fifo'), { what: 'config.pbtxt', limit: 100 }), /a FIFO \(named pipe\), not a regular file/);
+    });
+  });
+
+  it('does not read the first bytes of a longer file twice: the first read is the start of the whole read and of the window', async () => {
+    await inTempDir(async (dir) => {
+      const path = join(dir, 'long');
+      const bytes = counting(3 * LISTED_FIRST_READ + 7);
+      await writeFile(path, bytes);
+      // The module's named import of readSync follows node:fs once the builtin's ES exports are synced.
+      const reads: [number, number][] = [];
+      const original = fs.readSync;
+      mock.method(fs, 'readSync', (...args: Parameters<typeof fs.readSync>) => {
+        const [, , , length, position] = args as unknown as [number, Uint8Array, number, number, number];
+        reads.push([position, length]);
+        return original(...args);
+      });
+      syncBuiltinESMExports();
+      try {
+        assert.deepEqual(await readRegularFile(path, { what: 'the file', limit: 1024 ** 2, listedRegular: true }), bytes);
+        assert.deepEqual(
+          reads.map(([position]) => position),
+          [0, LISTED_FIRST_READ],
+          'readRegularFile: the first read, then on from its end',
+        );
+        reads.length = 0;
+        const source = await FileSource.open(path, path, { listedRegular: true });
+        try {
+          assert.deepEqual(await source.read(100, 200, 'inside the first read'), new Uint8Array(bytes.subarray(100, 300)));
+          assert.deepEqual(reads, [[0, LISTED_FIRST_READ]], 'FileSource: the first read is its window');
+        } finally {
+          await source.close();
+        }
+      } finally {
+        mock.restoreAll();
+        syncBuiltinESMExports();
+      }
     });
   });
 });

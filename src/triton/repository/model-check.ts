@@ -166,15 +166,27 @@ interface CheckState {
   popefSkipped?: string;
 }
 
-/** Where an interrupted `popef scaffold --force` left the model's config (temp-names.ts names it), if it did. */
+/** The configs interrupted scaffolds moved aside at a repository root, kept while the root is unchanged. */
+let asideAtRoot: { root: string; mtimeNs: bigint; names: readonly string[] } | undefined;
+
+/**
+ * Where an interrupted `popef scaffold --force` left the model's config
+ * (temp-names.ts names it), if it did. The root is listed once while its
+ * modification time stays the same, not once per model: a repository of
+ * thousands of models without config.pbtxt would otherwise list its root
+ * thousands of times.
+ */
 function movedAsideConfig(root: string, model: string): string | undefined {
-  let names: string[];
   try {
-    names = readdirSync(root);
+    const { mtimeNs } = statSync(root, { bigint: true });
+    if (asideAtRoot?.root !== root || asideAtRoot.mtimeNs !== mtimeNs) {
+      const names = readdirSync(root).filter((n) => n.startsWith('.') && n.includes('.popef-staging-') && n.endsWith('.old-config.pbtxt'));
+      asideAtRoot = { root, mtimeNs, names };
+    }
+    return asideAtRoot.names.find((n) => n.startsWith(`.${model}.popef-staging-`));
   } catch {
-    names = [];
+    return undefined;
   }
-  return names.find((n) => n.startsWith(`.${model}.popef-staging-`) && n.endsWith('.old-config.pbtxt'));
 }
 
 async function checkModelInto(root: string, model: string, options: ValidateOptions, sink: FindingSink, state: CheckState): Promise<void> {
