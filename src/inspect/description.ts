@@ -58,13 +58,21 @@ export async function sha256Of(source: ByteSource): Promise<string> {
  * Describes an open model set. `files` are the described files' names (as
  * recorded: base names), sizes and hashes, in the set's file order.
  */
-export function describeModelSet(set: ModelSet, files: readonly DescribedFile[], reader: string): PopefDescription {
-  return { tool: 'popef-toolkit', kind: 'popef-description', descriptionVersion: 1, reader, files, models: describedModels(set) };
+export function describeModelSet(
+  set: ModelSet,
+  files: readonly DescribedFile[],
+  reader: string,
+  recordedName: (file: string) => string = basename,
+): PopefDescription {
+  return { tool: 'popef-toolkit', kind: 'popef-description', descriptionVersion: 1, reader, files, models: describedModels(set, recordedName) };
 }
 
-/** The models of a description: dump's model reports, files named by base name. */
-export function describedModels(set: ModelSet): PopefDescription['models'] {
-  return buildReport(set).models.map((m) => ({ ...m, file: basename(m.file) }));
+/**
+ * The models of a description: dump's model reports, each naming its file
+ * by `recordedName` of the name it was opened by (default: its base name).
+ */
+export function describedModels(set: ModelSet, recordedName: (file: string) => string = basename): PopefDescription['models'] {
+  return buildReport(set).models.map((m) => ({ ...m, file: recordedName(m.file) }));
 }
 
 /** Parses and checks a description's text; a PopefError (E_INVALID_INPUT) names what is wrong. */

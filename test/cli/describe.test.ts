@@ -6,10 +6,12 @@
 // SHA-256 recorded, which is what describe will do itself once dump reads
 // SDK files through the bridge.
 import assert from 'node:assert/strict';
-import { appendFile, copyFile, cp, readFile, stat, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, cp, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { describeOpenSet } from '../../src/cli/commands/describe-run.js';
 import { ModelSet } from '../../src/format/model-set.js';
+import { PopefFile } from '../../src/format/reader.js';
 import { describeModelSet, sha256Of } from '../../src/inspect/description.js';
 import { FileSource } from '../../src/io/file-source.js';
 import { schemaErrors } from '../../src/json-schemas.js';
@@ -183,6 +185,47 @@ describe('popef config and scaffold from a description', () => {
       const v = await runCli(['validate', join(dir, 'repo'), '--format', 'json']);
       assert.equal(v.code, 0, v.stdout);
       assert.deepEqual(findingsOf(v.stdout), [['popef/description-only', 'info']]);
+    });
+  });
+});
+
+describe('describing an open model set (what scaffold places beside SDK-written files)', () => {
+  it('names each model by the recorded name of its own file, when two files share a base name in different directories', async () => {
+    await inTempDir(async (dir) => {
+      await mkdir(join(dir, 'a'));
+      await mkdir(join(dir, 'b'));
+      // The executable in a/, the variables in b/, both called m.popef: scaffold places them under two names.
+      await copyFile(fixture('split/executable.popef'), join(dir, 'a/m.popef'));
+      await copyFile(fixture('split/variables.popef'), join(dir, 'b/m.popef'));
+      const files = [
+        { path: 'a/m.popef', recordedName: 'executable.popef' },
+        { path: 'b/m.popef', recordedName: 'variables.popef' },
+      ];
+      const opened = await Promise.all(files.map((f) => FileSource.open(join(dir, f.path), f.path)));
+      const set = await ModelSet.fromFiles(await Promise.all(opened.map((s) => PopefFile.open(s))));
+      try {
+        const io = {
+          stdout: () => {},
+          stderr: () => {},
+          stdoutIsTTY: false,
+          stderrIsTTY: false,
+          env: {},
+          cwd: dir,
+          signal: new AbortController().signal,
+        };
+        const description = await describeOpenSet(set, [{ reader: 'open-layout' }, { reader: 'open-layout' }], files, io);
+        assert.deepEqual(
+          description.files.map((f) => f.name),
+          ['executable.popef', 'variables.popef'],
+        );
+        assert.deepEqual(
+          description.models.map((m) => m.file),
+          ['executable.popef'],
+          'the model comes from the executable file',
+        );
+      } finally {
+        await set.close();
+      }
     });
   });
 });

@@ -75,10 +75,10 @@ export async function describeOpenSet(
       await source.close();
     }
   }
-  const description = describeModelSet(set, described, readerName(readers));
-  // The models name their file by base name; a file placed under another name is recorded under that one.
-  const renamed = new Map(files.map((f) => [basename(f.path), f.recordedName]));
-  return { ...description, models: description.models.map((m) => ({ ...m, file: renamed.get(m.file) ?? m.file })) };
+  // Each model names the file it came from by that file's recorded name, found by the name it was opened by:
+  // by base name, two files of the same base name in different directories would both take the first one's.
+  const recorded = new Map(files.map((f) => [f.path, f.recordedName]));
+  return describeModelSet(set, described, readerName(readers), (file) => recorded.get(file) ?? basename(file));
 }
 
 /** The text of a description file. */

@@ -7,6 +7,7 @@ import { withPrintableStrings } from '../../present/printable.js';
 import { ExitCode } from '../exit-codes.js';
 import { writeJson, type CliIo } from '../io.js';
 import { openModelSet } from './open-popef.js';
+import { isUrl } from './sources.js';
 
 export async function diffCommand(
   files: readonly string[],
@@ -37,7 +38,7 @@ export async function diffCommand(
     const right = await open(b);
     try {
       // Compressed executables are inflated only when both sides are local: a URL's payload would be fetched whole.
-      const remote = [...a, ...b].some((name) => /^https?:\/\//i.test(name));
+      const remote = [...a, ...b].some(isUrl);
       const report = remote
         ? diffModelSets(left, right, { ignore: flags.ignore })
         : await diffModelSetsReadingPayloads(left, right, { ignore: flags.ignore });

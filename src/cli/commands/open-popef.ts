@@ -8,7 +8,7 @@ import { FileSource } from '../../io/file-source.js';
 import { printable } from '../../present/printable.js';
 import type { ChildProcessPlugin } from '../../run/child-plugin.js';
 import type { CliIo } from '../io.js';
-import { openSource } from './sources.js';
+import { isUrl, openSource } from './sources.js';
 
 /**
  * The one way the CLI's reading commands (dump, config, scaffold, diff,
@@ -72,7 +72,7 @@ export async function openPopef(name: string, io: CliIo, options: OpenPopefOptio
     return { file: await PopefFile.open(source), readBy: { reader: 'open-layout' } };
   } catch (error) {
     // Standard input and URLs are not regular files the SDK could parse.
-    if (!notOpenLayout(error) || name === '-' || /^https?:\/\//i.test(name)) throw error;
+    if (!notOpenLayout(error) || name === '-' || isUrl(name)) throw error;
     const sdk = options.sdk ?? new SdkBridge(io);
     try {
       return await readThroughSdk(resolve(io.cwd, name), name, io, options.executables !== false, error, sdk);

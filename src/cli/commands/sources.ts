@@ -9,6 +9,11 @@ import { MemorySource } from '../../io/memory-source.js';
 /** The most of standard input a command holds in memory: a bigger model is better given as a file. */
 const STDIN_LIMIT = 1024 * 1024 * 1024;
 
+/** Whether a file argument names a URL (read with Range requests) rather than a local path. */
+export function isUrl(name: string): boolean {
+  return /^https?:\/\//i.test(name);
+}
+
 /** A file argument: a local path, "-" for standard input (read whole), or an http(s):// URL read with Range requests. */
 export async function openSource(name: string, io: CliIo, options: { readAll?: boolean } = {}): Promise<ByteSource> {
   if (name === '-') {
@@ -21,7 +26,7 @@ export async function openSource(name: string, io: CliIo, options: { readAll?: b
     });
     return new MemorySource(bytes, '<stdin>');
   }
-  if (/^https?:\/\//i.test(name)) {
+  if (isUrl(name)) {
     const timeout = Number(io.env.POPEF_HTTP_TIMEOUT_MS ?? '');
     const deadline = Number(io.env.POPEF_HTTP_DEADLINE_MS ?? '');
     return HttpSource.open(name, {
