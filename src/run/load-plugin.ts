@@ -70,18 +70,25 @@ export async function loadPlugin(spec: string, ctx: PluginContext): Promise<Exec
   });
 }
 
-/** The plugins of this package, by --plugin name. */
-const BUILT_IN: ReadonlySet<string> = new Set(['ipu', 'cpu', 'triton']);
+/** The plugins of this package, by --plugin name: one table, for finding them and for knowing them as ours. */
+type PluginFactory = (ctx: PluginContext) => ExecutionPlugin | Promise<ExecutionPlugin>;
+const BUILT_IN: ReadonlyMap<string, PluginFactory> = new Map<string, PluginFactory>([
+  ['ipu', ipuPlugin],
+  // POPEF_ONNXRUNTIME_MODULE names another module to import (tests use it to simulate a missing onnxruntime-node).
+  ['cpu', (ctx: PluginContext) => new CpuPlugin({ moduleName: ctx.env.POPEF_ONNXRUNTIME_MODULE })],
+  [
+    'triton',
+    async (ctx: PluginContext) => {
+      // Imported when asked for: it brings @grpc/grpc-js and protobufjs, a hundred files popef run --plugin cpu has no use for.
+      const { TritonPlugin } = await import('./triton-plugin.js');
+      return new TritonPlugin({ url: ctx.url, timeoutMs: ctx.requestTimeoutMs });
+    },
+  ],
+]);
 
 async function findPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPlugin> {
-  if (spec === 'ipu') return ipuPlugin(ctx);
-  // POPEF_ONNXRUNTIME_MODULE names another module to import (tests use it to simulate a missing onnxruntime-node).
-  if (spec === 'cpu') return new CpuPlugin({ moduleName: ctx.env.POPEF_ONNXRUNTIME_MODULE });
-  if (spec === 'triton') {
-    // Imported when asked for: it brings @grpc/grpc-js and protobufjs, a hundred files popef run --plugin cpu has no use for.
-    const { TritonPlugin } = await import('./triton-plugin.js');
-    return new TritonPlugin({ url: ctx.url, timeoutMs: ctx.requestTimeoutMs });
-  }
+  const builtIn = BUILT_IN.get(spec);
+  if (builtIn !== undefined) return builtIn(ctx);
   const looksLikePath = spec.startsWith('.') || spec.startsWith('/') || spec.includes('\\');
   const path = resolve(ctx.cwd, spec);
   if (looksLikePath && !existsSync(path)) {
