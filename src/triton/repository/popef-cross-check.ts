@@ -63,16 +63,22 @@ export interface VersionOutcome {
   readonly skipped?: string;
 }
 
+/** A PopEF file of a version: its path, and whether the version's listing called it a regular file (local-file.ts, LISTED_FIRST_READ). */
+interface PopefToOpen {
+  readonly path: string;
+  readonly listedRegular: boolean;
+}
+
 /**
  * Each PopEF file opened once, for both the layout test and the reading:
  * its source, or its path when it could not be opened (the reader then
  * opens it again and reports why it cannot).
  */
-async function openAll(paths: readonly string[], listedRegular: readonly boolean[]): Promise<(FileSource | string)[]> {
+async function openAll(files: readonly PopefToOpen[]): Promise<(FileSource | string)[]> {
   const opened: (FileSource | string)[] = [];
-  for (const [i, path] of paths.entries()) {
+  for (const { path, listedRegular } of files) {
     try {
-      opened.push(await FileSource.open(path, path, { listedRegular: listedRegular[i] === true }));
+      opened.push(await FileSource.open(path, path, { listedRegular }));
     } catch (error) {
       if (!(error instanceof PopefError)) {
         await closeAll(opened);
@@ -258,11 +264,9 @@ async function readDescription(check: VersionCheck, name: string): Promise<{ des
 /** Cross-checks one served version of a poplar model. */
 export async function crossCheckVersion(check: VersionCheck): Promise<VersionOutcome> {
   const { versionPath, version } = check;
-  const paths = version.popefFiles.map((f) => join(check.versionDir, f));
-  const opened = await openAll(
-    paths,
-    version.popefFiles.map((f) => version.regular?.has(f) === true),
-  );
+  const files = version.popefFiles.map((f): PopefToOpen => ({ path: join(check.versionDir, f), listedRegular: version.regular?.has(f) === true }));
+  const paths = files.map((f) => f.path);
+  const opened = await openAll(files);
   const foreign = await firstForeignFile(opened).catch(async (error: unknown) => {
     await closeAll(opened);
     throw error;
