@@ -183,7 +183,11 @@ export class ModelControl {
    */
   async index(readyOnly: boolean): Promise<IndexEntry[]> {
     const served = new Map<string, ServedModel[]>();
-    for (const m of this.repository.list()) served.set(m.name, [...(served.get(m.name) ?? []), m]);
+    for (const m of this.repository.list()) {
+      const versions = served.get(m.name);
+      if (versions === undefined) served.set(m.name, [m]);
+      else versions.push(m);
+    }
     const names = new Set([...(await this.directories()).keys(), ...served.keys()]);
     const out: IndexEntry[] = [];
     for (const name of [...names].sort()) {
