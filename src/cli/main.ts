@@ -85,7 +85,9 @@ function fromCommander(error: CommanderError, program: Command, argv: readonly s
   const named = argv.find((a) => !a.startsWith('-'));
   const command = named === undefined ? undefined : findCommand(program, named);
   const help = command === undefined ? 'popef --help' : `popef ${command.name()} --help`;
-  return new PopefError(ErrorCode.Usage, error.message.replace(/^error: /, ''), { suggestion: `run '${help}' for usage`, cause: error });
+  // commander puts its "(Did you mean --format?)" on a line of its own: an error is one line here (README, exit codes).
+  const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+  return new PopefError(ErrorCode.Usage, message, { suggestion: `run '${help}' for usage`, cause: error });
 }
 
 function report(error: unknown, io: CliIo): number {

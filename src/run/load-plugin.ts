@@ -118,6 +118,16 @@ async function findPlugin(spec: string, ctx: PluginContext): Promise<ExecutionPl
   try {
     module = (await importModule(looksLikePath ? pathToFileURL(path).href : spec)) as Record<string, unknown>;
   } catch (error) {
+    // A bare name that is no package: most likely a built-in plugin's name mistyped (--plugin gpu), so name them.
+    if (!looksLikePath && (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && (error as Error).message.includes(`'${spec}'`)) {
+      throw new PopefError(
+        ErrorCode.InvalidInput,
+        `no plugin named ${spec}: it is neither a built-in plugin (${[...BUILT_IN.keys()].join(', ')}) nor an installed package`,
+        {
+          suggestion: `give --plugin ${[...BUILT_IN.keys()].join('|')}, a path to a plugin module (.js, .mjs) or program, or an installed package's name`,
+        },
+      );
+    }
     throw new PopefError(ErrorCode.InvalidInput, `cannot load plugin ${spec}: ${(error as Error).message}`, {
       suggestion: 'give a path to an ES module, or an installed package name',
     });

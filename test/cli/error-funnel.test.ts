@@ -29,6 +29,9 @@ describe('the error funnel: commander usage errors', () => {
       'popef validate --help',
     ],
     [['frobnicate'], /^unknown command 'frobnicate'$/, 'popef --help'],
+    // commander's suggestion comes on a line of its own: the funnel keeps the error on one line.
+    [['validate', 'repo', '--formt', 'json'], /^unknown option '--formt' \(Did you mean --format\?\)$/, 'popef validate --help'],
+    [['dum', 'x.popef'], /^unknown command 'dum' \(Did you mean dump\?\)$/, 'popef --help'],
   ];
   for (const [args, message, help] of cases) {
     it(`popef ${args.join(' ')}`, async () => {

@@ -45,6 +45,16 @@ describe("popef run's default plugin", () => {
       /plugin "cpu" cannot run here: onnxruntime-node cannot be loaded[\s\S]*hint: [^\n]*; or run the model itself with --plugin ipu where the Poplar SDK is enabled/,
     );
   });
+
+  it('names the built-in plugins for a --plugin that is neither one of them nor a package (a typo)', async () => {
+    const r = await runCli(['run', fixture('mnist/executable.popef'), '--random', '--plugin', 'gpu'], { env: NO_SDK });
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(
+      r.stderr,
+      'popef: error: no plugin named gpu: it is neither a built-in plugin (ipu, cpu, triton) nor an installed package [E_INVALID_INPUT]\n' +
+        "  hint: give --plugin ipu|cpu|triton, a path to a plugin module (.js, .mjs) or program, or an installed package's name\n",
+    );
+  });
 });
 
 describe('every option an error of the plugins names exists', () => {
