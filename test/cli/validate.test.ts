@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { schemaErrors } from '../../src/json-schemas.js';
@@ -16,6 +16,7 @@ interface JsonFinding {
   message: string;
   file?: string;
   line?: number;
+  hint?: string;
 }
 interface JsonReport {
   repositories: { findings: JsonFinding[]; models: { name: string; findings: JsonFinding[] }[] }[];
@@ -159,10 +160,33 @@ describe('popef validate: formats and options', () => {
     assert.deepEqual(allFindings(JSON.parse(r.stdout) as JsonReport), []);
     const unknown = await runCli(['validate', 'repos/clean', '--model', 'nope'], { cwd: FIXTURES });
     assert.equal(unknown.code, 2);
-    assert.match(unknown.stderr, /no model directory named "nope"/);
+    assert.match(
+      unknown.stderr,
+      /no model directory named "nope"[^\n]*\n {2}hint: check --model against the repository's model directories: mnist\n/,
+    );
     const missing = await runCli(['validate', 'repos/does-not-exist'], { cwd: FIXTURES });
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /cannot open the model repository: ENOENT/);
+  });
+
+  it('warns of a path with no model directories, and names a version directory given for its repository', async () => {
+    await inTempDir(async (dir) => {
+      await mkdir(join(dir, 'models/mnist/1'), { recursive: true });
+      await copyFile(fixture('mnist/executable.popef'), join(dir, 'models/mnist/1/executable.popef'));
+      const version = await runCli(['validate', 'models/mnist/1', '--format', 'json'], { cwd: dir });
+      assert.equal(version.code, 0, version.stderr);
+      const findings = allFindings(JSON.parse(version.stdout) as JsonReport);
+      assert.deepEqual(
+        findings.map((f) => f.rule),
+        ['layout/no-models'],
+      );
+      const finding = findings[0] as JsonFinding;
+      assert.match(finding.message, /^1 holds PopEF or name_map\.json files and no model directories: it is a version directory/);
+      assert.match(finding.hint ?? '', /popef validate .*models$/);
+      // A CI gate that passes --strict fails on a wrong path.
+      const strict = await runCli(['validate', 'models/mnist/1', '--strict'], { cwd: dir });
+      assert.equal(strict.code, 1);
+    });
   });
 
   it('refuses a malformed --triton-version', async () => {

@@ -83,6 +83,12 @@ export const RULES = {
     mirrors: null,
     description: 'the path given is a repository, not a model directory (it holds no config.pbtxt of its own)',
   },
+  'layout/no-models': {
+    severity: 'warning',
+    reads: NOTHING,
+    mirrors: null,
+    description: 'the repository holds at least one model directory (a wrong path checks nothing and passes)',
+  },
   'layout/hidden-directory': {
     severity: 'warning',
     reads: NOTHING,

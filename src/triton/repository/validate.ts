@@ -166,6 +166,7 @@ export async function validateRepositoryWith(root: string, options: ValidateOpti
     }
     modelNames.push(entry.name);
   }
+  if (modelNames.length === 0 && hidden.size === 0 && wanted === undefined) repositorySink.add(noModels(root, entries));
   // Models are independent: a large repository is checked on every core (model-pool.ts), a small one here.
   const { checked } = await checkModelsInParallel(root, modelNames, options, checkModel, pool);
   const byName = new Map(checked.map((c) => [c.name, c]));
@@ -184,12 +185,39 @@ export async function validateRepositoryWith(root: string, options: ValidateOpti
       if (!models.some((m) => m.name === name) && !hidden.has(name)) {
         throw new PopefError(ErrorCode.InvalidInput, `no model directory named "${name}"`, {
           file: root,
-          suggestion: 'check --model against the directories of the repository',
+          suggestion: `check --model against the repository's model directories: ${namesForHint([...modelDirectories].sort())}`,
         });
       }
     }
   }
   return { repository: root, models, findings: repositorySink.close() };
+}
+
+/** Up to ten names, for a hint; the rest counted. */
+function namesForHint(names: readonly string[]): string {
+  if (names.length === 0) return '(there are none)';
+  const shown = names.slice(0, 10).join(', ');
+  return names.length > 10 ? `${shown} and ${names.length - 10} more` : shown;
+}
+
+/**
+ * A repository without model directories: Triton starts on it with nothing
+ * loaded, and a CI gate given a wrong but existing path would pass having
+ * checked nothing. A version directory (what scaffold writes into
+ * MODEL/1/) is named as such, with the repository two levels up.
+ */
+function noModels(root: string, entries: readonly { readonly name: string }[]): RawFinding {
+  const versionLike = /^\d+$/.test(basename(root)) && entries.some((e) => e.name === 'name_map.json' || e.name.endsWith('.popef'));
+  const repository = dirname(dirname(root));
+  return {
+    rule: 'layout/no-models',
+    message: versionLike
+      ? `${basename(root)} holds PopEF or name_map.json files and no model directories: it is a version directory, not a model repository`
+      : `${basename(root) || root} holds no model directories: Triton would start with no models loaded`,
+    hint: versionLike
+      ? `give the repository that holds its model: popef validate ${repository}`
+      : 'give the directory passed to tritonserver --model-repository, which holds one directory per model',
+  };
 }
 
 /**
