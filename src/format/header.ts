@@ -40,6 +40,18 @@ const NOT_OPEN_LAYOUT_HINT =
   "(the SDK's encoding is unpublished, so it is not read directly)";
 
 /**
+ * How a file that begins with printable text begins, for the message
+ * (a config.pbtxt or name_map.json given where the PopEF belongs); empty
+ * for anything else. The hint is left as it is: the SDK's encoding is
+ * unpublished, so text at the start does not prove the SDK did not write it.
+ */
+function textStart(bytes: Uint8Array): string {
+  const head = bytes.subarray(0, 24);
+  if (head.length === 0 || !head.every((b) => b === 0x09 || b === 0x0a || b === 0x0d || (b >= 0x20 && b < 0x7f))) return '';
+  return ` (the file begins with text: ${JSON.stringify(String.fromCharCode(...head))}${bytes.length > head.length ? '...' : ''})`;
+}
+
+/**
  * Decodes and checks the header at absolute `offset` of `file`. `first` says
  * whether this is the first blob of the file, where a wrong magic means "not
  * our format at all" rather than "damaged".
@@ -47,7 +59,7 @@ const NOT_OPEN_LAYOUT_HINT =
 export function decodeHeader(bytes: Uint8Array, file: string, offset: number, first: boolean): BlobHeader {
   if (!hasMagic(bytes)) {
     if (first) {
-      throw new PopefError(ErrorCode.NotPopef, 'not a PopEF open-layout file: the blob signature is missing', {
+      throw new PopefError(ErrorCode.NotPopef, `not a PopEF open-layout file: the blob signature is missing${textStart(bytes)}`, {
         file,
         offset,
         field: 'blob magic',

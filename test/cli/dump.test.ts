@@ -102,6 +102,15 @@ describe('popef dump: options and errors', () => {
     assert.match(r.stderr, /no\/such\.popef: cannot open the file: ENOENT \[E_IO\]\n {2}hint: check the path/);
   });
 
+  it('shows how a text file given for the PopEF begins (a config.pbtxt given by mistake)', async () => {
+    const r = await runCli(['dump', 'repos/clean/mnist/config.pbtxt'], { cwd: FIXTURES });
+    assert.equal(r.code, 2);
+    assert.match(
+      r.stderr,
+      /config\.pbtxt: offset 0: blob magic: not a PopEF open-layout file: the blob signature is missing \(the file begins with text: "name: \\"mnist\\"\\nbackend: \\""\.\.\.\) \[E_NOT_POPEF\]\n/,
+    );
+  });
+
   it('reads a model split over two files as one model', async () => {
     const r = await runCli(['dump', '--json', 'split/executable.popef', 'split/variables.popef'], { cwd: FIXTURES });
     const report = JSON.parse(r.stdout) as { models: { tensors: string[]; metadata: { anchors: { name: string; role: string }[] } }[] };
