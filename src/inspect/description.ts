@@ -42,9 +42,17 @@ export function descriptionPathOf(popefPath: string): string {
   return `${popefPath}.json`;
 }
 
-/** Whether a file name is a description's (FILE.popef.json). */
+/** Whether a file name is a description's (FILE.popef.json): how validate finds one beside its PopEF. */
 export function isDescriptionName(name: string): boolean {
   return name.endsWith('.popef.json');
+}
+
+/**
+ * Whether a file given to config or scaffold is read as a description: any
+ * `.json` (a PopEF is no JSON), since `popef describe -o` writes any name.
+ */
+export function isDescriptionArgument(name: string): boolean {
+  return name.endsWith('.json');
 }
 
 /** SHA-256 of a whole source, hex, read in chunks (a PopEF can be gigabytes). */

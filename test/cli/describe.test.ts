@@ -54,6 +54,10 @@ describe('popef describe', () => {
       assert.equal(again.code, 2);
       assert.match(again.stderr, /use --force/);
       assert.equal((await runCli(['describe', file, '--force', '-o', join(dir, 'other.json')])).code, 0);
+      // A description under another name is still one to config, which generates the same files from it as from the PopEF.
+      const fromOther = await runCli(['config', join(dir, 'other.json'), '-m', 'm']);
+      assert.equal(fromOther.code, 0, fromOther.stderr);
+      assert.equal(fromOther.stdout, (await runCli(['config', file, '-m', 'm'])).stdout);
       assert.equal((await runCli(['describe', file, '--force'])).code, 0);
       // A description is not a PopEF schema's stand-in for anything else: a damaged one is refused with the reason.
       assert.deepEqual(schemaErrors('popef-description', { ...written, files: [] }).length > 0, true);

@@ -4,7 +4,7 @@ import { openModelSetReadBy } from './open-popef.js';
 import { describeOpenSet, type FileToDescribe } from './describe-run.js';
 import type { PopefDescription } from '../../inspect/description.js';
 import { sourceGraphBlob } from '../../run/source-graph.js';
-import { describedModel, isDescriptionName, parseDescription } from '../../inspect/description.js';
+import { describedModel, isDescriptionArgument, parseDescription } from '../../inspect/description.js';
 import { FILE_LIMITS, readRegularText } from '../../io/local-file.js';
 import type { Metadata } from '../../schema/model.js';
 import { configFromPopef, type ConfigOptions, type GeneratedConfig } from '../../triton/config-from-popef.js';
@@ -64,8 +64,8 @@ export async function generateFiles(
 ): Promise<GeneratedFiles> {
   const paths = files.map((f) => resolve(io.cwd, f));
   const only = paths[0];
-  // A PopEF description (FILE.popef.json, from popef describe) stands in for the PopEF: a config can be generated where the file cannot be read.
-  if (paths.length === 1 && only !== undefined && isDescriptionName(only)) {
+  // A PopEF description (from popef describe) stands in for the PopEF: a config can be generated where the file cannot be read.
+  if (paths.length === 1 && only !== undefined && isDescriptionArgument(only)) {
     const description = parseDescription(await readRegularText(only, { what: 'the PopEF description', limit: FILE_LIMITS.json }), files[0] ?? only);
     const model = describedModel(description, files[0] ?? only, flags.executable);
     return {
