@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../errors.js';
@@ -60,6 +61,15 @@ export async function modelDirectoryVersion(path: string, version?: number): Pro
         : none
           ? 'the model directory has no numeric version directory'
           : 'the version policy of config.pbtxt selects no version directory';
+    // A repository given for one of its models (popef run models): it has no config of its own, its directories do.
+    const model =
+      none && directory.config.kind === 'missing' ? directory.candidates.find((c) => existsSync(join(path, c.dir, 'config.pbtxt'))) : undefined;
+    if (model !== undefined) {
+      throw new PopefError(ErrorCode.InvalidInput, `it is a model repository, not a model directory: ${model.dir}/config.pbtxt is a model's config`, {
+        file: path,
+        suggestion: `give one of its models' directories, such as ${join(path, model.dir)}`,
+      });
+    }
     throw new PopefError(ErrorCode.InvalidInput, message, { file: path, suggestion: MODEL_DIRECTORY_HINT });
   }
   if (chosen.listError !== undefined) throw chosen.listError;

@@ -127,6 +127,35 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
     });
   });
 
+  it('says which --expect path is missing: the one file given, or the directory', async () => {
+    await inTempDir(async (dir) => {
+      const run = (expect: string) =>
+        runCli(['run', fixture('mnist/executable.popef'), '--plugin', 'cpu', '--random', '--expect', expect], { env: SIM });
+      const file = await run(join(dir, 'typo.npy'));
+      assert.equal(file.code, 2);
+      assert.match(file.stderr, /typo\.npy: no expected values for output "softmax\/Softmax:0": the file does not exist \[E_IO\]/);
+      const missingDir = await run(join(dir, 'outs'));
+      assert.equal(missingDir.code, 2);
+      assert.match(
+        missingDir.stderr,
+        /no expected values for output "softmax\/Softmax:0": [^\n]*outs is not a directory \[E_IO\]\n {2}hint: --expect takes the directory/,
+      );
+      const empty = await run(dir);
+      assert.equal(empty.code, 2);
+      assert.match(empty.stderr, /no expected values for output "softmax\/Softmax:0": softmax_Softmax_0\.npy is not in /);
+    });
+  });
+
+  it('names a model of the repository when given the repository for a model directory', async () => {
+    const r = await runCli(['run', 'repos/clean', '--random'], { cwd: FIXTURES, env: SIM });
+    assert.equal(r.code, 2);
+    assert.equal(
+      r.stderr,
+      `popef: error: ${join(FIXTURES, 'repos/clean')}: it is a model repository, not a model directory: mnist/config.pbtxt is a model's config [E_INVALID_INPUT]\n` +
+        `  hint: give one of its models' directories, such as ${join(FIXTURES, 'repos/clean/mnist')}\n`,
+    );
+  });
+
   it('saves outputs as .npy, compares with --expect, and reports the smallest passing tolerance', async () => {
     await inTempDir(async (dir) => {
       const model = fixture('weights/executable.popef');

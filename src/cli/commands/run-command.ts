@@ -184,7 +184,7 @@ function savedOutputs(path: string, given: string, outputs: number, fileOf: (nam
   const single = path.endsWith('.npy');
   if (single && outputs !== 1)
     throw usage(`--expect ${given} is one .npy file, but the model has ${outputs} outputs`, 'give a directory with NAME.npy per output');
-  return (_, name) => readExpected(single ? path : join(path, fileOf(name)), name);
+  return (_, name) => (single ? readExpected(path, name, 'file') : readExpected(join(path, fileOf(name)), name, 'directory'));
 }
 
 /** --compare-with: the same inputs through the second plugin, whose outputs play the expected values. */

@@ -1,4 +1,5 @@
-import { join } from 'node:path';
+import { statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { ErrorCode, PopefError, isNotFound } from '../../errors.js';
 import { FILE_LIMITS, readRegularFile } from '../../io/local-file.js';
 import { writeFilesAtomically } from '../../triton/write-files.js';
@@ -55,12 +56,30 @@ export async function saveOutputs(
   await writeFilesAtomically(files, { force });
 }
 
-/** The saved values of output `name`, from `file`. */
-export async function readExpected(file: string, name: string): Promise<Tensor> {
+function isDirectorySync(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The saved values of output `name`, from `file`: the --expect argument
+ * itself (`given` 'file', one FILE.npy) or NAME.npy in the --expect
+ * directory (`given` 'directory').
+ */
+export async function readExpected(file: string, name: string, given: 'file' | 'directory' = 'directory'): Promise<Tensor> {
   const bytes = await readRegularFile(file, { what: `the expected values of output "${name}"`, limit: FILE_LIMITS.input }).catch((error: unknown) => {
-    if (isNotFound(error))
-      throw new PopefError(ErrorCode.Io, `no expected values for output "${name}"`, { file, suggestion: 'save them with popef run --save-outputs' });
-    throw error;
+    if (!isNotFound(error)) throw error;
+    const missing = (why: string, suggestion: string): PopefError =>
+      new PopefError(ErrorCode.Io, `no expected values for output "${name}": ${why}`, { file, suggestion });
+    if (given === 'file') throw missing('the file does not exist', 'give the .npy file popef run --save-outputs wrote, or its directory');
+    // A mistyped directory: say so, not only which output's file is missing.
+    const dir = dirname(file);
+    if (!isDirectorySync(dir))
+      throw missing(`${dir} is not a directory`, '--expect takes the directory popef run --save-outputs wrote (NAME.npy per output) or one FILE.npy');
+    throw missing(`${basename(file)} is not in ${dir}`, 'save them with popef run --save-outputs');
   });
   return readNpy(bytes, file);
 }
