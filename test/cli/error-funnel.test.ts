@@ -59,6 +59,12 @@ describe('the error funnel: commander usage errors', () => {
 });
 
 describe('the error funnel: option values the CLI checks itself', () => {
+  it('validate --backend-directory that is no directory', async () => {
+    const e = await usageError(['validate', fixture('repos/clean'), '--backend-directory', 'no/such/backends']);
+    assert.match(e.message, /no\/such\/backends: --backend-directory no\/such\/backends is not a directory$/);
+    assert.match(e.hint, /^give the directory passed to tritonserver --backend-directory/);
+  });
+
   it('validate --triton-version 99.1', async () => {
     const e = await usageError(['validate', 'repo', '--triton-version', '99.1']);
     assert.equal(e.message, '--triton-version "99.1" is not YY.MM (for example 21.05) or latest');

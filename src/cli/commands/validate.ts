@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import { ExitCode } from '../exit-codes.js';
@@ -47,6 +48,14 @@ never folded. The summary counts causes; exit codes are the same.
 Exit codes: 0 no errors (warnings allowed unless --strict), 1 findings,
 2 usage or I/O errors.`;
 
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 export function registerValidate(program: Command, io: CliIo, run: (handler: Handler) => void): void {
   program
     .command('validate')
@@ -82,6 +91,15 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
             suggestion: 'give a number of findings, or all',
           });
         }
+        const backendDirectory = flags.backendDirectory === undefined ? undefined : resolve(io.cwd, flags.backendDirectory);
+        // A mistyped directory would otherwise read as every backend library missing from it.
+        if (backendDirectory !== undefined && !isDirectory(backendDirectory)) {
+          throw new PopefError(ErrorCode.Usage, `--backend-directory ${flags.backendDirectory ?? ''} is not a directory`, {
+            file: backendDirectory,
+            suggestion:
+              'give the directory passed to tritonserver --backend-directory (it holds <backend>/libtriton_<backend>.so), or leave the option out',
+          });
+        }
         const { sdkPopefReader } = await import('./foreign-popef.js');
         // One reader for the run, with one bridge: it finds out once whether the SDK is there.
         const foreign = sdkPopefReader(io);
@@ -96,7 +114,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
                 verify: flags.verify,
                 maxFindingsPerRule: perRule,
                 models: flags.model,
-                backendDirectory: flags.backendDirectory === undefined ? undefined : resolve(io.cwd, flags.backendDirectory),
+                backendDirectory,
                 readForeignPopef: foreign.read,
               }),
             );
