@@ -14,8 +14,12 @@ export function renderDoctorText(report: DoctorReport, c: Colour): string {
     out.push(
       `import ${name}: ${s.ok ? `${yes(true)}${s.file !== undefined && s.file !== '' ? ` (${s.file})` : ''}` : `${yes(false)}: ${s.error ?? ''}`}`,
     );
-  out.push(`Poplar SDK release: ${report.sdkVersion ?? 'unknown (the modules carry no __version__)'}`);
   const sdkImports = report.imports.popef.ok && report.imports.model_runtime.ok;
+  // Only modules that import can say their release; when none does, that is the reason it is unknown.
+  const anyImports = report.imports.popef.ok || report.imports.model_runtime.ok;
+  out.push(
+    `Poplar SDK release: ${report.sdkVersion ?? (anyImports ? 'unknown (the modules carry no __version__)' : 'unknown (the SDK modules do not import)')}`,
+  );
   if (!sdkImports) out.push('SDK calls: not checked (the SDK modules do not import)');
   else if (report.calls.length > 0) {
     const compact = { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' };

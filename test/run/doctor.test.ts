@@ -37,6 +37,8 @@ describe('popef doctor', { skip }, () => {
     assert.match(report.problems.join('\n'), /popef does not import: No module named 'popef'/);
     assert.match(text, /The IPU bridge cannot work here/);
     assert.match(text, /SDK calls: not checked/);
+    // No module imported, so none could say its release: that is the reason given, not a missing __version__.
+    assert.match(text, /^Poplar SDK release: unknown \(the SDK modules do not import\)$/m);
   });
 
   it('without an interpreter: says so, exit 1', async () => {
