@@ -86,8 +86,26 @@ function fromCommander(error: CommanderError, program: Command, argv: readonly s
   const command = named === undefined ? undefined : findCommand(program, named);
   const help = command === undefined ? 'popef --help' : `popef ${command.name()} --help`;
   // commander puts its "(Did you mean --format?)" on a line of its own: an error is one line here (README, exit codes).
-  const message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+  let message = error.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+  // commander checks required options before unknown ones: `--repo x` for `--repository x` would be reported as the
+  // required option missing, with no word of the option typed. The unknown option is the cause: name it first.
+  const unknown =
+    error.code === 'commander.missingMandatoryOptionValue' && command !== undefined ? unknownLongOption(command, program, argv) : undefined;
+  if (unknown !== undefined) message = `unknown option '${unknown}', so ${message}`;
   return new PopefError(ErrorCode.Usage, message, { suggestion: `run '${help}' for usage`, cause: error });
+}
+
+/** The first `--name` on the command line that neither the command nor the program takes. */
+function unknownLongOption(command: Command, program: Command, argv: readonly string[]): string | undefined {
+  const known = new Set([...command.options, ...program.options].map((o) => o.long).filter((l): l is string => l !== undefined));
+  known.add('--help');
+  for (const arg of argv) {
+    if (arg === '--') break;
+    if (!arg.startsWith('--')) continue;
+    const name = arg.split('=')[0] ?? arg;
+    if (!known.has(name)) return name;
+  }
+  return undefined;
 }
 
 function report(error: unknown, io: CliIo): number {

@@ -32,6 +32,12 @@ describe('the error funnel: commander usage errors', () => {
     // commander's suggestion comes on a line of its own: the funnel keeps the error on one line.
     [['validate', 'repo', '--formt', 'json'], /^unknown option '--formt' \(Did you mean --format\?\)$/, 'popef validate --help'],
     [['dum', 'x.popef'], /^unknown command 'dum' \(Did you mean dump\?\)$/, 'popef --help'],
+    // commander checks required options first: the mistyped option that caused the missing one is named too.
+    [
+      ['scaffold', 'x.popef', '--repo', 'r', '-m', 'm'],
+      /^unknown option '--repo', so required option '-r, --repository <dir>' not specified$/,
+      'popef scaffold --help',
+    ],
   ];
   for (const [args, message, help] of cases) {
     it(`popef ${args.join(' ')}`, async () => {
