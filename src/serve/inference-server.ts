@@ -219,16 +219,19 @@ export class InferenceServer {
     // The output regions stay registered until the answer is written to them.
     const release = this.sharedMemory.hold(request.outputs.flatMap((o) => (o.region === undefined ? [] : [o.region])));
     try {
+      // The sequence batcher's enqueue checks throw here, as Triton's Enqueue errors come back from the call itself.
+      const pending = model.execute({
+        batch: normalized.batch,
+        tensors: normalized.tensors,
+        priority: request.priority,
+        timeoutUs: request.timeoutUs,
+        signal: request.signal,
+        sequence: request.sequence,
+        logPrefix: logRequest(request),
+      });
       let results;
       try {
-        results = await model.execute({
-          batch: normalized.batch,
-          tensors: normalized.tensors,
-          priority: request.priority,
-          timeoutUs: request.timeoutUs,
-          signal: request.signal,
-          logPrefix: logRequest(request),
-        });
+        results = await pending;
       } catch (error) {
         // Errors after the request was issued come back in its response (a stream keeps them apart).
         if (error instanceof RequestError) throw new ResponseError(error.status, error.message);

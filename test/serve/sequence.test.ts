@@ -1,0 +1,208 @@
+// The sequence batcher against the real one: the same sequences of requests
+// go to `popef serve` (cpu plugin) and to the real Triton server (the
+// tritonserver that nvidia-pytriton bundles, with the stand-in poplar
+// backend), on MNIST models with sequence_batching (direct strategy, one
+// slot per instance at max_batch_size 1). Both must give every request the
+// same status and message, answer in the same order where a sequence waits
+// for a slot, and report the same statistics. Where the reaper decides,
+// requests are spaced well past twice max_sequence_idle_microseconds
+// (Triton's reaper may look only once per idle period).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
+import { tempDir } from '../helpers.js';
+import { scaffoldMnist, serveCli, type Serving } from './serving.js';
+
+const triton = findTritonServer();
+const hasCc = spawnSync('cc', ['--version']).status === 0;
+const missing =
+  triton === undefined
+    ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)'
+    : !hasCc
+      ? 'no C compiler for the stand-in backend'
+      : undefined;
+
+/** Model name -> max_batch_size and its sequence_batching. */
+const MODELS: Record<string, { maxBatchSize: number; batching: string }> = {
+  seq: { maxBatchSize: 1, batching: 'sequence_batching { max_sequence_idle_microseconds: 300000 }' },
+  seqlong: { maxBatchSize: 1, batching: 'sequence_batching { max_sequence_idle_microseconds: 5000000 }' },
+  seqbig: { maxBatchSize: 4, batching: 'sequence_batching { max_sequence_idle_microseconds: 5000000 }' },
+};
+
+type Parameters = Record<string, number | string | boolean>;
+
+/** One request: when it is sent (ms after the first), its sequence parameters, its batch size. */
+interface Step {
+  readonly at: number;
+  readonly parameters?: Parameters;
+  readonly batch?: number;
+}
+
+function body(step: Step): string {
+  const batch = step.batch ?? 1;
+  const data = new Array<number>(batch * 28 * 28).fill(0.5);
+  return JSON.stringify({
+    ...(step.parameters === undefined ? {} : { parameters: step.parameters }),
+    inputs: [{ name: 'digit_image', datatype: 'FP32', shape: [batch, 1, 28, 28], data }],
+  });
+}
+
+/** Sends the steps; each answer as [status, error message or 'ok'], and the order in which they were answered. */
+async function play(port: number, model: string, steps: readonly Step[]): Promise<{ answers: [number, string][]; order: number[] }> {
+  const start = performance.now();
+  const order: number[] = [];
+  const answers = await Promise.all(
+    steps.map(async (s, i) => {
+      const wait = s.at - (performance.now() - start);
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      const res = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/infer`, { method: 'POST', body: body(s) });
+      const json = (await res.json()) as { error?: string };
+      order.push(i);
+      return [res.status, json.error ?? 'ok'] as [number, string];
+    }),
+  );
+  return { answers, order };
+}
+
+interface ModelStatsJson {
+  inference_count: number;
+  execution_count: number;
+  inference_stats: { success: { count: number }; fail: { count: number } };
+  batch_stats: { batch_size: number; compute_infer: { count: number } }[];
+}
+
+async function stats(port: number, model: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/stats`);
+  const s = ((await res.json()) as { model_stats: ModelStatsJson[] }).model_stats[0];
+  assert.ok(s !== undefined);
+  return {
+    inference_count: s.inference_count,
+    execution_count: s.execution_count,
+    success: s.inference_stats.success.count,
+    fail: s.inference_stats.fail.count,
+    batches: s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
+  };
+}
+
+const seqStart = (id: number | string, at: number, end = false): Step => ({
+  at,
+  parameters: { sequence_id: id, sequence_start: true, ...(end ? { sequence_end: true } : {}) },
+});
+const seqNext = (id: number | string, at: number, end = false): Step => ({
+  at,
+  parameters: { sequence_id: id, ...(end ? { sequence_end: true } : {}) },
+});
+
+/** Model, title, steps; whether the order of answers is compared too (where a sequence waits for a slot). */
+const CASES: [string, string, Step[], boolean][] = [
+  [
+    'seq',
+    'no correlation id, 0 or empty: refused before the batcher counts anything',
+    [{ at: 0 }, { at: 50, parameters: { sequence_id: 0, sequence_start: true } }, { at: 100, parameters: { sequence_id: '', sequence_start: true } }],
+    false,
+  ],
+  ['seq', 'a first request without START is refused', [seqNext(7, 0), seqNext('seven', 50, true)], false],
+  [
+    'seq',
+    'start, continue, end; then the ended sequence is unknown',
+    [seqStart(11, 0), seqNext(11, 50), seqNext(11, 100, true), seqNext(11, 150)],
+    false,
+  ],
+  ['seq', 'a sequence idle past max_sequence_idle_microseconds is released', [seqStart(21, 0), seqNext(21, 100), seqNext(21, 1200)], false],
+  [
+    'seq',
+    'string and uint64 ids are apart: "5" is not 5',
+    [seqStart(5, 0), seqNext('5', 50), seqStart('5', 100, true), seqNext(5, 150, true)],
+    false,
+  ],
+  [
+    'seqlong',
+    'a second sequence waits in the backlog for the one slot until the first ends',
+    [seqStart(31, 0), seqStart(32, 100), seqNext(32, 150, true), seqNext(31, 400, true)],
+    true,
+  ],
+  ['seq', 'a backlogged sequence gets the slot once the holder goes idle', [seqStart(41, 0), seqStart(42, 100, true), seqNext(41, 1500)], true],
+  [
+    'seqbig',
+    'a request of two rows is refused by the sequence batcher',
+    [{ at: 0, batch: 2, parameters: { sequence_id: 1, sequence_start: true } }],
+    false,
+  ],
+  [
+    'seqbig',
+    'four sequences take four slots of one instance',
+    [seqStart(1, 0), seqStart(2, 50), seqStart(3, 100), seqNext(1, 150, true), seqNext(2, 200, true), seqNext(3, 250, true)],
+    false,
+  ],
+];
+
+describe('the sequence batcher matches the real Triton server', { skip: process.env.CI === 'true' ? false : missing }, () => {
+  let ours: Serving;
+  let theirs: RunningTriton;
+  let cleanup: () => Promise<void>;
+
+  before(async () => {
+    const temp = await tempDir();
+    cleanup = temp.cleanup;
+    const repo = await scaffoldMnist(temp.dir);
+    const base = await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8');
+    for (const [name, { maxBatchSize, batching }] of Object.entries(MODELS)) {
+      await cp(join(repo, 'mnist'), join(repo, name), { recursive: true });
+      const config = base.replace('name: "mnist"', `name: "${name}"`).replace('max_batch_size: 1', `max_batch_size: ${maxBatchSize}`);
+      await writeFile(join(repo, name, 'config.pbtxt'), `${config}\n${batching}\n`);
+    }
+    const backends = join(temp.dir, 'backends');
+    await buildStandInBackends(backends, ['poplar']);
+    theirs = await startTriton(triton ?? '', repo, backends, 120_000);
+    ours = await serveCli(repo);
+  });
+
+  after(async () => {
+    ours.child.kill('SIGKILL');
+    await ours.exited;
+    await theirs.stop();
+    await cleanup();
+  });
+
+  const played = new Map<string, Awaited<ReturnType<typeof play>>>();
+  for (const [model, title, steps, ordered] of CASES) {
+    it(`${model}: ${title}`, { timeout: 60_000 }, async () => {
+      const real = await play(theirs.httpPort, model, steps);
+      const mine = await play(ours.http, model, steps);
+      played.set(title, mine);
+      assert.deepEqual(mine.answers, real.answers);
+      if (ordered) assert.deepEqual(mine.order, real.order);
+      assert.deepEqual(await stats(ours.http, model), await stats(theirs.httpPort, model));
+    });
+  }
+
+  it('the answers are what the cases make (so that both servers cannot agree on nothing)', async () => {
+    const notStarted = (id: number | string, model = 'seq'): [number, string] => [
+      400,
+      `inference request for sequence ${id} to model '${model}' must specify the START flag on the first request of the sequence`,
+    ];
+    const ok: [number, string] = [200, 'ok'];
+    assert.deepEqual(played.get(CASES[2]?.[1] ?? '')?.answers, [ok, ok, ok, notStarted(11)]);
+    assert.deepEqual(played.get(CASES[3]?.[1] ?? '')?.answers, [ok, ok, notStarted(21)]);
+    assert.deepEqual(played.get(CASES[4]?.[1] ?? '')?.answers, [ok, notStarted(5), ok, ok]);
+    // The second sequence ran only after the first ended.
+    assert.deepEqual(played.get(CASES[5]?.[1] ?? '')?.order, [0, 3, 1, 2]);
+    assert.deepEqual(played.get(CASES[6]?.[1] ?? '')?.answers, [ok, ok, notStarted(41)]);
+    assert.deepEqual(await stats(ours.http, 'seqlong'), { inference_count: 4, execution_count: 4, success: 4, fail: 0, batches: [[1, 4]] });
+    // Slots without a request in the batch are not-ready rows: batches of 1, 2 and 3 rows, six inferences.
+    assert.deepEqual(await stats(ours.http, 'seqbig'), {
+      inference_count: 6,
+      execution_count: 6,
+      success: 6,
+      fail: 0,
+      batches: [
+        [1, 2],
+        [2, 2],
+        [3, 2],
+      ],
+    });
+  });
+});
