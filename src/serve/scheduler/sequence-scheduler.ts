@@ -88,6 +88,7 @@ export class SequenceScheduler implements Scheduler {
   /** Sequence key -> when its last request arrived (ns), for the reaper. */
   private readonly lastSeen = new Map<string, number>();
   private reaper: NodeJS.Timeout | undefined;
+  private reaperAtNs = 0;
   private delayTimer: NodeJS.Timeout | undefined;
   private running = 0;
   private stopped: string | undefined;
@@ -393,16 +394,21 @@ export class SequenceScheduler implements Scheduler {
     this.armReaper();
   }
 
+  /** Sets the reaper for the earliest idle deadline or backlog expiry, when that is sooner than its current wake-up. */
   private armReaper(): void {
-    if (this.reaper !== undefined || this.stopped !== undefined) return;
+    if (this.stopped !== undefined) return;
     const now = monotonicNs();
     const idleNs = this.options.settings.idleUs * 1000;
     let next = Infinity;
+    // A backlogged sequence is not released when idle: looked at again every 50 ms, as Triton's reaper does.
     for (const [key, seen] of this.lastSeen) next = Math.min(next, this.bySequence.get(key) instanceof Slot ? seen + idleNs : now + 50e6);
     for (const b of this.backlogs) if (b.expiresNs !== 0) next = Math.min(next, b.expiresNs);
-    if (next === Infinity) return;
+    if (next === Infinity || (this.reaper !== undefined && this.reaperAtNs <= next)) return;
+    if (this.reaper !== undefined) clearTimeout(this.reaper);
+    this.reaperAtNs = next;
     this.reaper = setTimeout(() => this.reap(), Math.max(0, (next - now) / 1e6) + 1);
-    this.reaper.unref();
+    // Only a waiting request keeps the process alive for it: releasing idle slots alone need not.
+    if (this.backlogs.length === 0) this.reaper.unref();
   }
 
   stop(message = STOPPING): void {
