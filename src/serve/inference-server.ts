@@ -64,10 +64,13 @@ export interface TransportOptions {
  * written; 'model_repository(unload_dependents)': the parameter is taken,
  * and with no ensembles served no model has dependents; 'schedule_policy':
  * the `priority` and `timeout` request parameters, which the dynamic
- * batcher honours). Left out: 'sequence' (there is no sequence batcher).
+ * batcher honours; 'sequence': the sequence_id, sequence_start and
+ * sequence_end parameters, which the sequence batcher honours for models
+ * with sequence_batching, scheduler/sequence-scheduler.ts).
  */
 export const EXTENSIONS = [
   'classification',
+  'sequence',
   'model_repository',
   'model_repository(unload_dependents)',
   'schedule_policy',

@@ -9,11 +9,12 @@
 // (Triton's reaper may look only once per idle period).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
-import { tempDir } from '../helpers.js';
+import { ROOT, tempDir } from '../helpers.js';
 import { scaffoldMnist, serveCli, type Serving } from './serving.js';
 
 const triton = findTritonServer();
@@ -25,10 +26,23 @@ const missing =
       ? 'no C compiler for the stand-in backend'
       : undefined;
 
+const PYTHON = join(ROOT, '.venv', 'bin', 'python');
+const hasClient = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import tritonclient.grpc, tritonclient.http']).status === 0;
+
+/** What the real tritonclient got for each step of sequence_cases.py (gRPC and HTTP). */
+function clientSteps(grpc: number, http: number, model: string): Record<string, { ok: boolean; status?: string; message?: string }> {
+  const r = spawnSync(PYTHON, [join(ROOT, 'test/serve/clients/sequence_cases.py'), `127.0.0.1:${grpc}`, `127.0.0.1:${http}`, model], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout) as Record<string, { ok: boolean; status?: string; message?: string }>;
+}
+
 /** Model name -> max_batch_size and its sequence_batching. */
 const MODELS: Record<string, { maxBatchSize: number; batching: string }> = {
   seq: { maxBatchSize: 1, batching: 'sequence_batching { max_sequence_idle_microseconds: 300000 }' },
   seqlong: { maxBatchSize: 1, batching: 'sequence_batching { max_sequence_idle_microseconds: 5000000 }' },
+  seqclient: { maxBatchSize: 1, batching: 'sequence_batching { max_sequence_idle_microseconds: 5000000 }' },
   seqbig: { maxBatchSize: 4, batching: 'sequence_batching { max_sequence_idle_microseconds: 5000000 }' },
 };
 
@@ -178,6 +192,40 @@ describe('the sequence batcher matches the real Triton server', { skip: process.
       assert.deepEqual(await stats(ours.http, model), await stats(theirs.httpPort, model));
     });
   }
+
+  it(
+    'tritonclient over gRPC and HTTP: the same statuses and messages for each step of a sequence',
+    { skip: hasClient ? false : 'no tritonclient in .venv' },
+    () => {
+      const real = clientSteps(theirs.grpcPort, theirs.httpPort, 'seqclient');
+      const mine = clientSteps(ours.grpc, ours.http, 'seqclient');
+      assert.deepEqual(mine, real);
+      // Anchors: Triton's gRPC status for a refused request, and a sequence that ran.
+      assert.deepEqual(mine['grpc/not-started'], {
+        ok: false,
+        status: 'StatusCode.INVALID_ARGUMENT',
+        message: "inference request for sequence 1001 to model 'seqclient' must specify the START flag on the first request of the sequence",
+      });
+      assert.deepEqual(mine['http/no-id'], {
+        ok: false,
+        status: '400',
+        message: "inference request to model 'seqclient' must specify a non-zero or non-empty correlation ID",
+      });
+      assert.deepEqual([mine['grpc/end'], mine['http/end']], [{ ok: true }, { ok: true }]);
+    },
+  );
+
+  it('a model without sequence_batching accepts and ignores the sequence parameters, as Triton does', async () => {
+    const steps = [seqNext(77, 0), seqStart(78, 50, true), { at: 100, parameters: { sequence_id: 'x', sequence_end: true } }];
+    const real = await play(theirs.httpPort, 'mnist', steps);
+    const mine = await play(ours.http, 'mnist', steps);
+    assert.deepEqual(mine.answers, real.answers);
+    assert.deepEqual(mine.answers, [
+      [200, 'ok'],
+      [200, 'ok'],
+      [200, 'ok'],
+    ]);
+  });
 
   it('the answers are what the cases make (so that both servers cannot agree on nothing)', async () => {
     const notStarted = (id: number | string, model = 'seq'): [number, string] => [
