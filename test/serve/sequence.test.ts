@@ -43,6 +43,12 @@ const MODELS: Record<string, { maxBatchSize: number; batching: string }> = {
   seq: { maxBatchSize: 1, batching: 'sequence_batching { max_sequence_idle_microseconds: 300000 }' },
   seqlong: { maxBatchSize: 1, batching: 'sequence_batching { max_sequence_idle_microseconds: 5000000 }' },
   seqclient: { maxBatchSize: 1, batching: 'sequence_batching { max_sequence_idle_microseconds: 5000000 }' },
+  // Served by Triton (its stand-in backend reads no input); refused by popef serve at load, each saying why.
+  seqctl: {
+    maxBatchSize: 1,
+    batching: 'sequence_batching { control_input [{ name: "START" control [{ kind: CONTROL_SEQUENCE_START fp32_false_true: [0, 1] }] }] }',
+  },
+  seqoldest: { maxBatchSize: 4, batching: 'sequence_batching { oldest { max_candidate_sequences: 4 } }' },
   seqbig: { maxBatchSize: 4, batching: 'sequence_batching { max_sequence_idle_microseconds: 5000000 }' },
 };
 
@@ -225,6 +231,25 @@ describe('the sequence batcher matches the real Triton server', { skip: process.
       [200, 'ok'],
       [200, 'ok'],
     ]);
+  });
+
+  it('a model whose control input the executable lacks, or that needs the oldest strategy, is UNAVAILABLE saying why', async () => {
+    const res = await fetch(`http://127.0.0.1:${ours.http}/v2/repository/index`, { method: 'POST', body: '{}' });
+    const index = (await res.json()) as { name: string; state?: string; reason?: string }[];
+    const of = (name: string): [string | undefined, string | undefined] => {
+      const m = index.find((e) => e.name === name);
+      return [m?.state, m?.reason];
+    };
+    assert.deepEqual(of('seqctl'), [
+      'UNAVAILABLE',
+      "control input 'START' (anchor 'START') is not a tensor the execution plugin offers for this model",
+    ]);
+    assert.deepEqual(of('seqoldest'), [
+      'UNAVAILABLE',
+      "popef serve does not implement the oldest strategy (sequence_batching.oldest) of Triton's sequence batcher (model 'seqoldest'); the direct strategy is implemented",
+    ]);
+    const real = await fetch(`http://127.0.0.1:${theirs.httpPort}/v2/models/seqctl/ready`);
+    assert.equal(real.status, 200, "Triton serves it: the refusal is popef serve's own");
   });
 
   it('the answers are what the cases make (so that both servers cannot agree on nothing)', async () => {

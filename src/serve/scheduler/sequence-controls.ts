@@ -62,8 +62,8 @@ const CORRID_TYPES: Readonly<Record<string, CorrelationControl['dtype']>> = {
 export function sequenceSettings(config: ModelConfig): SequenceSettings | string {
   const sb = config.sequence_batching ?? {};
   const model = config.name ?? '';
-  const refuse = (what: string): string => `popef serve does not implement ${what} of Triton's sequence batcher (model '${model}')`;
-  if (sb.oldest !== undefined) return refuse('the oldest strategy (sequence_batching.oldest); the direct strategy is implemented');
+  const refuse = (what: string, note = ''): string => `popef serve does not implement ${what} of Triton's sequence batcher (model '${model}')${note}`;
+  if (sb.oldest !== undefined) return refuse('the oldest strategy (sequence_batching.oldest)', '; the direct strategy is implemented');
   if ((sb.state ?? []).length > 0) return refuse('implicit state (sequence_batching.state)');
   if (sb.iterative_sequence === true) return refuse('iterative sequences (sequence_batching.iterative_sequence)');
   const controls: SequenceControl[] = [];
