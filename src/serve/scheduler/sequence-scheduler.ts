@@ -111,7 +111,7 @@ export class SequenceScheduler implements Scheduler {
 
   get pending(): number {
     let n = 0;
-    for (const slots of this.slots) for (const slot of slots) n += slot.queue.filter((e) => e !== 'released').length;
+    for (const slots of this.slots) for (const slot of slots) for (const e of slot.queue) if (e !== 'released') n += 1;
     for (const b of this.backlogs) n += b.jobs.length;
     return n;
   }
@@ -202,8 +202,17 @@ export class SequenceScheduler implements Scheduler {
     let best: Slot | undefined;
     for (const slots of this.slots)
       for (const slot of slots)
-        if (slot.bound === undefined && slot.queue.length === 0 && (best === undefined || slot.index < best.index)) best = slot;
+        if (slot.bound === undefined && slot.queue.length === 0 && this.serves(slot) && (best === undefined || slot.index < best.index)) best = slot;
     return best;
+  }
+
+  /**
+   * Whether the slot's instance serves, or will after its restart: a
+   * given-up instance's slots take no new sequence (as Triton erases the
+   * slots of a removed instance).
+   */
+  private serves(slot: Slot): boolean {
+    return this.instances?.list[slot.instance]?.state !== 'given-up';
   }
 
   /** ReleaseSequenceSlot: the slot takes the oldest backlogged sequence, or becomes free. */
@@ -218,7 +227,7 @@ export class SequenceScheduler implements Scheduler {
       slot.queue.splice(0).filter((e): e is Job => e !== 'released'),
       new RequestError('CANCELLED', 'Request was cancelled'),
     );
-    while (this.backlogs.length > 0) {
+    while (this.backlogs.length > 0 && this.serves(slot)) {
       const backlog = this.backlogs.shift() as Backlog;
       if (backlog.jobs.some((j) => j.request.signal?.aborted === true)) {
         if (this.bySequence.get(backlog.key) === backlog) this.bySequence.delete(backlog.key);
