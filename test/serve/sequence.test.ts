@@ -146,6 +146,12 @@ const CASES: [string, string, Step[], boolean][] = [
   ],
   ['seq', 'a backlogged sequence gets the slot once the holder goes idle', [seqStart(41, 0), seqStart(42, 100, true), seqNext(41, 1500)], true],
   [
+    'seqlong',
+    "a backlogged sequence past its request's timeout is refused; the slot's holder carries on",
+    [seqStart(51, 0), { at: 50, parameters: { sequence_id: 52, sequence_start: true, timeout: 200000 } }, seqNext(51, 500, true)],
+    true,
+  ],
+  [
     'seqbig',
     'a request of two rows is refused by the sequence batcher',
     [{ at: 0, batch: 2, parameters: { sequence_id: 1, sequence_start: true } }],
@@ -264,7 +270,8 @@ describe('the sequence batcher matches the real Triton server', { skip: process.
     // The second sequence ran only after the first ended.
     assert.deepEqual(played.get(CASES[5]?.[1] ?? '')?.order, [0, 3, 1, 2]);
     assert.deepEqual(played.get(CASES[6]?.[1] ?? '')?.answers, [ok, ok, notStarted(41)]);
-    assert.deepEqual(await stats(ours.http, 'seqlong'), { inference_count: 4, execution_count: 4, success: 4, fail: 0, batches: [[1, 4]] });
+    assert.deepEqual(played.get(CASES[7]?.[1] ?? '')?.answers, [ok, [503, 'timeout of the corresponding sequence has been expired'], ok]);
+    assert.deepEqual(await stats(ours.http, 'seqlong'), { inference_count: 6, execution_count: 6, success: 6, fail: 1, batches: [[1, 6]] });
     // Slots without a request in the batch are not-ready rows: batches of 1, 2 and 3 rows, six inferences.
     assert.deepEqual(await stats(ours.http, 'seqbig'), {
       inference_count: 6,
