@@ -257,9 +257,30 @@ describe('SequenceScheduler', () => {
     scheduler.close();
   });
 
+  it('oldest: requests of several sequences batch together, a sequence still one request at a time', async () => {
+    const { scheduler, runs, stats } = setup({ name: 'm', max_batch_size: 4, sequence_batching: { oldest: { max_candidate_sequences: 3 } } }, 1, 20);
+    // Three starts: the first runs alone (the instance was free, no delay); the next two join one batch while it runs.
+    await Promise.all([1n, 2n, 3n].map((id) => scheduler.enqueue(request(Number(id), seq(id, true)))));
+    // A fourth sequence finds the three candidate slots taken: it waits for an END.
+    const fourth = scheduler.enqueue(request(40, seq(4n, true, true)));
+    await Promise.all([1, 2].map((x) => scheduler.enqueue(request(10 + x, seq(1n, false, x === 2)))));
+    await fourth;
+    assert.deepEqual(
+      runs.map((r) => r.x),
+      [[1], [2], [3], [11], [12], [40]],
+    );
+    assert.deepEqual(
+      [...stats.batches].map(([n, d]) => [n, d.count]),
+      [
+        [1, 4],
+        [2, 1],
+      ],
+    );
+    assert.equal(settingsOf({ max_batch_size: 4, sequence_batching: { oldest: {} } }).oldest?.candidates, 4);
+  });
+
   it('the parts of the sequence batcher not implemented are refused at load, by name', () => {
     const cases: [ModelConfig, RegExp][] = [
-      [{ name: 'm', sequence_batching: { oldest: { max_candidate_sequences: 4 } } }, /does not implement the oldest strategy/],
       [{ name: 'm', sequence_batching: { state: [{ input_name: 'a', output_name: 'b' }] } }, /does not implement implicit state/],
       [{ name: 'm', sequence_batching: { iterative_sequence: true } }, /does not implement iterative sequences/],
       [

@@ -1,8 +1,8 @@
 // The sequence batcher against the real one: the same sequences of requests
 // go to `popef serve` (cpu plugin) and to the real Triton server (the
 // tritonserver that nvidia-pytriton bundles, with the stand-in poplar
-// backend), on MNIST models with sequence_batching (direct strategy, one
-// slot per instance at max_batch_size 1). Both must give every request the
+// backend), on MNIST models with sequence_batching (the direct strategy,
+// one slot per instance at max_batch_size 1 and four at 4, and the oldest). Both must give every request the
 // same status and message, answer in the same order where a sequence waits
 // for a slot, and report the same statistics. Where the reaper decides,
 // requests are spaced well past twice max_sequence_idle_microseconds
@@ -48,7 +48,11 @@ const MODELS: Record<string, { maxBatchSize: number; batching: string }> = {
     maxBatchSize: 1,
     batching: 'sequence_batching { control_input [{ name: "START" control [{ kind: CONTROL_SEQUENCE_START fp32_false_true: [0, 1] }] }] }',
   },
-  seqoldest: { maxBatchSize: 4, batching: 'sequence_batching { oldest { max_candidate_sequences: 4 } }' },
+  seqoldest: {
+    maxBatchSize: 4,
+    batching:
+      'sequence_batching { max_sequence_idle_microseconds: 10000000 oldest { max_candidate_sequences: 4 max_queue_delay_microseconds: 300000 } }',
+  },
   seqbig: { maxBatchSize: 4, batching: 'sequence_batching { max_sequence_idle_microseconds: 5000000 }' },
 };
 
@@ -152,6 +156,25 @@ const CASES: [string, string, Step[], boolean][] = [
     true,
   ],
   [
+    'seqoldest',
+    'oldest: four sequences batch together at the preferred size; two wait out the delay; a sequence runs one request at a time',
+    [
+      seqStart(1, 0),
+      seqStart(2, 30),
+      seqStart(3, 60),
+      seqStart(4, 90),
+      seqNext(1, 600),
+      seqNext(2, 630),
+      seqNext(3, 1200),
+      seqNext(3, 1210),
+      seqNext(1, 1650, true),
+      seqNext(2, 2400, true),
+      seqNext(3, 2400, true),
+      seqNext(4, 2400, true),
+    ],
+    false,
+  ],
+  [
     'seqbig',
     'a request of two rows is refused by the sequence batcher',
     [{ at: 0, batch: 2, parameters: { sequence_id: 1, sequence_start: true } }],
@@ -199,6 +222,7 @@ describe('the sequence batcher matches the real Triton server', { skip: process.
       const real = await play(theirs.httpPort, model, steps);
       const mine = await play(ours.http, model, steps);
       played.set(title, mine);
+      console.log('DBG', model, JSON.stringify(await stats(ours.http, model)), JSON.stringify(await stats(theirs.httpPort, model)));
       assert.deepEqual(mine.answers, real.answers);
       if (ordered) assert.deepEqual(mine.order, real.order);
       assert.deepEqual(await stats(ours.http, model), await stats(theirs.httpPort, model));
@@ -239,7 +263,7 @@ describe('the sequence batcher matches the real Triton server', { skip: process.
     ]);
   });
 
-  it('a model whose control input the executable lacks, or that needs the oldest strategy, is UNAVAILABLE saying why', async () => {
+  it('a model whose control input the executable lacks is UNAVAILABLE saying why', async () => {
     const res = await fetch(`http://127.0.0.1:${ours.http}/v2/repository/index`, { method: 'POST', body: '{}' });
     const index = (await res.json()) as { name: string; state?: string; reason?: string }[];
     const of = (name: string): [string | undefined, string | undefined] => {
@@ -249,10 +273,6 @@ describe('the sequence batcher matches the real Triton server', { skip: process.
     assert.deepEqual(of('seqctl'), [
       'UNAVAILABLE',
       "control input 'START' (anchor 'START') is not a tensor the execution plugin offers for this model",
-    ]);
-    assert.deepEqual(of('seqoldest'), [
-      'UNAVAILABLE',
-      "popef serve does not implement the oldest strategy (sequence_batching.oldest) of Triton's sequence batcher (model 'seqoldest'); the direct strategy is implemented",
     ]);
     const real = await fetch(`http://127.0.0.1:${theirs.httpPort}/v2/models/seqctl/ready`);
     assert.equal(real.status, 200, "Triton serves it: the refusal is popef serve's own");
@@ -272,6 +292,14 @@ describe('the sequence batcher matches the real Triton server', { skip: process.
     assert.deepEqual(played.get(CASES[6]?.[1] ?? '')?.answers, [ok, ok, notStarted(41)]);
     assert.deepEqual(played.get(CASES[7]?.[1] ?? '')?.answers, [ok, [503, 'timeout of the corresponding sequence has been expired'], ok]);
     assert.deepEqual(await stats(ours.http, 'seqlong'), { inference_count: 6, execution_count: 6, success: 6, fail: 1, batches: [[1, 6]] });
+    // Oldest: the four starts at the preferred size; the two continues after the delay; sequence 3's second request
+    // reaches the batcher when its first is done and waits out the delay from then, joining sequence 1's end.
+    assert.deepEqual((await stats(ours.http, 'seqoldest')).batches, [
+      [1, 1],
+      [2, 2],
+      [3, 1],
+      [4, 1],
+    ]);
     // Slots without a request in the batch are not-ready rows: batches of 1, 2 and 3 rows, six inferences.
     assert.deepEqual(await stats(ours.http, 'seqbig'), {
       inference_count: 6,

@@ -42,6 +42,16 @@ export interface SequenceSettings {
   readonly maxQueueDelayUs: number;
   readonly minimumSlotUtilization: number;
   readonly controls: readonly SequenceControl[];
+  /** The oldest strategy (undefined: direct). */
+  readonly oldest?: OldestSettings;
+}
+
+/** sequence_batching.oldest, normalised as Triton's NormalizeModelConfig does (no preferred size: max_batch_size). */
+export interface OldestSettings {
+  /** Slots per instance: max_candidate_sequences, or max(1, max_batch_size) when 0. */
+  readonly candidates: number;
+  readonly preferredBatchSizes: readonly number[];
+  readonly maxQueueDelayUs: number;
 }
 
 /** Triton's default max_sequence_idle_microseconds (model_config_utils.cc, NormalizeModelConfig). */
@@ -63,7 +73,6 @@ export function sequenceSettings(config: ModelConfig): SequenceSettings | string
   const sb = config.sequence_batching ?? {};
   const model = config.name ?? '';
   const refuse = (what: string, note = ''): string => `popef serve does not implement ${what} of Triton's sequence batcher (model '${model}')${note}`;
-  if (sb.oldest !== undefined) return refuse('the oldest strategy (sequence_batching.oldest)', '; the direct strategy is implemented');
   if ((sb.state ?? []).length > 0) return refuse('implicit state (sequence_batching.state)');
   if (sb.iterative_sequence === true) return refuse('iterative sequences (sequence_batching.iterative_sequence)');
   const controls: SequenceControl[] = [];
@@ -85,11 +94,24 @@ export function sequenceSettings(config: ModelConfig): SequenceSettings | string
   }
   const direct = sb.direct ?? {};
   const idle = Number(sb.max_sequence_idle_microseconds ?? 0);
+  const maxBatchSize = config.max_batch_size ?? 0;
+  const oldest = sb.oldest;
+  const preferred = [...new Set((oldest?.preferred_batch_size ?? []).map(Number))].sort((a, b) => a - b);
+  if (preferred.length === 0 && maxBatchSize > 0) preferred.push(maxBatchSize);
   return {
     idleUs: idle > 0 ? idle : DEFAULT_IDLE_US,
     maxQueueDelayUs: Number(direct.max_queue_delay_microseconds ?? 0),
     minimumSlotUtilization: direct.minimum_slot_utilization ?? 0,
     controls,
+    ...(oldest === undefined
+      ? {}
+      : {
+          oldest: {
+            candidates: (oldest.max_candidate_sequences ?? 0) > 0 ? Number(oldest.max_candidate_sequences) : Math.max(1, maxBatchSize),
+            preferredBatchSizes: preferred,
+            maxQueueDelayUs: Number(oldest.max_queue_delay_microseconds ?? 0),
+          },
+        }),
   };
 }
 

@@ -5,9 +5,10 @@ import type { SequenceParameters } from '../infer-request.js';
 import { RequestError, invalidArg } from '../status.js';
 import { assembleRuns, splitOutputs, type BatchLayout } from './batch-tensors.js';
 import type { Instance, InstanceSet } from './instances.js';
-import { runAll, STOPPING, type ScheduledRequest, type Scheduler } from './model-scheduler.js';
+import { defaultSchedulerSettings, runAll, STOPPING, type ScheduledRequest, type Scheduler } from './model-scheduler.js';
 import { recordExecution, recordFailure, recordSuccess, type ModelStats } from './model-stats.js';
-import { monotonicNs } from './queue-policy.js';
+import { chooseBatch } from './dynamic-batcher.js';
+import { monotonicNs, PriorityQueue, type BatcherSettings, type Queued } from './queue-policy.js';
 import { controlTensors, NOT_READY, type CorrelationId, type SequenceSettings } from './sequence-controls.js';
 
 /**
@@ -44,10 +45,32 @@ class Slot {
   readonly queue: Entry[] = [];
   /** The sequence bound to it (its key), while one is. */
   bound: string | undefined;
+  /** Oldest strategy: a request of this slot is in the instance's batcher or running (one at a time per sequence). */
+  inFlight = false;
   constructor(
     readonly instance: number,
     readonly index: number,
   ) {}
+}
+
+/** Oldest strategy: a request handed to its instance's dynamic batcher, with the slot it came from. */
+class Candidate implements Queued {
+  readonly rows = 1;
+  readonly timeoutUs = 0;
+  readonly enqueuedNs: number;
+  readonly logPrefix: string;
+  constructor(
+    readonly job: Job,
+    readonly slot: Slot,
+  ) {
+    // The batcher's delay counts from when the request reaches it (after the sequence's previous request was done), not from its arrival.
+    this.enqueuedNs = monotonicNs();
+    this.logPrefix = job.request.logPrefix;
+  }
+
+  cancelled(): boolean {
+    return false;
+  }
 }
 
 interface Backlog {
@@ -95,16 +118,31 @@ export class SequenceScheduler implements Scheduler {
   private draining = false;
   private idleWaiters: (() => void)[] = [];
 
+  /** Oldest strategy: each instance's dynamic batcher (its queue, and the settings it batches by). */
+  private readonly batchers: PriorityQueue<Candidate>[] = [];
+  private readonly batching: BatcherSettings | undefined;
+
   constructor(options: SequenceSchedulerOptions) {
     this.options = options;
+    const oldest = options.settings.oldest;
+    this.batching =
+      oldest === undefined
+        ? undefined
+        : {
+            ...defaultSchedulerSettings(),
+            maxBatchSize: Math.max(1, options.maxBatchSize),
+            preferredBatchSizes: oldest.preferredBatchSizes,
+            maxQueueDelayUs: oldest.maxQueueDelayUs,
+          };
   }
 
   attach(instances: InstanceSet): void {
     this.instances = instances;
-    const perInstance = Math.max(1, this.options.maxBatchSize);
+    const perInstance = this.options.settings.oldest?.candidates ?? Math.max(1, this.options.maxBatchSize);
     while (this.slots.length < instances.size) {
       const i = this.slots.length;
       this.slots.push(Array.from({ length: perInstance }, (_, s) => new Slot(i, s)));
+      if (this.batching !== undefined) this.batchers.push(new PriorityQueue<Candidate>(this.batching));
     }
     this.pump();
   }
@@ -113,6 +151,7 @@ export class SequenceScheduler implements Scheduler {
     let n = 0;
     for (const slots of this.slots) for (const slot of slots) for (const e of slot.queue) if (e !== 'released') n += 1;
     for (const b of this.backlogs) n += b.jobs.length;
+    for (const q of this.batchers) n += q.size;
     return n;
   }
 
@@ -256,16 +295,19 @@ export class SequenceScheduler implements Scheduler {
     const instances = this.instances?.list ?? [];
     for (const slots of this.slots)
       for (const slot of slots) {
+        // A slot with a request in flight looks at its queue when that request is done (CompleteAndNext).
+        if (slot.inFlight) continue;
         const front = slot.queue[0];
         if (front === 'released') {
           slot.queue.shift();
           this.release(slot);
         } else if (front?.request.signal?.aborted === true) this.release(slot);
+        if (this.batching !== undefined) this.dispatch(slot);
       }
     this.expireBacklogs(monotonicNs());
     instances.forEach((instance, i) => {
       if (instance.state !== 'ready' || instance.busy > 0 || instance.current === undefined) return;
-      const batch = this.formBatch(this.slots[i] ?? []);
+      const batch = this.batching === undefined ? this.formBatch(this.slots[i] ?? []) : this.oldestBatch(i);
       if (batch !== undefined) void this.execute(instance, batch);
     });
     this.notifyIdle();
@@ -311,6 +353,39 @@ export class SequenceScheduler implements Scheduler {
     }
     return batch;
   }
+
+  /**
+   * Oldest strategy: the slot's next request goes to its instance's dynamic
+   * batcher, unless one of its requests is already there or running; an
+   * END releases the slot as it goes (the next sequence's requests wait
+   * until it is done).
+   */
+  private dispatch(slot: Slot): void {
+    const front = slot.queue[0];
+    if (slot.inFlight || front === undefined || front === 'released') return;
+    slot.queue.shift();
+    slot.inFlight = true;
+    this.batchers[slot.instance]?.enqueue(0, new Candidate(front, slot));
+    if (front.sequence.end) this.release(slot);
+  }
+
+  /** Oldest strategy: the dynamic batcher's choice for a free instance (dynamic-batcher.ts), or a wake-up when it waits. */
+  private oldestBatch(instance: number): Job[] | undefined {
+    const queue = this.batchers[instance];
+    if (queue === undefined || this.batching === undefined || queue.size === 0) return undefined;
+    const choice = chooseBatch(queue, this.batching, monotonicNs());
+    if ('waitUs' in choice) {
+      this.delayTimer ??= setTimeout(() => this.pump(), choice.waitUs / 1000);
+      return undefined;
+    }
+    if (choice.take === 0) return undefined;
+    const taken = queue.take(choice.take);
+    this.taken.set(taken[0]?.job as Job, taken);
+    return taken.map((c) => c.job);
+  }
+
+  /** Oldest strategy: a batch's candidates by its first job, so that their slots are freed when it is done. */
+  private readonly taken = new Map<Job, Candidate[]>();
 
   /** The plugin's tensors for one row of the batch: the request's own and its controls, or zeros and not-ready controls. */
   private rowTensors(job: Job | undefined): ReadonlyMap<string, Tensor> {
@@ -365,6 +440,9 @@ export class SequenceScheduler implements Scheduler {
     } finally {
       instance.busy -= 1;
       this.running -= 1;
+      const first = jobs[0];
+      if (first !== undefined) for (const c of this.taken.get(first) ?? []) c.slot.inFlight = false;
+      if (first !== undefined) this.taken.delete(first);
       this.pump();
     }
   }
@@ -432,6 +510,11 @@ export class SequenceScheduler implements Scheduler {
         slot.bound = undefined;
       }
     for (const b of this.backlogs.splice(0)) this.fail(b.jobs, error);
+    for (const q of this.batchers)
+      this.fail(
+        q.drain().map((c) => c.job),
+        error,
+      );
     this.bySequence.clear();
     this.lastSeen.clear();
     this.notifyIdle();
