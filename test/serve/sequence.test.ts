@@ -53,6 +53,11 @@ const MODELS: Record<string, { maxBatchSize: number; batching: string }> = {
     batching:
       'sequence_batching { max_sequence_idle_microseconds: 10000000 oldest { max_candidate_sequences: 4 max_queue_delay_microseconds: 300000 } }',
   },
+  seqdelay: {
+    maxBatchSize: 4,
+    batching:
+      'sequence_batching { max_sequence_idle_microseconds: 10000000 direct { max_queue_delay_microseconds: 300000 minimum_slot_utilization: 0.75 } }',
+  },
   seqbig: { maxBatchSize: 4, batching: 'sequence_batching { max_sequence_idle_microseconds: 5000000 }' },
 };
 
@@ -175,6 +180,21 @@ const CASES: [string, string, Step[], boolean][] = [
     false,
   ],
   [
+    'seqdelay',
+    'direct with a queue delay: a batch waits for three of four slots, or for the delay',
+    [
+      seqStart(1, 0),
+      seqStart(2, 30),
+      seqStart(3, 60),
+      seqNext(1, 600),
+      seqNext(2, 630),
+      seqNext(1, 1200, true),
+      seqNext(2, 1200, true),
+      seqNext(3, 1200, true),
+    ],
+    false,
+  ],
+  [
     'seqbig',
     'a request of two rows is refused by the sequence batcher',
     [{ at: 0, batch: 2, parameters: { sequence_id: 1, sequence_start: true } }],
@@ -222,7 +242,6 @@ describe('the sequence batcher matches the real Triton server', { skip: process.
       const real = await play(theirs.httpPort, model, steps);
       const mine = await play(ours.http, model, steps);
       played.set(title, mine);
-      console.log('DBG', model, JSON.stringify(await stats(ours.http, model)), JSON.stringify(await stats(theirs.httpPort, model)));
       assert.deepEqual(mine.answers, real.answers);
       if (ordered) assert.deepEqual(mine.order, real.order);
       assert.deepEqual(await stats(ours.http, model), await stats(theirs.httpPort, model));
@@ -299,6 +318,11 @@ describe('the sequence batcher matches the real Triton server', { skip: process.
       [2, 2],
       [3, 1],
       [4, 1],
+    ]);
+    // Direct with a delay: three starts fill three of four slots at once; two continues wait out the delay.
+    assert.deepEqual((await stats(ours.http, 'seqdelay')).batches, [
+      [2, 1],
+      [3, 2],
     ]);
     // Slots without a request in the batch are not-ready rows: batches of 1, 2 and 3 rows, six inferences.
     assert.deepEqual(await stats(ours.http, 'seqbig'), {

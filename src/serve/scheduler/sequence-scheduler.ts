@@ -12,15 +12,18 @@ import { monotonicNs, PriorityQueue, type BatcherSettings, type Queued } from '.
 import { controlTensors, NOT_READY, type CorrelationId, type SequenceSettings } from './sequence-controls.js';
 
 /**
- * Triton's sequence batcher with the direct strategy (core r24.10,
- * sequence_batch_scheduler.cc, SequenceBatchScheduler and
- * DirectSequenceBatch): each instance has max(1, max_batch_size) slots; a
- * sequence's START binds it to a free slot (the lowest-numbered first), and
- * all its requests go to that slot, in order, one per batch. An instance
- * executes one batch at a time, made of the first waiting request of each
- * of its slots up to the highest slot with one; a slot in between with
- * nothing waiting sends a not-ready row (zeros, READY false) so that the
- * others keep their places. A START finding no free slot waits in the
+ * Triton's sequence batcher (core r24.10, sequence_batch_scheduler.cc,
+ * SequenceBatchScheduler, DirectSequenceBatch and OldestSequenceBatch):
+ * each instance has slots (max(1, max_batch_size), or the oldest
+ * strategy's max_candidate_sequences); a sequence's START binds it to a
+ * free slot (the lowest-numbered first), and all its requests go to that
+ * slot, in order, one at a time. An instance executes one batch at a time.
+ * Direct: the batch is the first waiting request of each of its slots up to
+ * the highest slot with one; a slot in between with nothing waiting sends a
+ * not-ready row (zeros, READY false) so that the others keep their places.
+ * Oldest: each slot's next request goes to the instance's dynamic batcher
+ * once the previous one is done, and the batcher forms the batches
+ * (dynamic-batcher.ts). A START finding no free slot waits in the
  * backlog, with the rest of its sequence, until a slot is released: by the
  * sequence's END (when that request joins a batch), or by the reaper, once
  * the sequence has sent nothing for max_sequence_idle_microseconds.
@@ -307,8 +310,21 @@ export class SequenceScheduler implements Scheduler {
     this.expireBacklogs(monotonicNs());
     instances.forEach((instance, i) => {
       if (instance.state !== 'ready' || instance.busy > 0 || instance.current === undefined) return;
-      const batch = this.batching === undefined ? this.formBatch(this.slots[i] ?? []) : this.oldestBatch(i);
-      if (batch !== undefined) void this.execute(instance, batch);
+      if (this.batching === undefined) {
+        const batch = this.formBatch(this.slots[i] ?? []);
+        if (batch !== undefined) void this.execute(instance, batch);
+        return;
+      }
+      const taken = this.oldestBatch(i);
+      // Each slot may send its next request once this one is done.
+      if (taken !== undefined)
+        void this.execute(
+          instance,
+          taken.map((c) => c.job),
+          () => {
+            for (const c of taken) c.slot.inFlight = false;
+          },
+        );
     });
     this.notifyIdle();
   }
@@ -370,7 +386,7 @@ export class SequenceScheduler implements Scheduler {
   }
 
   /** Oldest strategy: the dynamic batcher's choice for a free instance (dynamic-batcher.ts), or a wake-up when it waits. */
-  private oldestBatch(instance: number): Job[] | undefined {
+  private oldestBatch(instance: number): Candidate[] | undefined {
     const queue = this.batchers[instance];
     if (queue === undefined || this.batching === undefined || queue.size === 0) return undefined;
     const choice = chooseBatch(queue, this.batching, monotonicNs());
@@ -379,13 +395,8 @@ export class SequenceScheduler implements Scheduler {
       return undefined;
     }
     if (choice.take === 0) return undefined;
-    const taken = queue.take(choice.take);
-    this.taken.set(taken[0]?.job as Job, taken);
-    return taken.map((c) => c.job);
+    return queue.take(choice.take);
   }
-
-  /** Oldest strategy: a batch's candidates by its first job, so that their slots are freed when it is done. */
-  private readonly taken = new Map<Job, Candidate[]>();
 
   /** The plugin's tensors for one row of the batch: the request's own and its controls, or zeros and not-ready controls. */
   private rowTensors(job: Job | undefined): ReadonlyMap<string, Tensor> {
@@ -407,12 +418,18 @@ export class SequenceScheduler implements Scheduler {
     return new Map([...job.request.tensors, ...controls]);
   }
 
-  private async execute(instance: Instance, batch: (Job | undefined)[]): Promise<void> {
+  /** Runs the batch on the instance; `done` is called once it has been answered, before the next look at the queues. */
+  private async execute(instance: Instance, batch: readonly (Job | undefined)[], done?: () => void): Promise<void> {
+    const jobs = batch.filter((j): j is Job => j !== undefined);
     const current = instance.current;
-    if (current === undefined) return;
+    // (pump hands batches to ready instances only; were it otherwise, the batch would fail rather than hang.)
+    if (current === undefined) {
+      this.fail(jobs, new RequestError('UNAVAILABLE', 'the instance is restarting'));
+      done?.();
+      return;
+    }
     instance.busy += 1;
     this.running += 1;
-    const jobs = batch.filter((j): j is Job => j !== undefined);
     const rows = batch.map(() => 1);
     const computeStart = monotonicNs();
     try {
@@ -440,9 +457,7 @@ export class SequenceScheduler implements Scheduler {
     } finally {
       instance.busy -= 1;
       this.running -= 1;
-      const first = jobs[0];
-      if (first !== undefined) for (const c of this.taken.get(first) ?? []) c.slot.inFlight = false;
-      if (first !== undefined) this.taken.delete(first);
+      done?.();
       this.pump();
     }
   }
