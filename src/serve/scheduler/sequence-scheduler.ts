@@ -503,7 +503,8 @@ export class SequenceScheduler implements Scheduler {
     const idleNs = this.options.settings.idleUs * 1000;
     let next = Infinity;
     // A backlogged sequence is not released when idle: looked at again every 50 ms, as Triton's reaper does.
-    for (const [key, seen] of this.lastSeen) next = Math.min(next, this.bySequence.get(key) instanceof Slot ? seen + idleNs : now + 50e6);
+    for (const [key, seen] of this.lastSeen)
+      next = Math.min(next, this.bySequence.get(key) instanceof Slot ? seen + idleNs : Math.max(seen + idleNs, now + 50e6));
     for (const b of this.backlogs) if (b.expiresNs !== 0) next = Math.min(next, b.expiresNs);
     if (next === Infinity || (this.reaper !== undefined && this.reaperAtNs <= next)) return;
     if (this.reaper !== undefined) clearTimeout(this.reaper);
