@@ -13,6 +13,7 @@ import type { ScheduledRequest } from '../../src/serve/scheduler/model-scheduler
 import { emptyStats, type ModelStats } from '../../src/serve/scheduler/model-stats.js';
 import { controlTensors, sequenceSettings, type SequenceSettings } from '../../src/serve/scheduler/sequence-controls.js';
 import { SequenceScheduler } from '../../src/serve/scheduler/sequence-scheduler.js';
+import { directBatch, Slot, type Job } from '../../src/serve/scheduler/sequence-slots.js';
 import { RequestError } from '../../src/serve/status.js';
 import type { ModelConfig } from '../../src/triton/model-config.js';
 
@@ -121,6 +122,43 @@ function request(x: number, sequence: ScheduledRequest['sequence'], batched = tr
 }
 
 const seq = (id: bigint | string, start = false, end = false): ScheduledRequest['sequence'] => ({ id, start, end });
+
+describe('directBatch (DirectSequenceBatch)', () => {
+  const job = (id: bigint, enqueuedNs: number, end = false): Job => ({
+    request: request(0, seq(id)),
+    sequence: { id, start: false, end },
+    enqueuedNs,
+    resolve: () => undefined,
+    reject: () => undefined,
+  });
+  const slotsWith = (...fronts: (Job | undefined)[]): Slot[] =>
+    fronts.map((f, i) => {
+      const slot = new Slot(0, i);
+      if (f !== undefined) slot.queue.push(f);
+      return slot;
+    });
+
+  it('takes one request per slot up to the last with one; the gaps are not-ready rows; an END is reported', () => {
+    const [a, c] = [job(1n, 0), job(3n, 0, true)];
+    const slots = slotsWith(a, undefined, c, undefined);
+    const choice = directBatch(slots, { maxQueueDelayUs: 0, minimumSlotUtilization: 0 }, 4, 0);
+    assert.ok(choice !== undefined && 'rows' in choice);
+    assert.deepEqual([choice.rows, choice.ended], [[a, undefined, c], [slots[2]]]);
+    assert.deepEqual(
+      slots.map((s) => s.queue.length),
+      [0, 0, 0, 0],
+    );
+    assert.equal(directBatch(slots, { maxQueueDelayUs: 0, minimumSlotUtilization: 0 }, 4, 0), undefined);
+  });
+
+  it('below minimum_slot_utilization it waits for the rest of the queue delay, then goes', () => {
+    const slots = slotsWith(job(1n, 0));
+    const settings = { maxQueueDelayUs: 1000, minimumSlotUtilization: 0.5 };
+    assert.deepEqual(directBatch(slots, settings, 4, 400_000), { waitNs: 600_000 });
+    const late = directBatch(slots, settings, 4, 1_100_000);
+    assert.ok(late !== undefined && 'rows' in late && late.rows.length === 1);
+  });
+});
 
 describe('SequenceScheduler', () => {
   it('gives the plugin START, END, READY and CORRID in their configured types and false/true values', async () => {

@@ -1,15 +1,15 @@
 import { ErrorCode, isPopefError } from '../../errors.js';
 import type { Tensor } from '../../run/plugin-api.js';
 import { byteLength } from '../../run/tensor.js';
-import type { SequenceParameters } from '../infer-request.js';
 import { RequestError, invalidArg } from '../status.js';
 import { assembleRuns, splitOutputs, type BatchLayout } from './batch-tensors.js';
 import type { Instance, InstanceSet } from './instances.js';
 import { defaultSchedulerSettings, runAll, STOPPING, type ScheduledRequest, type Scheduler } from './model-scheduler.js';
 import { recordExecution, recordFailure, recordSuccess, type ModelStats } from './model-stats.js';
 import { chooseBatch } from './dynamic-batcher.js';
-import { monotonicNs, PriorityQueue, type BatcherSettings, type Queued } from './queue-policy.js';
+import { monotonicNs, PriorityQueue, type BatcherSettings } from './queue-policy.js';
 import { controlTensors, NOT_READY, type CorrelationId, type SequenceSettings } from './sequence-controls.js';
+import { Candidate, directBatch, idText, keyOf, Slot, type Backlog, type Job } from './sequence-slots.js';
 
 /**
  * Triton's sequence batcher (core r24.10, sequence_batch_scheduler.cc,
@@ -32,66 +32,6 @@ import { controlTensors, NOT_READY, type CorrelationId, type SequenceSettings } 
  * throw synchronously; failures after that reject the promise and count
  * as failures, as in Triton.
  */
-
-interface Job {
-  readonly request: ScheduledRequest;
-  readonly sequence: SequenceParameters;
-  readonly enqueuedNs: number;
-  readonly resolve: (outputs: ReadonlyMap<string, Tensor>) => void;
-  readonly reject: (error: unknown) => void;
-}
-
-/** A slot's queue entry: a request, or the reaper's mark that the sequence went idle (Triton's null request). */
-type Entry = Job | 'released';
-
-class Slot {
-  readonly queue: Entry[] = [];
-  /** The sequence bound to it (its key), while one is. */
-  bound: string | undefined;
-  /** Oldest strategy: a request of this slot is in the instance's batcher or running (one at a time per sequence). */
-  inFlight = false;
-  constructor(
-    readonly instance: number,
-    readonly index: number,
-  ) {}
-}
-
-/** Oldest strategy: a request handed to its instance's dynamic batcher, with the slot it came from. */
-class Candidate implements Queued {
-  readonly rows = 1;
-  readonly timeoutUs = 0;
-  readonly enqueuedNs: number;
-  readonly logPrefix: string;
-  constructor(
-    readonly job: Job,
-    readonly slot: Slot,
-  ) {
-    // The batcher's delay counts from when the request reaches it (after the sequence's previous request was done), not from its arrival.
-    this.enqueuedNs = monotonicNs();
-    this.logPrefix = job.request.logPrefix;
-  }
-
-  cancelled(): boolean {
-    return false;
-  }
-}
-
-interface Backlog {
-  readonly key: string;
-  readonly jobs: Job[];
-  /** The earliest expiry of its requests' `timeout`s (0: none). */
-  expiresNs: number;
-}
-
-/** Triton's SequenceId compares type and value: the uint64 1 and the string "1" are two sequences. */
-function keyOf(id: CorrelationId): string {
-  return typeof id === 'string' ? `s${id}` : `u${id}`;
-}
-
-/** How Triton prints a SequenceId in its messages. */
-function idText(id: CorrelationId): string {
-  return typeof id === 'string' ? id : id.toString();
-}
 
 export interface SequenceSchedulerOptions {
   readonly modelName: string;
@@ -329,45 +269,17 @@ export class SequenceScheduler implements Scheduler {
     this.notifyIdle();
   }
 
-  /**
-   * DirectSequenceBatch's batch: one request from each slot up to the last
-   * with one waiting (undefined: a not-ready row), unless the strategy's
-   * queue delay and slot utilization say to wait.
-   */
+  /** The direct strategy's batch for an instance's slots (sequence-slots.ts), or a wake-up when its queue delay holds it back. */
   private formBatch(slots: readonly Slot[]): (Job | undefined)[] | undefined {
-    let last = -1;
-    let ready = 0;
-    let earliest = Infinity;
-    slots.forEach((slot, s) => {
-      const front = slot.queue[0];
-      if (front === undefined || front === 'released') return;
-      last = s;
-      ready += 1;
-      earliest = Math.min(earliest, front.enqueuedNs);
-    });
-    if (last === -1) return undefined;
-    const { maxQueueDelayUs, minimumSlotUtilization } = this.options.settings;
-    if (maxQueueDelayUs > 0 && minimumSlotUtilization > 0) {
-      const waitedNs = monotonicNs() - earliest;
-      if (waitedNs <= maxQueueDelayUs * 1000 && ready / Math.max(1, this.options.maxBatchSize) < minimumSlotUtilization) {
-        this.delayTimer ??= setTimeout(() => this.pump(), (maxQueueDelayUs * 1000 - waitedNs) / 1e6 + 1);
-        return undefined;
-      }
+    const choice = directBatch(slots, this.options.settings, this.options.maxBatchSize, monotonicNs());
+    if (choice === undefined) return undefined;
+    if ('waitNs' in choice) {
+      this.delayTimer ??= setTimeout(() => this.pump(), choice.waitNs / 1e6 + 1);
+      return undefined;
     }
-    const batch: (Job | undefined)[] = [];
-    for (let s = 0; s <= last; s++) {
-      const slot = slots[s] as Slot;
-      const front = slot.queue[0];
-      if (front === undefined || front === 'released') {
-        batch.push(undefined);
-        continue;
-      }
-      slot.queue.shift();
-      batch.push(front);
-      // The END's slot is released as it joins the batch: the next sequence may take it in the next batch.
-      if (front.sequence.end) this.release(slot);
-    }
-    return batch;
+    // An END's slot is released as it joins the batch: the next sequence may take it in the next batch.
+    for (const slot of choice.ended) this.release(slot);
+    return choice.rows;
   }
 
   /**
