@@ -171,8 +171,12 @@ function sharedMemoryParams(tensor: Message): RegionSlice | undefined {
 export function fromModelInferRequest(message: Message, sharedMemory: SharedMemoryRegistry = new SharedMemoryRegistry()): InferRequest {
   const model = str(message.model_name);
   const raw = list(message.raw_input_contents) as Uint8Array[];
-  const { priority, timeoutUs } = grpcRequestParameters((message.parameters ?? {}) as Record<string, Message>);
-  const scheduling = { ...(priority === undefined ? {} : { priority }), ...(timeoutUs === undefined ? {} : { timeoutUs }) };
+  const { priority, timeoutUs, sequence } = grpcRequestParameters((message.parameters ?? {}) as Record<string, Message>);
+  const scheduling = {
+    ...(priority === undefined ? {} : { priority }),
+    ...(timeoutUs === undefined ? {} : { timeoutUs }),
+    ...(sequence === undefined ? {} : { sequence }),
+  };
   const inputs: RequestInput[] = [];
   let index = 0;
   for (const item of list(message.inputs)) {

@@ -1,5 +1,5 @@
 import { SharedMemoryRegistry, type RegionSlice } from './shared-memory.js';
-import type { InferRequest, RequestInput, RequestedOutput } from './infer-request.js';
+import type { InferRequest, RequestInput, RequestedOutput, SequenceParameters } from './infer-request.js';
 import type { InferResult } from './inference-server.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
 import { RequestError, invalidArg } from './status.js';
@@ -101,11 +101,12 @@ function isUnsigned(v: unknown): boolean {
  * key passed on if it is a string, a number or a boolean. Returns
  * binary_data_output and the scheduling parameters, when given.
  */
-function requestParameters(parameters: unknown): { binaryOutputs?: boolean; priority?: number; timeoutUs?: number } {
+function requestParameters(parameters: unknown): HeaderParameters {
   if (parameters === undefined) return {};
   const object = asObject(parameters);
   if (object === undefined) throw new RequestError('INTERNAL', 'failed to get request params.: attempt to get members for non-object');
-  const out: { binaryOutputs?: boolean; priority?: number; timeoutUs?: number } = {};
+  const out: HeaderParameters = {};
+  const sequence = { id: 0n as bigint | string, start: false, end: false, given: false };
   for (const [key, value] of Object.entries(object)) {
     const known = PARAMETER_KINDS[key];
     if (known !== undefined) {
@@ -114,13 +115,28 @@ function requestParameters(parameters: unknown): { binaryOutputs?: boolean; prio
       if (key === 'binary_data_output') out.binaryOutputs = value as boolean;
       else if (key === 'priority') out.priority = value as number;
       else if (key === 'timeout') out.timeoutUs = value as number;
+      else {
+        sequence.given = true;
+        if (key === 'sequence_id') sequence.id = typeof value === 'string' ? value : BigInt(value as number);
+        else if (key === 'sequence_start') sequence.start = value as boolean;
+        else sequence.end = value as boolean;
+      }
     } else if (key.startsWith('triton_')) {
       throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
     } else if (!['string', 'number', 'boolean'].includes(typeof value) && !(value instanceof JsonDouble)) {
       throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
     }
   }
+  if (sequence.given) out.sequence = { id: sequence.id, start: sequence.start, end: sequence.end };
   return out;
+}
+
+/** What the request's parameters ask of the server. */
+interface HeaderParameters {
+  binaryOutputs?: boolean;
+  priority?: number;
+  timeoutUs?: number;
+  sequence?: SequenceParameters;
 }
 
 /** A tensor's shared-memory parameters (CheckSharedMemoryData): undefined when it names no region. */

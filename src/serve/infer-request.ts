@@ -57,6 +57,19 @@ export interface InferRequest {
   readonly timeoutUs?: number;
   /** Aborted when the client has gone (the gRPC call was cancelled or passed its deadline, the HTTP connection closed). */
   readonly signal?: Cancellation;
+  /** The `sequence_id`, `sequence_start` and `sequence_end` parameters, when any was given. */
+  readonly sequence?: SequenceParameters;
+}
+
+/**
+ * A request's place in a sequence (the `sequence` extension). The id is a
+ * uint64 or a string, as Triton's SequenceId is; 0 and '' mean no id.
+ * Models without sequence_batching ignore all three, as Triton does.
+ */
+export interface SequenceParameters {
+  readonly id: bigint | string;
+  readonly start: boolean;
+  readonly end: boolean;
 }
 
 export interface ResponseOutput {

@@ -64,10 +64,13 @@ export interface TransportOptions {
  * written; 'model_repository(unload_dependents)': the parameter is taken,
  * and with no ensembles served no model has dependents; 'schedule_policy':
  * the `priority` and `timeout` request parameters, which the dynamic
- * batcher honours). Left out: 'sequence' (there is no sequence batcher).
+ * batcher honours; 'sequence': the sequence_id, sequence_start and
+ * sequence_end parameters, which the sequence batcher honours for models
+ * with sequence_batching, scheduler/sequence-scheduler.ts).
  */
 export const EXTENSIONS = [
   'classification',
+  'sequence',
   'model_repository',
   'model_repository(unload_dependents)',
   'schedule_policy',
@@ -219,16 +222,19 @@ export class InferenceServer {
     // The output regions stay registered until the answer is written to them.
     const release = this.sharedMemory.hold(request.outputs.flatMap((o) => (o.region === undefined ? [] : [o.region])));
     try {
+      // The sequence batcher's enqueue checks throw here, as Triton's Enqueue errors come back from the call itself.
+      const pending = model.execute({
+        batch: normalized.batch,
+        tensors: normalized.tensors,
+        priority: request.priority,
+        timeoutUs: request.timeoutUs,
+        signal: request.signal,
+        sequence: request.sequence,
+        logPrefix: logRequest(request),
+      });
       let results;
       try {
-        results = await model.execute({
-          batch: normalized.batch,
-          tensors: normalized.tensors,
-          priority: request.priority,
-          timeoutUs: request.timeoutUs,
-          signal: request.signal,
-          logPrefix: logRequest(request),
-        });
+        results = await pending;
       } catch (error) {
         // Errors after the request was issued come back in its response (a stream keeps them apart).
         if (error instanceof RequestError) throw new ResponseError(error.status, error.message);

@@ -4,13 +4,15 @@ import { isPopefError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { resolveTarget } from '../run/model-target.js';
 import type { ExecutionPlugin, ModelTensors, TensorSpec } from '../run/plugin-api.js';
-import { modelTensorSpecs } from '../run/tensor.js';
+import { elementCount, modelTensorSpecs } from '../run/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../triton/model-config.js';
 import { RULES } from '../triton/repository/findings.js';
 import { POLL_RULES, validateRepository, type ModelReport } from '../triton/repository/validate.js';
 import { protocolFromConfig } from '../triton/protocol-datatypes.js';
 import { ServedModel, type InstanceEvent, type ServedTensor } from './served-model.js';
 import type { StartedInstance } from './scheduler/instances.js';
+import { sequenceSettings, type SequenceSettings } from './scheduler/sequence-controls.js';
+import { dimsToString } from './infer-request.js';
 import { RequestError } from './status.js';
 
 /**
@@ -67,6 +69,30 @@ function joinTensors(
     out.push({ name, anchor, datatype, dims: dimsOf(t), anchorShape: spec.shape, labels: labels.get(name), ...optional });
   }
   return out;
+}
+
+/**
+ * A sequence model's settings, with each control joined to the plugin input
+ * it feeds (one element per row, of the control's type); or why it cannot
+ * be served.
+ */
+function sequenceOf(
+  config: ModelConfig,
+  specs: readonly TensorSpec[],
+  anchorOf: (client: string) => string,
+): { settings: SequenceSettings; anchorOf: (name: string) => string } | string {
+  const settings = sequenceSettings(config);
+  if (typeof settings === 'string') return settings;
+  const batched = (config.max_batch_size ?? 0) > 0;
+  for (const control of settings.controls) {
+    const anchor = anchorOf(control.name);
+    const spec = specs.find((s) => s.name === anchor);
+    if (spec === undefined) return `control input '${control.name}' (anchor '${anchor}') is not a tensor the execution plugin offers for this model`;
+    const perRow = elementCount(batched ? spec.shape.slice(1) : spec.shape);
+    if (spec.dtype !== control.dtype || perRow !== 1)
+      return `control input '${control.name}' (${control.kind}) takes one ${control.dtype} element per row, but the plugin's '${anchor}' is ${spec.dtype} ${dimsToString(spec.shape)}`;
+  }
+  return { settings, anchorOf };
 }
 
 async function loadModel(root: string, report: ModelReport, options: LoadOptions, selectedVersion: number | undefined): Promise<ServedModel> {
@@ -135,12 +161,18 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
       await release();
       return unavailable(report.name, config, typeof inputs === 'string' ? inputs : (outputs as string), version);
     }
+    const sequence = config.sequence_batching === undefined ? undefined : sequenceOf(config, first.inputs, lookup);
+    if (typeof sequence === 'string') {
+      await release();
+      return unavailable(report.name, config, sequence, version);
+    }
     return new ServedModel({
       name: report.name,
       version,
       config,
       inputs,
       outputs,
+      ...(sequence === undefined ? {} : { sequence }),
       instances: opened,
       startInstance,
       onInstanceEvent: options.onInstanceEvent,

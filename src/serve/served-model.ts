@@ -3,7 +3,9 @@ import type { ModelConfig } from '../triton/model-config.js';
 import type { ProtocolDataType } from '../triton/protocol-datatypes.js';
 import type { RequestContract } from './infer-request.js';
 import { InstanceSet, type InstanceEvent, type StartedInstance } from './scheduler/instances.js';
-import { ModelScheduler, type ScheduledRequest } from './scheduler/model-scheduler.js';
+import { ModelScheduler, type ScheduledRequest, type Scheduler } from './scheduler/model-scheduler.js';
+import type { SequenceSettings } from './scheduler/sequence-controls.js';
+import { SequenceScheduler } from './scheduler/sequence-scheduler.js';
 import { emptyStats, type ModelStats } from './scheduler/model-stats.js';
 import { batcherSettings } from './scheduler/queue-policy.js';
 
@@ -48,7 +50,7 @@ export class ServedModel implements RequestContract {
   private reasonValue: string;
   private readonly instances: InstanceSet;
   /** The model's queue and batcher: what the metrics read (pending, executing) and what an unload drains. */
-  readonly scheduler: ModelScheduler;
+  readonly scheduler: Scheduler;
 
   constructor(init: {
     name: string;
@@ -61,6 +63,8 @@ export class ServedModel implements RequestContract {
     /** Starts a replacement for an instance whose plugin failed. */
     startInstance?: () => Promise<StartedInstance>;
     onInstanceEvent?: (event: InstanceEvent) => void;
+    /** For a model with sequence_batching: its settings, and each control's anchor (model-repository.ts checks them at load). */
+    sequence?: { readonly settings: SequenceSettings; readonly anchorOf: (name: string) => string };
     state: ModelState;
     reason?: string;
   }) {
@@ -74,13 +78,17 @@ export class ServedModel implements RequestContract {
     this.reasonValue = init.reason ?? '';
     const started = init.instances ?? [];
     const first: OpenedModel | undefined = started[0]?.model;
-    this.scheduler = new ModelScheduler({
-      modelName: this.name,
-      modelVersion: this.version,
-      batcher: this.maxBatchSize > 0 ? batcherSettings(init.config) : undefined,
-      layout: { inputs: first?.inputs ?? [], outputs: first?.outputs ?? [], batched: this.maxBatchSize > 0 },
-      stats: this.stats,
-    });
+    const layout = { inputs: first?.inputs ?? [], outputs: first?.outputs ?? [], batched: this.maxBatchSize > 0 };
+    this.scheduler =
+      init.sequence === undefined
+        ? new ModelScheduler({
+            modelName: this.name,
+            modelVersion: this.version,
+            batcher: this.maxBatchSize > 0 ? batcherSettings(init.config) : undefined,
+            layout,
+            stats: this.stats,
+          })
+        : new SequenceScheduler({ modelName: this.name, maxBatchSize: this.maxBatchSize, ...init.sequence, layout, stats: this.stats });
     const startInstance = init.startInstance ?? (() => Promise.reject(new Error('the model cannot start instances')));
     this.instances = new InstanceSet(started, {
       model: this.name,

@@ -42,3 +42,19 @@ describe('gRPC typed contents', () => {
     );
   });
 });
+
+describe('gRPC sequence parameters', () => {
+  const sequenceOf = (parameters: Record<string, unknown>): unknown =>
+    fromModelInferRequest(codec.decode(codec.encode({ model_name: 'm', parameters, inputs: [] }))).sequence;
+
+  it('reads sequence_id from int64_param (a negative one wraps to uint64, as Triton keeps it) or string_param', () => {
+    assert.deepEqual(sequenceOf({ sequence_id: { int64_param: 7 }, sequence_start: { bool_param: true } }), { id: 7n, start: true, end: false });
+    assert.deepEqual(sequenceOf({ sequence_id: { int64_param: -1 }, sequence_end: { bool_param: true } }), {
+      id: 2n ** 64n - 1n,
+      start: false,
+      end: true,
+    });
+    assert.deepEqual(sequenceOf({ sequence_id: { string_param: 'abc' } }), { id: 'abc', start: false, end: false });
+    assert.equal(sequenceOf({ priority: { uint64_param: 1 } }), undefined);
+  });
+});

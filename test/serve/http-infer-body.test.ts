@@ -179,6 +179,19 @@ describe('HTTP infer body: accepted bodies', () => {
   });
 });
 
+describe('HTTP infer body: the sequence parameters', () => {
+  it('reads sequence_id as a uint64 or a string, with sequence_start and sequence_end; absent when none is given', async () => {
+    const read = async (parameters?: Record<string, unknown>): Promise<unknown> =>
+      (await fromInferBody('m', '', json({ ...(parameters === undefined ? {} : { parameters }), inputs: [input({ data: [1, 2] })] }), undefined))
+        .request.sequence;
+    assert.deepEqual(await read({ sequence_id: 42, sequence_start: true }), { id: 42n, start: true, end: false });
+    assert.deepEqual(await read({ sequence_id: 'abc', sequence_end: true }), { id: 'abc', start: false, end: true });
+    assert.deepEqual(await read({ sequence_end: true }), { id: 0n, start: false, end: true });
+    assert.equal(await read({ priority: 1 }), undefined);
+    assert.equal(await read(), undefined);
+  });
+});
+
 describe('HTTP infer response body', () => {
   it('writes JSON outputs in place and binary ones after the header, in order', () => {
     const data = new Uint8Array(fp32(4));

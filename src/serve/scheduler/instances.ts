@@ -76,6 +76,11 @@ export class InstanceSet {
     return this.all.length;
   }
 
+  /** Every instance, in instance_group order (the sequence batcher binds its slots to them). */
+  get list(): readonly Instance[] {
+    return this.all;
+  }
+
   /**
    * The least busy ready instance with room for another execution: as many
    * as its plugin takes runs at once, or, for the dynamic batcher, one (a

@@ -2,6 +2,7 @@ import { ErrorCode, isPopefError } from '../../errors.js';
 import type { OpenedModel, Tensor } from '../../run/plugin-api.js';
 import { RequestError } from '../status.js';
 import type { Cancellation } from '../cancellation.js';
+import type { SequenceParameters } from '../infer-request.js';
 import { assembleRuns, splitOutputs, type BatchLayout } from './batch-tensors.js';
 import { chooseBatch } from './dynamic-batcher.js';
 import type { Instance, InstanceSet } from './instances.js';
@@ -23,7 +24,7 @@ import { recordExecution, recordFailure, recordSuccess, type ModelStats } from '
  */
 
 /** DynamicBatchScheduler::Enqueue's answer once the scheduler has stopped. */
-const STOPPING = 'Server is stopping, scheduler for model has stopped accepting new inference requests';
+export const STOPPING = 'Server is stopping, scheduler for model has stopped accepting new inference requests';
 
 export interface ScheduledRequest {
   /** Rows of the batch dimension (0 for a model without one). */
@@ -35,6 +36,8 @@ export interface ScheduledRequest {
   /** The request's `timeout` parameter, in microseconds (0: none). */
   readonly timeoutUs?: number;
   readonly signal?: Cancellation;
+  /** Its sequence parameters (read by the sequence batcher only, as in Triton). */
+  readonly sequence?: SequenceParameters;
   /** "[request id: …] " */
   readonly logPrefix: string;
 }
@@ -102,8 +105,23 @@ export interface SchedulerOptions {
   readonly stats: ModelStats;
 }
 
+/** What a served model asks of its scheduler, whichever Triton scheduler it is (this one, or sequence-scheduler.ts). */
+export interface Scheduler {
+  /** The instances to feed (set again when one restarts). */
+  attach(instances: InstanceSet): void;
+  /** Requests waiting. */
+  readonly pending: number;
+  /** Batches being executed. */
+  readonly executing: number;
+  enqueue(request: ScheduledRequest): Promise<ReadonlyMap<string, Tensor>>;
+  stop(message?: string): void;
+  drain(): Promise<void>;
+  idle(): Promise<void>;
+  close(): void;
+}
+
 /** The runs of one batch, as many at once as the plugin takes; results in run order. */
-async function runAll(model: OpenedModel, runs: readonly ReadonlyMap<string, Tensor>[], capacity: number): Promise<Map<string, Tensor>[]> {
+export async function runAll(model: OpenedModel, runs: readonly ReadonlyMap<string, Tensor>[], capacity: number): Promise<Map<string, Tensor>[]> {
   if (runs.length === 1 && runs[0] !== undefined) return [await model.run(runs[0])];
   const results: Map<string, Tensor>[] = new Array<Map<string, Tensor>>(runs.length);
   let next = 0;
@@ -117,7 +135,7 @@ async function runAll(model: OpenedModel, runs: readonly ReadonlyMap<string, Ten
   return results;
 }
 
-export class ModelScheduler {
+export class ModelScheduler implements Scheduler {
   private readonly settings: BatcherSettings;
   private readonly queue: PriorityQueue<Job>;
   private readonly options: SchedulerOptions;
