@@ -6,7 +6,7 @@ import { resolveTarget } from '../run/model-target.js';
 import type { ExecutionPlugin, ModelTensors, TensorSpec } from '../run/plugin-api.js';
 import { elementCount, modelTensorSpecs } from '../run/tensor.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../triton/model-config.js';
-import { RULES } from '../triton/repository/findings.js';
+import { RULES, type Finding } from '../triton/repository/findings.js';
 import { POLL_RULES, validateRepository, type ModelReport } from '../triton/repository/validate.js';
 import { protocolFromConfig } from '../triton/protocol-datatypes.js';
 import { ServedModel, type InstanceEvent, type ServedTensor } from './served-model.js';
@@ -37,6 +37,8 @@ export interface LoadOptions {
   readonly pluginOptions?: Readonly<Record<string, string>>;
   /** Told about each model as it is loaded or refused. */
   readonly onModel?: (model: ServedModel) => void;
+  /** Told of each finding about a repository as a whole (validate's repository-level findings). */
+  readonly onRepositoryFinding?: (root: string, finding: Finding) => void;
   /** Told when an instance fails, is restarted or given up. */
   readonly onInstanceEvent?: (event: InstanceEvent) => void;
 }
@@ -45,8 +47,8 @@ function dimsOf(t: ModelInput | ModelOutput): number[] {
   return (t.dims ?? []).map((d) => Number(d));
 }
 
-function unavailable(name: string, config: ModelConfig | undefined, reason: string, version = ''): ServedModel {
-  return new ServedModel({ name, version, config, state: 'UNAVAILABLE', reason });
+function unavailable(name: string, config: ModelConfig | undefined, reason: string, version = '', hint?: string): ServedModel {
+  return new ServedModel({ name, version, config, state: 'UNAVAILABLE', reason, ...(hint === undefined ? {} : { hint }) });
 }
 
 /** Joins config tensors to the plugin's anchors through name_map.json. */
@@ -181,7 +183,8 @@ async function loadModel(root: string, report: ModelReport, options: LoadOptions
   } catch (e) {
     await release();
     const message = isPopefError(e) ? e.message : e instanceof Error ? e.message : String(e);
-    return unavailable(report.name, config, `failed to load '${report.name}': ${message}`, version);
+    // The error's hint (popef import for an SDK-written PopEF, say) goes to the log; the index's reason stays Triton's form.
+    return unavailable(report.name, config, `failed to load '${report.name}': ${message}`, version, isPopefError(e) ? e.suggestion : undefined);
   }
 }
 
@@ -241,6 +244,9 @@ export class ModelRepository {
       // With one repository, only the models asked for are validated; with several, a name asked for may
       // be in another one (validateRepository refuses a name it does not hold), so all are, and filtered here.
       const report = await validateRepository(root, { models: roots.length === 1 ? options.models : undefined, tritonVersion: 'latest' });
+      // What is wrong with the repository as a whole (a model directory or a version directory given for it, hidden
+      // directories): Triton loads on regardless, and so does serve, but the user is told why nothing may be served.
+      for (const f of report.findings) options.onRepositoryFinding?.(root, f);
       for (const m of report.models) {
         if (options.models !== undefined && !options.models.includes(m.name)) continue;
         const served = this.models.has(m.name)

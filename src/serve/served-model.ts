@@ -46,6 +46,8 @@ export class ServedModel implements RequestContract {
   readonly inputs: readonly ServedTensor[];
   readonly outputs: readonly ServedTensor[];
   readonly stats: ModelStats = emptyStats();
+  /** How to mend what made the model UNAVAILABLE, for the log (the reason stays Triton's alone). */
+  readonly hint: string | undefined;
   private stateValue: ModelState;
   private reasonValue: string;
   private readonly instances: InstanceSet;
@@ -67,6 +69,7 @@ export class ServedModel implements RequestContract {
     sequence?: { readonly settings: SequenceSettings; readonly anchorOf: (name: string) => string };
     state: ModelState;
     reason?: string;
+    hint?: string;
   }) {
     this.name = init.name;
     this.version = init.version;
@@ -76,6 +79,7 @@ export class ServedModel implements RequestContract {
     this.outputs = init.outputs ?? [];
     this.stateValue = init.state;
     this.reasonValue = init.reason ?? '';
+    this.hint = init.hint;
     const started = init.instances ?? [];
     const first: OpenedModel | undefined = started[0]?.model;
     const layout = { inputs: first?.inputs ?? [], outputs: first?.outputs ?? [], batched: this.maxBatchSize > 0 };

@@ -10,6 +10,7 @@ import { ModelControl, type ModelControlOptions } from './model-control.js';
 import { ModelRepository } from './model-repository.js';
 import type { InstanceEvent, ServedModel } from './served-model.js';
 import type { Transport } from './transport.js';
+import type { Finding } from '../triton/repository/findings.js';
 
 /**
  * The server behind `popef serve` (not exported by src/index.ts: its types
@@ -44,6 +45,8 @@ export interface ServeOptions {
   readonly modelControl?: ModelControlOptions;
   /** An instance failed, was restarted or given up (the CLI logs it). */
   readonly onInstanceEvent?: (event: InstanceEvent) => void;
+  /** A finding about a repository as a whole, met as it is loaded (the CLI logs it). */
+  readonly onRepositoryFinding?: (root: string, finding: Finding) => void;
 }
 
 export interface RunningServer {
@@ -94,6 +97,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     pluginOptions: options.pluginOptions,
     onModel: options.onModel,
     onInstanceEvent: options.onInstanceEvent,
+    onRepositoryFinding: options.onRepositoryFinding,
   };
   const control = new ModelControl(repository, options.repositories, loadOptions, options.modelControl ?? { mode: 'none' });
   const core = new InferenceServer(repository, control, options.logSettings, options.identity);

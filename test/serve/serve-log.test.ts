@@ -3,7 +3,7 @@
 // the ones it follows, and changing them changes what it writes.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ROOT, tempDir } from '../helpers.js';
@@ -122,5 +122,55 @@ describe('popef serve honours its log settings', () => {
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /cannot open the log file .*x\.log: ENOENT/);
     assert.doesNotMatch(r.stderr, /\n\s+at /);
+  });
+});
+
+describe('popef serve given a model directory for its repository', () => {
+  it('logs why nothing is served, naming the repository to serve instead', async () => {
+    const temp = await tempDir();
+    try {
+      const repo = await scaffoldMnist(temp.dir);
+      const server = await serveCli(join(repo, 'mnist'));
+      try {
+        assert.match(
+          server.stderr(),
+          /^popef serve: repository '[^']*mnist': mnist holds config\.pbtxt: it is a model directory, not a model repository, so its version directories are read as models; give the repository that holds it: popef serve [^\n]*$/m,
+        );
+        assert.match(server.stderr(), /ready: 0 of 1 models/);
+      } finally {
+        server.child.kill('SIGKILL');
+        await server.exited;
+      }
+    } finally {
+      await temp.cleanup();
+    }
+  });
+});
+
+describe('popef serve on a model whose PopEF it cannot read', () => {
+  it("logs the error's hint beside Triton's reason (popef import for an SDK-written file)", async () => {
+    const temp = await tempDir();
+    try {
+      const repo = await scaffoldMnist(temp.dir);
+      // Bytes that are not the open layout, as an SDK-written export's are not.
+      await writeFile(join(repo, 'mnist/1/executable.popef'), Buffer.alloc(4096, 0xa5));
+      const server = await serveCli(repo);
+      try {
+        assert.match(
+          server.stderr(),
+          /^popef serve: model 'mnist': UNAVAILABLE: failed to load 'mnist': not a PopEF open-layout file: the blob signature is missing; hint: if the Poplar SDK wrote it, convert it on a machine with the SDK: popef import FILE -o FILE\.open\.popef/m,
+        );
+        // The repository index keeps the reason alone, as Triton gives it.
+        const index = (await (await fetch(`http://127.0.0.1:${server.http}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as {
+          reason: string;
+        }[];
+        assert.doesNotMatch(index[0]?.reason ?? '', /hint/);
+      } finally {
+        server.child.kill('SIGKILL');
+        await server.exited;
+      }
+    } finally {
+      await temp.cleanup();
+    }
   });
 });

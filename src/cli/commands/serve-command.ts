@@ -62,6 +62,7 @@ export async function serveCommand(repositories: string[], flags: ServeFlags, io
     ...(flags.asTriton === true ? { identity: MIRRORED_TRITON } : {}),
     onInstanceEvent: (e) => log.instance(e),
     onModel: (m) => log.model(m),
+    onRepositoryFinding: (root, f) => log.repositoryFinding(root, f),
   }).catch((error: unknown) => {
     log.close();
     throw error;

@@ -5,6 +5,7 @@ import { printable } from '../../present/printable.js';
 import type { RequestLog } from '../../serve/inference-server.js';
 import { LogSettings, type LogSeverity } from '../../serve/log-settings.js';
 import type { InstanceEvent, ServedModel } from '../../serve/served-model.js';
+import type { Finding } from '../../triton/repository/findings.js';
 import type { CliIo } from '../io.js';
 import type { ServeFlags } from './serve.js';
 
@@ -63,12 +64,30 @@ export class ServeLog {
     if (m.ready)
       this.write('INFO', `model '${name}' version ${m.version}: READY`, { model: m.name, version: m.version, state: m.state, reason: m.reason });
     else
-      this.write('ERROR', `model '${name}': UNAVAILABLE: ${printable(m.reason, true)}`, {
-        model: m.name,
-        version: m.version,
-        state: m.state,
-        reason: m.reason,
-      });
+      this.write(
+        'ERROR',
+        `model '${name}': UNAVAILABLE: ${printable(m.reason, true)}${m.hint === undefined ? '' : `; hint: ${printable(m.hint, true)}`}`,
+        {
+          model: m.name,
+          version: m.version,
+          state: m.state,
+          reason: m.reason,
+          ...(m.hint === undefined ? {} : { hint: m.hint }),
+        },
+      );
+  }
+
+  /** A finding about a repository as a whole (a model directory given for it, say), at its severity, with its hint. */
+  repositoryFinding(root: string, f: Finding): void {
+    const severity: LogSeverity = f.severity === 'error' ? 'ERROR' : f.severity === 'warning' ? 'WARNING' : 'INFO';
+    // validate's hints name the command to run again; here that command is serve.
+    const hint = f.hint === undefined ? '' : `; ${f.hint.replaceAll('popef validate ', 'popef serve ')}`;
+    this.write(severity, `repository '${printable(root, true)}': ${printable(f.message, true)}${printable(hint, true)}`, {
+      repository: root,
+      rule: f.rule,
+      message: f.message,
+      ...(f.hint === undefined ? {} : { hint: f.hint }),
+    });
   }
 
   /** An instance that failed and is restarted (WARNING), is ready again (INFO), or was given up (ERROR). */
