@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { PNG } from 'pngjs';
@@ -29,7 +29,13 @@ async function openExported(browser: Browser, page: string): Promise<{ page: Pag
 
 async function openFiles(page: Page, files: readonly string[]): Promise<void> {
   await page.setInputFiles('#file-input', [...files]);
-  await page.waitForFunction(() => document.querySelector('#summary pre') !== null || document.querySelector('#status.error') !== null);
+  // Until these files are open (their label in the status) or refused: a summary already on the page may be an
+  // earlier file's, and a verify clicked before the new file replaced it would have its result cleared.
+  const label = files.map((f) => basename(f)).join(' + ');
+  await page.waitForFunction((opening) => {
+    const text = document.querySelector('#status')?.textContent ?? '';
+    return text.startsWith(`${opening}: `) || text.startsWith(`cannot open ${opening}: `);
+  }, label);
 }
 
 /** axe-core's serious and critical violations on the page as it is now. */
