@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ModelSet } from '../../src/index.js';
@@ -79,6 +79,20 @@ describe('popef run with the ipu plugin (simulated SDK)', () => {
       r.stderr,
       /plugin "ipu" cannot run here: the Poplar SDK's Python modules cannot be imported: popef \(No module named 'popef'\); model_runtime \(No module named 'model_runtime'\) \[E_PLUGIN_UNAVAILABLE\]\n {2}hint: enable the Poplar SDK/,
     );
+  });
+
+  it('names numpy apart from the SDK when it is numpy that does not import, with its own hint', async () => {
+    await inTempDir(async (dir) => {
+      // A numpy that fails to import, ahead of the simulated SDK on the path.
+      await mkdir(join(dir, 'numpy'));
+      await writeFile(join(dir, 'numpy/__init__.py'), 'raise ImportError("simulated: numpy is not installed")\n');
+      const r = await runCli(['run', fixture('weights/executable.popef'), '--plugin', 'ipu', '--random'], {
+        env: { ...SIM, PYTHONPATH: `${dir}:${fixture('sim-sdk')}` },
+      });
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /; numpy cannot be imported: simulated: numpy is not installed \[E_PLUGIN_UNAVAILABLE\]\n/);
+      assert.match(r.stderr, /hint: [^\n]*install numpy into the interpreter that runs the bridge/);
+    });
   });
 
   it('reports a bridge that dies mid-run, with exit 128 + the signal', async () => {

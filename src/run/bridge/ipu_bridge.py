@@ -122,8 +122,19 @@ class Bridge:
         self.available = not missing
         reply = {"type": "hello", "id": id_, "protocol": PROTOCOL, "plugin": "ipu", "version": BRIDGE_VERSION, "available": self.available}
         if missing:
-            reply["reason"] = "the Poplar SDK's Python modules cannot be imported: " + "; ".join(missing)
-            reply["hint"] = SDK_HINT
+            # numpy is no SDK module: a reason and a hint of its own, so that an SDK that imports is not blamed.
+            sdk_missing = [m for m in missing if not m.startswith("numpy ")]
+            numpy_missing = [m for m in missing if m.startswith("numpy ")]
+            reasons = []
+            hints = []
+            if sdk_missing:
+                reasons.append("the Poplar SDK's Python modules cannot be imported: " + "; ".join(sdk_missing))
+                hints.append(SDK_HINT)
+            if numpy_missing:
+                reasons.append("numpy cannot be imported: " + numpy_missing[0][len("numpy (") : -1])
+                hints.append("install numpy into the interpreter that runs the bridge (python3 -m pip install numpy, in POPEF_PYTHON's environment)")
+            reply["reason"] = "; ".join(reasons)
+            reply["hint"] = "; ".join(hints)
         self.channel.write_message(reply)
 
     def doctor(self, id_, _message, _tensors):
