@@ -50,7 +50,6 @@ export class FileSource implements ByteSource {
    * by reading it, without fstat (local-file.ts, LISTED_FIRST_READ).
    */
   static async open(path: string, name = path, options: { readonly listedRegular?: boolean } = {}): Promise<FileSource> {
-    let opened: { readonly fd: number; readonly size: number };
     if (options.listedRegular === true) {
       const listed = openListedFile(path, name, 'the file');
       const size = listed.whole ? listed.head.byteLength : measureRegular(listed.fd, name, 'the file');
@@ -60,10 +59,8 @@ export class FileSource implements ByteSource {
       const head = listed.head;
       source.window = { offset: 0, bytes: new Uint8Array(head.buffer, head.byteOffset, Math.min(size, head.byteLength)) };
       return source;
-    } else {
-      opened = openRegularDescriptor(path, name, 'the file');
     }
-    const { fd, size } = opened;
+    const { fd, size } = openRegularDescriptor(path, name, 'the file');
     const source = new FileSource(name, fd, size);
     try {
       await source.fill(0, Math.min(OPEN_WINDOW, size), 'blob header');

@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, read, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, read, readSync, statSync, type Stats } from 'node:fs';
 import { open, realpath, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../errors.js';
@@ -114,6 +114,15 @@ export function measureRegular(fd: number, name: string, what: string): number {
     closeSync(fd);
     if (error instanceof PopefError) throw error;
     throw ioError(error, name, `read ${what}`);
+  }
+}
+
+/** Whether `path` is a directory (following links); false where it cannot be stat'ed. */
+export function isDirectorySync(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
   }
 }
 

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
-import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
+import { isDirectorySync } from '../../io/local-file.js';
 import { ExitCode } from '../exit-codes.js';
 import { writeJson, type CliIo } from '../io.js';
 import type { Handler } from '../main.js';
@@ -48,14 +48,6 @@ never folded. The summary counts causes; exit codes are the same.
 Exit codes: 0 no errors (warnings allowed unless --strict), 1 findings,
 2 usage or I/O errors.`;
 
-function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
 export function registerValidate(program: Command, io: CliIo, run: (handler: Handler) => void): void {
   program
     .command('validate')
@@ -93,7 +85,7 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
         }
         const backendDirectory = flags.backendDirectory === undefined ? undefined : resolve(io.cwd, flags.backendDirectory);
         // A mistyped directory would otherwise read as every backend library missing from it.
-        if (backendDirectory !== undefined && !isDirectory(backendDirectory)) {
+        if (backendDirectory !== undefined && !isDirectorySync(backendDirectory)) {
           throw new PopefError(ErrorCode.Usage, `--backend-directory ${flags.backendDirectory ?? ''} is not a directory`, {
             file: backendDirectory,
             suggestion:

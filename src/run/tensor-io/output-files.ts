@@ -1,7 +1,6 @@
-import { statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { ErrorCode, PopefError, isNotFound } from '../../errors.js';
-import { FILE_LIMITS, readRegularFile } from '../../io/local-file.js';
+import { FILE_LIMITS, isDirectorySync, readRegularFile } from '../../io/local-file.js';
 import { writeFilesAtomically } from '../../triton/write-files.js';
 import type { Tensor } from '../plugin-api.js';
 import { readNpy, writeNpy } from './npy.js';
@@ -54,14 +53,6 @@ export async function saveOutputs(
 ): Promise<void> {
   const files = [...outputs.values()].map((t) => ({ path: join(dir, fileOf(nameOf(t.name))), content: writeNpy(t) }));
   await writeFilesAtomically(files, { force });
-}
-
-function isDirectorySync(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -64,9 +64,12 @@ export class SequenceScheduler implements Scheduler {
   /** Oldest strategy: each instance's dynamic batcher (its queue, and the settings it batches by). */
   private readonly batchers: PriorityQueue<Candidate>[] = [];
   private readonly batching: BatcherSettings | undefined;
+  /** The CORRID control, found once: every request's id is checked against it. */
+  private readonly corrid: SequenceSettings['controls'][number] | undefined;
 
   constructor(options: SequenceSchedulerOptions) {
     this.options = options;
+    this.corrid = options.settings.controls.find((c) => c.kind === 'CONTROL_SEQUENCE_CORRID');
     const oldest = options.settings.oldest;
     this.batching =
       oldest === undefined
@@ -138,7 +141,7 @@ export class SequenceScheduler implements Scheduler {
    * refuses rather than send the plugin a cut id).
    */
   private checkIdType(id: CorrelationId, prefix: string): void {
-    const control = this.options.settings.controls.find((c) => c.kind === 'CONTROL_SEQUENCE_CORRID');
+    const control = this.corrid;
     if (control !== undefined && typeof id === 'string')
       throw invalidArg(
         `${prefix}correlation ID in request is a string, but the CONTROL_SEQUENCE_CORRID control '${control.name}' of model '${this.options.modelName}' takes an integer`,
