@@ -30,269 +30,309 @@ export interface Token extends SourcePos {
 }
 
 const TAB_WIDTH = 8;
-const isDigit = (c: string): boolean => c >= '0' && c <= '9';
-const isOctal = (c: string): boolean => c >= '0' && c <= '7';
-const isHex = (c: string): boolean => isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-const isLetter = (c: string): boolean => (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === '_';
-const isWhitespace = (c: string): boolean => c === ' ' || c === '\n' || c === '\t' || c === '\r' || c === '\v' || c === '\f';
-const SPACE = 0x20;
+// Byte values the scanner tests (the text holds one JS character per byte).
+const TAB = 0x09;
 const NEWLINE = 0x0a;
-const isDigitCode = (c: number): boolean => c >= 0x30 && c <= 0x39;
-const isAlnumCode = (c: number): boolean => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c === 0x5f || isDigitCode(c);
-const SIMPLE_ESCAPES = new Set(['a', 'b', 'f', 'n', 'r', 't', 'v', '\\', '?', "'", '"']);
-
-/**
- * Splits text into tokens. Never throws: problems are recorded on tokens.
- * The input is treated as a sequence of bytes (UTF-8), as protobuf does, so
- * columns count bytes.
- */
-export function tokenize(source: string | Uint8Array): Token[] {
-  return [...scanTokens(source)];
-}
+const SPACE = 0x20;
+const DOUBLE_QUOTE = 0x22;
+const HASH = 0x23;
+const SINGLE_QUOTE = 0x27;
+const PLUS = 0x2b;
+const MINUS = 0x2d;
+const DOT = 0x2e;
+const ZERO = 0x30;
+const ONE = 0x31;
+const BACKSLASH = 0x5c;
+const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
+const isOctal = (c: number): boolean => c >= 0x30 && c <= 0x37;
+const isHex = (c: number): boolean => isDigit(c) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
+const isLetter = (c: number): boolean => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c === 0x5f;
+const isAlnum = (c: number): boolean => isLetter(c) || isDigit(c);
+const isWhitespace = (c: number): boolean => c === SPACE || c === NEWLINE || c === TAB || c === 0x0d || c === 0x0b || c === 0x0c;
+/** a b f n r t v \ ? ' " */
+const isSimpleEscape = (c: number): boolean =>
+  c === 0x61 ||
+  c === 0x62 ||
+  c === 0x66 ||
+  c === 0x6e ||
+  c === 0x72 ||
+  c === 0x74 ||
+  c === 0x76 ||
+  c === BACKSLASH ||
+  c === 0x3f ||
+  c === SINGLE_QUOTE ||
+  c === DOUBLE_QUOTE;
+const code = (c: string): number => c.charCodeAt(0);
 
 const NO_ERRORS: readonly LexError[] = Object.freeze([]);
 // eslint-disable-next-line no-control-regex -- the test is for bytes past ASCII, control bytes included in the class.
 const NON_ASCII = /[^\x00-\x7f]/;
 
 /**
- * The tokens of `source` one at a time, ending with the 'end' token. The
- * parser takes them as it goes, so a 50 MB config never exists as an array
- * of millions of token objects.
+ * Splits text into tokens, one at a time as the parser takes them (a 50 MB
+ * config never exists as an array of millions of token objects), ending
+ * with the 'end' token, which it then gives again. Never throws: problems
+ * are recorded on tokens. The input is treated as a sequence of bytes
+ * (UTF-8), as protobuf does, so columns count bytes.
+ *
+ * A class over character codes, not a generator over characters: validate
+ * parses thousands of small configs in a run too short for V8 to optimize
+ * the scanner, and unoptimized, each generator resume, closure and
+ * one-character string cost more than the scanning itself (issue 26).
  */
-export function* scanTokens(source: string | Uint8Array): Generator<Token, void, undefined> {
-  const bytes = typeof source === 'string' ? Buffer.from(source, 'utf8') : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
-  // One JS character per byte (latin1) keeps the scanner byte-exact.
-  const text = bytes.toString('latin1');
-  let i = 0;
-  let line = 1;
-  let column = 0;
-  let pending: LexError[] = [];
-  // The token before the current one: its type, line and 0-based end column (three locals, not an object per token).
-  let previousType: TokenType = 'end';
-  let previousLine = 0;
-  let previousEndColumn = 0;
-  const cur = (): string => (i < text.length ? (text[i] ?? '\0') : '\0');
-  const error = (message: string): void => {
-    pending.push({ line, column: column + 1, message });
-  };
-  const next = (): void => {
-    const c = text[i];
-    i += 1;
-    if (c === '\n') {
-      line += 1;
-      column = 0;
-    } else if (c === '\t') {
-      column += TAB_WIDTH - (column % TAB_WIDTH);
+export class TokenScanner {
+  /** One JS character per byte (latin1) keeps the scanner byte-exact. */
+  private readonly text: string;
+  private i = 0;
+  private line = 1;
+  /** 0-based; a tab advances to the next multiple of 8. */
+  private column = 0;
+  private pending: LexError[] = [];
+  // The token before the current one: its type, line and 0-based end column.
+  private previousType: TokenType = 'end';
+  private previousLine = 0;
+  private previousEndColumn = 0;
+
+  constructor(source: string | Uint8Array) {
+    const bytes = typeof source === 'string' ? Buffer.from(source, 'utf8') : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
+    this.text = bytes.toString('latin1');
+  }
+
+  /** The byte at the cursor; 0 past the end (as protobuf's tokenizer reads a NUL there). */
+  private current(): number {
+    return this.i < this.text.length ? this.text.charCodeAt(this.i) : 0;
+  }
+
+  private error(message: string): void {
+    this.pending.push({ line: this.line, column: this.column + 1, message });
+  }
+
+  /** Steps over one byte, keeping line and column. */
+  private step(): void {
+    const c = this.text.charCodeAt(this.i);
+    this.i += 1;
+    if (c === NEWLINE) {
+      this.line += 1;
+      this.column = 0;
+    } else if (c === TAB) {
+      this.column += TAB_WIDTH - (this.column % TAB_WIDTH);
     } else {
-      column += 1;
+      this.column += 1;
     }
-  };
-  const tryConsume = (c: string): boolean => {
-    if (i < text.length && text[i] === c) {
-      next();
+  }
+
+  private tryConsume(c: number): boolean {
+    if (this.i < this.text.length && this.text.charCodeAt(this.i) === c) {
+      this.step();
       return true;
     }
     return false;
-  };
-  const tryConsumeIf = (pred: (c: string) => boolean): boolean => {
-    if (i < text.length && pred(cur())) {
-      next();
+  }
+
+  private tryConsumeIf(pred: (c: number) => boolean): boolean {
+    if (this.i < this.text.length && pred(this.text.charCodeAt(this.i))) {
+      this.step();
       return true;
     }
     return false;
-  };
-  const consumeZeroOrMore = (pred: (c: string) => boolean): void => {
-    while (tryConsumeIf(pred));
-  };
+  }
 
-  /** consumeZeroOrMore(isDigit) without a call per byte: a digit is one column. */
-  const skipDigits = (): void => {
-    const from = i;
-    while (i < text.length && isDigitCode(text.charCodeAt(i))) i += 1;
-    column += i - from;
-  };
+  /** Steps over bytes of a class that holds no tab or newline (digits, hex digits): each is one column. */
+  private skipWhile(pred: (c: number) => boolean): void {
+    const from = this.i;
+    while (this.i < this.text.length && pred(this.text.charCodeAt(this.i))) this.i += 1;
+    this.column += this.i - from;
+  }
 
-  const scanNumber = (startedWithZero: boolean, startedWithDot: boolean): TokenType => {
+  private scanNumber(startedWithZero: boolean, startedWithDot: boolean): TokenType {
     let isFloat = false;
-    if (startedWithZero && (tryConsume('x') || tryConsume('X'))) {
-      if (!tryConsumeIf(isHex)) error('"0x" must be followed by hex digits.');
-      consumeZeroOrMore(isHex);
-    } else if (startedWithZero && i < text.length && isDigit(cur())) {
-      consumeZeroOrMore(isOctal);
-      if (i < text.length && isDigit(cur())) {
-        error('Numbers starting with leading zero must be in octal.');
-        consumeZeroOrMore(isDigit);
+    if (startedWithZero && (this.tryConsume(code('x')) || this.tryConsume(code('X')))) {
+      if (!this.tryConsumeIf(isHex)) this.error('"0x" must be followed by hex digits.');
+      this.skipWhile(isHex);
+    } else if (startedWithZero && this.i < this.text.length && isDigit(this.current())) {
+      this.skipWhile(isOctal);
+      if (this.i < this.text.length && isDigit(this.current())) {
+        this.error('Numbers starting with leading zero must be in octal.');
+        this.skipWhile(isDigit);
       }
     } else {
       if (startedWithDot) {
         isFloat = true;
-        consumeZeroOrMore(isDigit);
+        this.skipWhile(isDigit);
       } else {
-        skipDigits();
-        if (tryConsume('.')) {
+        this.skipWhile(isDigit);
+        if (this.tryConsume(DOT)) {
           isFloat = true;
-          consumeZeroOrMore(isDigit);
+          this.skipWhile(isDigit);
         }
       }
-      if (tryConsume('e') || tryConsume('E')) {
+      if (this.tryConsume(code('e')) || this.tryConsume(code('E'))) {
         isFloat = true;
-        if (!tryConsume('-')) tryConsume('+');
-        if (!tryConsumeIf(isDigit)) error('"e" must be followed by exponent.');
-        consumeZeroOrMore(isDigit);
+        if (!this.tryConsume(MINUS)) this.tryConsume(PLUS);
+        if (!this.tryConsumeIf(isDigit)) this.error('"e" must be followed by exponent.');
+        this.skipWhile(isDigit);
       }
-      if (tryConsume('f') || tryConsume('F')) isFloat = true;
+      if (this.tryConsume(code('f')) || this.tryConsume(code('F'))) isFloat = true;
     }
-    if (i < text.length && isLetter(cur())) {
-      error('Need space between number and identifier.');
-    } else if (cur() === '.' && i < text.length) {
-      error(isFloat ? "Already saw decimal point or exponent; can't have another one." : 'Hex and octal numbers must be integers.');
+    if (this.i < this.text.length && isLetter(this.current())) {
+      this.error('Need space between number and identifier.');
+    } else if (this.current() === DOT && this.i < this.text.length) {
+      this.error(isFloat ? "Already saw decimal point or exponent; can't have another one." : 'Hex and octal numbers must be integers.');
     }
     return isFloat ? 'float' : 'integer';
-  };
+  }
 
-  const scanString = (delimiter: string): void => {
+  private scanString(delimiter: number): void {
+    const text = this.text;
     for (;;) {
-      if (i >= text.length) {
-        error('Unexpected end of string.');
+      if (this.i >= text.length) {
+        this.error('Unexpected end of string.');
         return;
       }
-      const code = text.charCodeAt(i);
+      const c = text.charCodeAt(this.i);
       // An ordinary printable byte (not a quote or a backslash) is one column.
-      if (code >= 0x20 && code !== 0x22 && code !== 0x27 && code !== 0x5c && code < 0x7f) {
-        i += 1;
-        column += 1;
+      if (c >= 0x20 && c !== DOUBLE_QUOTE && c !== SINGLE_QUOTE && c !== BACKSLASH && c < 0x7f) {
+        this.i += 1;
+        this.column += 1;
         continue;
       }
-      const c = cur();
-      if (c === '\n') {
-        error('String literals cannot cross line boundaries.');
+      if (c === NEWLINE) {
+        this.error('String literals cannot cross line boundaries.');
         return;
       }
-      if (c === '\\') {
-        next();
-        if (tryConsumeIf((x) => SIMPLE_ESCAPES.has(x))) continue;
-        if (tryConsumeIf(isOctal)) continue;
-        if (tryConsume('x')) {
-          if (!tryConsumeIf(isHex)) error('Expected hex digits for escape sequence.');
+      if (c === BACKSLASH) {
+        this.step();
+        if (this.tryConsumeIf(isSimpleEscape)) continue;
+        if (this.tryConsumeIf(isOctal)) continue;
+        if (this.tryConsume(code('x'))) {
+          if (!this.tryConsumeIf(isHex)) this.error('Expected hex digits for escape sequence.');
           continue;
         }
-        if (tryConsume('u')) {
-          if (!(tryConsumeIf(isHex) && tryConsumeIf(isHex) && tryConsumeIf(isHex) && tryConsumeIf(isHex))) {
-            error('Expected four hex digits for \\u escape sequence.');
+        if (this.tryConsume(code('u'))) {
+          if (!(this.tryConsumeIf(isHex) && this.tryConsumeIf(isHex) && this.tryConsumeIf(isHex) && this.tryConsumeIf(isHex))) {
+            this.error('Expected four hex digits for \\u escape sequence.');
           }
           continue;
         }
-        if (tryConsume('U')) {
+        if (this.tryConsume(code('U'))) {
           // Eight hex digits shaped 00[01]xxxxx; values above 10ffff pass here and stay literal when decoded.
           const ok =
-            tryConsume('0') &&
-            tryConsume('0') &&
-            (tryConsume('0') || tryConsume('1')) &&
-            tryConsumeIf(isHex) &&
-            tryConsumeIf(isHex) &&
-            tryConsumeIf(isHex) &&
-            tryConsumeIf(isHex) &&
-            tryConsumeIf(isHex);
-          if (!ok) error('Expected eight hex digits up to 10ffff for \\U escape sequence');
+            this.tryConsume(ZERO) &&
+            this.tryConsume(ZERO) &&
+            (this.tryConsume(ZERO) || this.tryConsume(ONE)) &&
+            this.tryConsumeIf(isHex) &&
+            this.tryConsumeIf(isHex) &&
+            this.tryConsumeIf(isHex) &&
+            this.tryConsumeIf(isHex) &&
+            this.tryConsumeIf(isHex);
+          if (!ok) this.error('Expected eight hex digits up to 10ffff for \\U escape sequence');
           continue;
         }
-        error('Invalid escape sequence in string literal.');
+        this.error('Invalid escape sequence in string literal.');
         continue;
       }
-      if (c === delimiter) {
-        next();
+      this.step();
+      if (c === delimiter) return;
+    }
+  }
+
+  /** Whitespace, comments and invalid characters up to the next token. */
+  private skipGap(): void {
+    const text = this.text;
+    while (this.i < text.length) {
+      const c = text.charCodeAt(this.i);
+      // Spaces and newlines, the most of a config's bytes, stepped over here rather than through step().
+      if (c === SPACE) {
+        this.i += 1;
+        this.column += 1;
+      } else if (c === NEWLINE) {
+        this.i += 1;
+        this.line += 1;
+        this.column = 0;
+      } else if (isWhitespace(c)) {
+        this.step();
+      } else if (c === HASH) {
+        while (this.i < text.length && text.charCodeAt(this.i) !== NEWLINE) this.step();
+      } else if (c < 32) {
+        this.error('Invalid control characters encountered in text.');
+        this.step();
+        while (this.i < text.length && text.charCodeAt(this.i) < 32 && !isWhitespace(text.charCodeAt(this.i))) this.step();
+      } else {
         return;
       }
-      next();
     }
-  };
+  }
 
-  for (;;) {
-    // Whitespace, comments and invalid characters between tokens.
-    for (;;) {
-      if (i >= text.length) break;
-      // Spaces and newlines, the most of a config's bytes, stepped over here rather than through next().
-      const code = text.charCodeAt(i);
-      if (code === SPACE) {
-        i += 1;
-        column += 1;
-        continue;
-      }
-      if (code === NEWLINE) {
-        i += 1;
-        line += 1;
-        column = 0;
-        continue;
-      }
-      const c = cur();
-      if (isWhitespace(c)) {
-        next();
-      } else if (c === '#') {
-        while (i < text.length && cur() !== '\n') next();
-      } else if (c.charCodeAt(0) < 32) {
-        error('Invalid control characters encountered in text.');
-        next();
-        while (i < text.length && cur().charCodeAt(0) < 32 && !isWhitespace(cur())) next();
-      } else {
-        break;
-      }
-    }
-    const startLine = line;
-    const startColumn = column + 1;
-    const start = i;
+  /** The next token; after the end, the 'end' token again. */
+  next(): Token {
+    this.skipGap();
+    const text = this.text;
+    const startLine = this.line;
+    const startColumn = this.column + 1;
+    const start = this.i;
     let type: TokenType;
-    if (i >= text.length) {
+    if (this.i >= text.length) {
       type = 'end';
     } else {
-      const c = cur();
+      const c = text.charCodeAt(this.i);
       if (isLetter(c)) {
         // An identifier holds no tab or newline: each byte is one column.
-        const from = i;
-        i += 1;
-        while (i < text.length && isAlnumCode(text.charCodeAt(i))) i += 1;
-        column += i - from;
+        this.i += 1;
+        while (this.i < text.length && isAlnum(text.charCodeAt(this.i))) this.i += 1;
+        this.column += this.i - start;
         type = 'identifier';
-      } else if (c === '0') {
-        next();
-        type = scanNumber(true, false);
+      } else if (c === ZERO) {
+        this.step();
+        type = this.scanNumber(true, false);
       } else if (isDigit(c)) {
-        next();
-        type = scanNumber(false, false);
-      } else if (c === '.') {
-        next();
-        if (i < text.length && isDigit(cur())) {
+        this.step();
+        type = this.scanNumber(false, false);
+      } else if (c === DOT) {
+        this.step();
+        if (this.i < text.length && isDigit(this.current())) {
           // "blah.123" is refused: a float may not touch the identifier before it.
-          if (previousType === 'identifier' && previousLine === startLine && previousEndColumn === startColumn - 1) {
-            pending.push({ line: startLine, column: startColumn, message: 'Need space between identifier and decimal point.' });
+          if (this.previousType === 'identifier' && this.previousLine === startLine && this.previousEndColumn === startColumn - 1) {
+            this.pending.push({ line: startLine, column: startColumn, message: 'Need space between identifier and decimal point.' });
           }
-          type = scanNumber(false, true);
+          type = this.scanNumber(false, true);
         } else {
           type = 'symbol';
         }
-      } else if (c === '"' || c === "'") {
-        next();
-        scanString(c);
+      } else if (c === DOUBLE_QUOTE || c === SINGLE_QUOTE) {
+        this.step();
+        this.scanString(c);
         type = 'string';
       } else {
-        if (c.charCodeAt(0) >= 128) error(`Interpreting non ascii codepoint ${c.charCodeAt(0)}.`);
-        next();
+        if (c >= 128) this.error(`Interpreting non ascii codepoint ${c}.`);
+        this.step();
         type = 'symbol';
       }
     }
-    const raw = text.slice(start, i);
-    yield {
+    const raw = text.slice(start, this.i);
+    const errors = this.pending.length === 0 ? NO_ERRORS : this.pending;
+    if (this.pending.length > 0) this.pending = [];
+    this.previousType = type;
+    this.previousLine = this.line;
+    this.previousEndColumn = this.column;
+    return {
       type,
       // Only strings and stray symbols can hold bytes past ASCII; ASCII text is its own UTF-8.
       text: (type === 'string' || type === 'symbol') && NON_ASCII.test(raw) ? Buffer.from(raw, 'latin1').toString('utf8') : raw,
       line: startLine,
       column: startColumn,
-      errors: pending.length === 0 ? NO_ERRORS : pending,
+      errors,
     };
-    if (pending.length > 0) pending = [];
-    previousType = type;
-    previousLine = line;
-    previousEndColumn = column;
-    if (type === 'end') return;
+  }
+}
+
+/** Every token of `source`, the 'end' token last. */
+export function tokenize(source: string | Uint8Array): Token[] {
+  const scanner = new TokenScanner(source);
+  const tokens: Token[] = [];
+  for (;;) {
+    const token = scanner.next();
+    tokens.push(token);
+    if (token.type === 'end') return tokens;
   }
 }
 
@@ -316,7 +356,7 @@ export function unescapeString(token: string): Uint8Array {
   const simple: Record<string, number> = { a: 7, b: 8, f: 12, n: 10, r: 13, t: 9, v: 11, '\\': 92, '?': 63, "'": 39, '"': 34 };
   const hexRun = (max: number): string => {
     let s = '';
-    while (s.length < max && i < end && isHex(text[i] ?? '')) s += text[i++] ?? '';
+    while (s.length < max && i < end && isHex(text.charCodeAt(i))) s += text[i++] ?? '';
     return s;
   };
   while (i < end) {
@@ -331,9 +371,9 @@ export function unescapeString(token: string): Uint8Array {
     if (e in simple) {
       out.push(simple[e] ?? 0);
       i += 1;
-    } else if (isOctal(e)) {
+    } else if (isOctal(code(e))) {
       let s = '';
-      while (s.length < 3 && i < end && isOctal(text[i] ?? '')) s += text[i++] ?? '';
+      while (s.length < 3 && i < end && isOctal(text.charCodeAt(i))) s += text[i++] ?? '';
       out.push(parseInt(s, 8) & 0xff);
     } else if (e === 'x') {
       i += 1;

@@ -1,6 +1,6 @@
 import { ErrorCode, PopefError } from '../errors.js';
 import type { Message } from './model-config.js';
-import { scanTokens, unescapeString, type SourcePos, type Token } from './pbtxt-lexer.js';
+import { TokenScanner, unescapeString, type SourcePos, type Token } from './pbtxt-lexer.js';
 import { ENUMS, MESSAGES, isEnumName, isMessageName, type FieldSpec, type MessageName, type ScalarType } from './schema.js';
 
 /**
@@ -91,6 +91,17 @@ const INT_MAX: Record<'int32' | 'int64' | 'uint32' | 'uint64', number> = {
   uint64: Number.MAX_SAFE_INTEGER,
 };
 
+/** The field consumeField is reading, for store(). */
+interface FieldInProgress {
+  readonly message: ParsedMessage;
+  readonly set: Set<string>;
+  readonly name: string;
+  readonly spec: FieldSpec;
+  readonly fieldPath: string;
+  readonly repeated: boolean;
+  readonly isMessage: boolean;
+}
+
 class Parser {
   private readonly positions = new Map<string, SourcePos>();
   private token: Token;
@@ -98,17 +109,11 @@ class Parser {
   private coarse = 0;
 
   constructor(
-    private readonly tokens: Iterator<Token, void, undefined>,
+    private readonly scanner: TokenScanner,
     private readonly file: string | undefined,
   ) {
-    this.token = this.take();
+    this.token = scanner.next();
     this.enter();
-  }
-
-  private take(): Token {
-    const next = this.tokens.next();
-    if (next.done === true) throw new Error('token stream ended without an end token');
-    return next.value;
   }
 
   /** The current token's type, read afresh (advancing changes it). */
@@ -128,7 +133,7 @@ class Parser {
 
   private advance(): void {
     if (this.token.type === 'end') return;
-    this.token = this.take();
+    this.token = this.scanner.next();
     this.enter();
   }
 
@@ -208,21 +213,7 @@ class Parser {
     if (this.coarse === 0 && !this.positions.has(fieldPath)) this.positions.set(fieldPath, { line: start.line, column: start.column });
     const valueType = spec.map !== undefined ? mapEntryTypeName(type, name) : spec.t;
     const isMessage = spec.map !== undefined || isMessageName(spec.t);
-
-    const store = (value: unknown, at: SourcePos): void => {
-      if (repeated) {
-        const list = (message[name] ?? []) as unknown[];
-        // Positions, not tokens, are kept; for a long list of scalars only the first few.
-        if (this.coarse === 0 && (isMessage || list.length < SCALAR_POSITIONS))
-          this.positions.set(`${fieldPath}[${list.length}]`, { line: at.line, column: at.column });
-        list.push(value);
-        message[name] = list;
-      } else {
-        message[name] = value;
-        // Proto3: a scalar outside a oneof is "present" only when non-default.
-        if (isMessage || spec.oneof !== undefined || !isDefault(spec.t, value)) set.add(name);
-      }
-    };
+    const field: FieldInProgress = { message, set, name, spec, fieldPath, repeated, isMessage };
 
     if (isMessage) {
       this.tryConsume(':');
@@ -230,14 +221,15 @@ class Parser {
         if (!this.tryConsume(']')) {
           for (;;) {
             const at = this.current;
-            store(this.element(valueType, spec, fieldPath, this.countOf(message, name)), at);
+            this.store(field, this.element(valueType, spec, fieldPath, this.countOf(message, name)), at);
             if (this.tryConsume(']')) break;
             this.consume(',');
           }
         }
       } else {
         const at = this.current;
-        store(
+        this.store(
+          field,
           repeated ? this.element(valueType, spec, fieldPath, this.countOf(message, name)) : this.consumeMessageValue(valueType, spec, fieldPath),
           at,
         );
@@ -248,17 +240,34 @@ class Parser {
         if (!this.tryConsume(']')) {
           for (;;) {
             const at = this.current;
-            store(this.consumeScalar(spec, name), at);
+            this.store(field, this.consumeScalar(spec, name), at);
             if (this.tryConsume(']')) break;
             this.consume(',');
           }
         }
       } else {
         const at = this.current;
-        store(this.consumeScalar(spec, name), at);
+        this.store(field, this.consumeScalar(spec, name), at);
       }
     }
     if (!this.tryConsume(';')) this.tryConsume(',');
+  }
+
+  /** Puts one value of `field` into its message. */
+  private store(field: FieldInProgress, value: unknown, at: SourcePos): void {
+    const { message, name } = field;
+    if (field.repeated) {
+      const list = (message[name] ?? []) as unknown[];
+      // Positions, not tokens, are kept; for a long list of scalars only the first few.
+      if (this.coarse === 0 && (field.isMessage || list.length < SCALAR_POSITIONS))
+        this.positions.set(`${field.fieldPath}[${list.length}]`, { line: at.line, column: at.column });
+      list.push(value);
+      message[name] = list;
+    } else {
+      message[name] = value;
+      // Proto3: a scalar outside a oneof is "present" only when non-default.
+      if (field.isMessage || field.spec.oneof !== undefined || !isDefault(field.spec.t, value)) field.set.add(name);
+    }
   }
 
   /** One element of a repeated message field; past FINE_ELEMENTS its fields keep no positions. */
@@ -447,7 +456,7 @@ export function parsePbtxt<M extends MessageName = 'inference.ModelConfig'>(
   text: string | Uint8Array,
   options: ParseOptions & { readonly type?: M } = {},
 ): ParseResult<M> {
-  const parser = new Parser(scanTokens(text), options.file);
+  const parser = new Parser(new TokenScanner(text), options.file);
   const message = parser.parseTop(options.type ?? 'inference.ModelConfig');
   return { message: message as Message<M>, positions: parser.positionMap };
 }
