@@ -204,4 +204,24 @@ describe('the launcher keeps compiled code between runs', () => {
     assert.equal(run(), cold);
     assert.match(cold, /Inputs \(User-provided\)/);
   });
+
+  it('takes the cache a validate run wrote, though validate turns TurboFan off while it checks', () => {
+    // The cache carries the V8 flags of the run that wrote it; validate restores them before the launcher writes at exit.
+    const { cache } = setUp('');
+    const run = (): void => {
+      const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'validate', fixture('repos/clean')], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '', XDG_CACHE_HOME: cache, NO_COLOR: '1' },
+      });
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+    };
+    run();
+    const [written] = cacheFiles(join(cache, 'popef-toolkit'));
+    assert.ok(written !== undefined, 'the first run wrote a cache');
+    const first = statSync(join(cache, 'popef-toolkit', written));
+    run();
+    // A rejected cache is written again, as a new file renamed over the old.
+    assert.deepEqual(cacheFiles(join(cache, 'popef-toolkit')), [written]);
+    assert.equal(statSync(join(cache, 'popef-toolkit', written)).ino, first.ino, 'the second run took the cache and wrote none');
+  });
 });

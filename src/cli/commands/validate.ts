@@ -7,6 +7,7 @@ import { writeJson, type CliIo } from '../io.js';
 import type { Handler } from '../main.js';
 import { MAX_FINDINGS_PER_RULE } from '../../triton/repository/finding-limit.js';
 import { DEFAULT_TRITON_VERSION } from '../../triton/triton-release.js';
+import { deferOptimizingCompiler } from '../optimizer-deferral.js';
 import { checkTritonVersion, chosenFormat } from './options.js';
 
 interface Flags {
@@ -96,6 +97,8 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
         // One reader for the run, with one bridge: it finds out once whether the SDK is there.
         const foreign = sdkPopefReader(io);
         const reports = [];
+        // Small repositories are checked without V8's optimizing compiler (optimizer-deferral.ts says why).
+        const deferral = deferOptimizingCompiler();
         try {
           for (const repository of repositories) {
             reports.push(
@@ -108,10 +111,12 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
                 models: flags.model,
                 backendDirectory,
                 readForeignPopef: foreign.read,
+                threads: deferral.threadsFor,
               }),
             );
           }
         } finally {
+          deferral.end();
           await foreign.dispose();
         }
         const result = {

@@ -71,10 +71,12 @@ export interface ValidateOptions {
   /**
    * Threads to check models on: this one and threads - 1 workers (default:
    * the machine's cores for a repository of 256 models or more on a machine
-   * of 3 cores or more, else 1; model-pool.ts says why). The report is the
-   * same whatever the number.
+   * of 3 cores or more, else 1; model-pool.ts says why). A function is asked
+   * with the number of models once the repository is listed, before any is
+   * checked (the CLI's choice depends on it: src/cli/optimizer-deferral.ts).
+   * The report is the same whatever the number.
    */
-  readonly threads?: number;
+  readonly threads?: number | ((models: number) => number);
 }
 
 // Synchronous stats: see model-directory.ts for why.

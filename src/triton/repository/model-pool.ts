@@ -30,13 +30,15 @@ export const PARALLEL_THRESHOLD = 256;
  * pool: 1,000 models 810-930 ms of CPU against 890-1,060 ms; 5,000 models
  * 2.1 s against 2.9-3.1 s; 20,000 models 4.3-4.9 s against 5.5-6.3 s; the
  * pool's wall time was no better at any size (issue 26). Machines with more
- * cores were not measured, so they keep the pool.
+ * cores were not measured, so they keep the pool. Without TurboFan the
+ * second core is free: the CLI checks repositories of up to 1,500 models
+ * so, and asks for the pool on 2 cores then (src/cli/optimizer-deferral.ts).
  */
 export const MIN_CORES_FOR_WORKERS = 3;
 
-/** How many threads check `models` models when the caller does not say. */
-export function defaultThreads(models: number, cores = availableParallelism()): number {
-  return models < PARALLEL_THRESHOLD || cores < MIN_CORES_FOR_WORKERS ? 1 : cores;
+/** How many threads check `models` models when the caller does not say (or, with `minCores`, says the cores a pool needs). */
+export function defaultThreads(models: number, cores = availableParallelism(), minCores = MIN_CORES_FOR_WORKERS): number {
+  return models < PARALLEL_THRESHOLD || cores < minCores ? 1 : cores;
 }
 
 /** Models per job: large enough that messages are few, small enough that the threads end together. */
@@ -53,8 +55,8 @@ export interface PoolJob {
   readonly options: WorkerOptions;
 }
 
-/** ValidateOptions without the function, and whether there was one. */
-export type WorkerOptions = Omit<ValidateOptions, 'readForeignPopef'> & { readonly hasForeignReader: boolean };
+/** ValidateOptions without its functions (a worker cannot be sent one), and whether there was a foreign reader. */
+export type WorkerOptions = Omit<ValidateOptions, 'readForeignPopef' | 'threads'> & { readonly hasForeignReader: boolean };
 
 /** One model as a worker checked it: a CheckedModel with its sink as data; null when it must be checked on the calling thread. */
 export type PoolResult = {
@@ -130,7 +132,10 @@ export async function checkModelsInParallel(
   check: Check,
   { callerTakesPart = true, newWorker = newValidateWorker, observe }: PoolOptions = {},
 ): Promise<PoolOutcome> {
-  const threads = Math.max(1, Math.floor(options.threads ?? defaultThreads(names.length)));
+  // Functions cannot be posted to a worker: the caller's threads choice is made here, and its foreign reader runs here (see above).
+  const { readForeignPopef, threads: threadsOption, ...rest } = options;
+  const asked = typeof threadsOption === 'function' ? threadsOption(names.length) : threadsOption;
+  const threads = Math.max(1, Math.floor(asked ?? defaultThreads(names.length)));
   const out = new Array<CheckedModel>(names.length);
   const checkHere = async (first: number, count: number): Promise<void> => {
     for (let i = first; i < first + count; i++) out[i] = await check(root, names[i] ?? '', options);
@@ -147,7 +152,6 @@ export async function checkModelsInParallel(
   let handedBack = 0;
   const queue: { first: number; count: number }[] = [];
   for (let first = 0; first < names.length; first += CHUNK) queue.push({ first, count: Math.min(CHUNK, names.length - first) });
-  const { readForeignPopef, ...rest } = options;
   const workerOptions: WorkerOptions = { ...rest, hasForeignReader: readForeignPopef !== undefined };
   /** Models a worker handed back, and chunks of workers that failed: checked here. */
   const redo: number[] = [];

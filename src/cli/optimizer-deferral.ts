@@ -1,0 +1,73 @@
+import { availableParallelism } from 'node:os';
+import { setFlagsFromString } from 'node:v8';
+import { defaultThreads } from '../triton/repository/model-pool.js';
+
+/**
+ * How `popef validate` runs V8 for a repository of a given size: up to
+ * DEFER_UP_TO_MODELS models without V8's optimizing compiler (TurboFan) and
+ * on every core, past that with TurboFan and validate's default threads.
+ *
+ * Why: a validate of a few hundred or a thousand models is over before
+ * optimized code pays for itself. TurboFan compiles the hot functions on a
+ * thread of its own, most of them after the run has stopped needing them,
+ * and that thread takes the second core of a 2-core machine. Measured on
+ * the 2-core CI machine, 1,000 scaffolded models, one thread: 0.50 s (CPU
+ * 0.81 s) with TurboFan, 0.42 s (CPU 0.42 s) without; and without it the
+ * second core is free for a worker thread (model-pool.ts): 0.35 s. At 5,000
+ * models TurboFan is ahead: 1.24 s against 1.75 s, even when it is turned
+ * on after the first 1,500. So the choice is made once per repository, from
+ * its number of models, before any is checked (test/bench/validate.ts has
+ * the figures).
+ *
+ * The switch is V8's own flag, set through node:v8 after the bundle has
+ * been loaded: the compile cache (launch.ts) is taken only by a run with the
+ * flags of the run that wrote it, so end() restores the flag, in a finally,
+ * before the launcher could write one at exit. Nothing is changed when the
+ * user chose V8's tiering flags themselves.
+ */
+
+/** The largest repository checked without TurboFan. */
+export const DEFER_UP_TO_MODELS = 1500;
+
+/** Cores a pool needs while TurboFan is off: its compile thread is not taking one. */
+const MIN_CORES_WITHOUT_TURBOFAN = 2;
+
+/** V8 options that mean the user chose how code is compiled: then this leaves the flags alone. */
+const USER_CHOICE = /--(?:no-)?(?:turbofan|opt|jitless|maglev|sparkplug|always-sparkplug)\b/;
+
+export interface OptimizerDeferral {
+  /** validate's `threads`: the threads for a repository of `models` models, turning TurboFan back on for a large one. */
+  readonly threadsFor: (models: number) => number;
+  /** Turns TurboFan back on, if this turned it off (idempotent). */
+  readonly end: () => void;
+}
+
+export interface DeferralContext {
+  readonly execArgv?: readonly string[];
+  readonly nodeOptions?: string;
+  /** Where flags go: V8's own setter, or a test's recorder. */
+  readonly setFlags?: (flags: string) => void;
+  readonly cores?: number;
+}
+
+export function deferOptimizingCompiler(context: DeferralContext = {}): OptimizerDeferral {
+  const { execArgv = process.execArgv, nodeOptions = process.env.NODE_OPTIONS ?? '', setFlags = setFlagsFromString } = context;
+  const cores = context.cores ?? availableParallelism();
+  if (execArgv.some((a) => USER_CHOICE.test(a)) || USER_CHOICE.test(nodeOptions)) {
+    return { threadsFor: (models) => defaultThreads(models, cores), end: () => undefined };
+  }
+  setFlags('--no-turbofan');
+  let off = true;
+  const end = (): void => {
+    if (!off) return;
+    off = false;
+    setFlags('--turbofan');
+  };
+  return {
+    threadsFor: (models) => {
+      if (models > DEFER_UP_TO_MODELS) end();
+      return off ? defaultThreads(models, cores, MIN_CORES_WITHOUT_TURBOFAN) : defaultThreads(models, cores);
+    },
+    end,
+  };
+}

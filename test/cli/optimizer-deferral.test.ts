@@ -1,0 +1,49 @@
+// validate's deferral of V8's optimizing compiler (src/cli/optimizer-deferral.ts),
+// with the flag setter recorded; the launcher's test checks that the code
+// cache a validate run writes is still taken by the next run.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFER_UP_TO_MODELS, deferOptimizingCompiler, type DeferralContext } from '../../src/cli/optimizer-deferral.js';
+
+function recorded(context: DeferralContext = {}): { flags: string[]; deferral: ReturnType<typeof deferOptimizingCompiler> } {
+  const flags: string[] = [];
+  const deferral = deferOptimizingCompiler({ execArgv: [], nodeOptions: '', cores: 2, ...context, setFlags: (f) => flags.push(f) });
+  return { flags, deferral };
+}
+
+describe('deferring the optimizing compiler for small validate runs', () => {
+  it('keeps TurboFan off for a small repository, checks a mid-sized one on both cores, and restores the flag at the end, once', () => {
+    const { flags, deferral } = recorded();
+    assert.deepEqual(flags, ['--no-turbofan']);
+    assert.equal(deferral.threadsFor(1), 1, 'one model: no worker');
+    assert.equal(deferral.threadsFor(DEFER_UP_TO_MODELS), 2, 'the second core is free while TurboFan is off');
+    assert.deepEqual(flags, ['--no-turbofan']);
+    deferral.end();
+    deferral.end();
+    assert.deepEqual(flags, ['--no-turbofan', '--turbofan']);
+  });
+
+  it('turns TurboFan back on for a large repository before its models are checked, with the default threads', () => {
+    const { flags, deferral } = recorded();
+    assert.equal(deferral.threadsFor(DEFER_UP_TO_MODELS + 1), 1, 'on 2 cores, TurboFan takes the second');
+    assert.deepEqual(flags, ['--no-turbofan', '--turbofan']);
+    assert.equal(deferral.threadsFor(500), 1, 'and it stays on for the next repository');
+    deferral.end();
+    assert.deepEqual(flags, ['--no-turbofan', '--turbofan']);
+    assert.equal(recorded({ cores: 8 }).deferral.threadsFor(DEFER_UP_TO_MODELS + 1), 8);
+  });
+
+  it("leaves V8's flags alone when the user chose how code is compiled", () => {
+    for (const context of [
+      { execArgv: ['--jitless'] },
+      { execArgv: ['--no-opt'] },
+      { nodeOptions: '--max-old-space-size=100 --turbofan' },
+      { nodeOptions: '--maglev' },
+    ]) {
+      const { flags, deferral } = recorded(context);
+      assert.equal(deferral.threadsFor(1000), 1, JSON.stringify(context));
+      deferral.end();
+      assert.deepEqual(flags, [], JSON.stringify(context));
+    }
+  });
+});
