@@ -35,11 +35,12 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ROUNDS = 5;
 /**
  * Repository sizes run side by side with tritonserver. Both have a fixed
- * cost and a cost per model: popef validate's start is about 70 ms (Node's
- * own 50), then its code runs unoptimised until V8 has compiled it, so the
- * first thousand models cost two to three times what later ones do; tritonserver is
- * READY on one model in about 25 ms and loads models on several threads.
- * Two sizes show both sides of that.
+ * cost and a cost per model: popef validate's start is about 45 ms (Node's
+ * own 30, without NODE_EXTRA_CA_CERTS), then its code runs in V8's
+ * interpreter and baseline compiler (validate defers the optimizing one for
+ * its first models: src/cli/optimizer-deferral.ts); tritonserver is READY
+ * on one model in about 25 ms and loads models on several threads. Two
+ * sizes show both sides of that.
  */
 const SIDE_BY_SIDE = [1000, 5000];
 const LARGE = 100_000;
@@ -94,6 +95,33 @@ function processCpuMs(pid: number): number {
   }
 }
 
+/**
+ * validate's environment: this one without NODE_EXTRA_CA_CERTS. Node 20
+ * reads and parses that certificate bundle as it starts, before any of
+ * popef's code runs, whether or not the process makes a TLS connection
+ * (validate makes none); where it is set (this project's machines set it for
+ * their network proxy) it adds tens of milliseconds to every start, which
+ * the line startCost() prints shows.
+ */
+const { NODE_EXTRA_CA_CERTS: extraCaCerts, ...VALIDATE_ENV } = process.env;
+
+/** Median wall time (ms) of `node -e 0` in `env`, over 9 starts. */
+function nodeStartMs(env: NodeJS.ProcessEnv): number {
+  const times: number[] = [];
+  for (let i = 0; i < 9; i++) {
+    const start = process.hrtime.bigint();
+    spawnSync(process.execPath, ['-e', '0'], { env });
+    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  return stats(times).median;
+}
+
+/** What NODE_EXTRA_CA_CERTS costs Node's start here, when it is set. */
+function startCost(): string {
+  if (extraCaCerts === undefined) return 'NODE_EXTRA_CA_CERTS is not set here';
+  return `Node's start: ${ms(nodeStartMs(VALIDATE_ENV))} (validate's runs, without NODE_EXTRA_CA_CERTS), ${ms(nodeStartMs(process.env))} with NODE_EXTRA_CA_CERTS=${extraCaCerts} as this environment sets it`;
+}
+
 /** One popef validate run: wall time, peak RSS (KiB) and CPU time (ms). */
 async function runValidate(repo: string, rssFile: string, models: number): Promise<{ ms: number; rssKiB: number; cpuMs: number }> {
   const cpuFile = `${rssFile}.cpu`;
@@ -103,7 +131,7 @@ async function runValidate(repo: string, rssFile: string, models: number): Promi
   const r = spawnSync(
     process.execPath,
     ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'],
-    { env: { ...process.env, BENCH_RSS_FILE: rssFile, BENCH_CPU_FILE: cpuFile }, maxBuffer: 1024 ** 3 },
+    { env: { ...VALIDATE_ENV, BENCH_RSS_FILE: rssFile, BENCH_CPU_FILE: cpuFile }, maxBuffer: 1024 ** 3 },
   );
   const elapsed = Number(process.hrtime.bigint() - start) / 1e6;
   if (r.status !== 0) throw new Error(`validate found problems (exit ${r.status}): ${r.stdout.toString().slice(0, 500)}${r.stderr.toString()}`);
@@ -151,6 +179,7 @@ try {
   const triton = findTritonServer();
   const backends = join(dir, 'backends');
   if (triton !== undefined) await buildStandInBackends(backends, ['poplar']);
+  console.log(startCost());
   for (const size of SIDE_BY_SIDE) {
     const repo = join(dir, `repo-${size}`);
     await makeRepository(template, repo, size);
