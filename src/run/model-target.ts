@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { basename, join, normalize, resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../errors.js';
 import { parseNameMap } from '../triton/name-map.js';
 import { readModelDirectory, readVersionDirectory, type VersionDirectory } from '../triton/repository/model-directory.js';
@@ -51,7 +51,7 @@ export async function modelDirectoryVersion(path: string, version?: number): Pro
   } else {
     chosen = directory.selected.find((v) => v.version === version);
     const candidate = directory.candidates.find((c) => c.version === version);
-    if (chosen === undefined && candidate !== undefined) chosen = await readVersionDirectory(path, { ...candidate, version });
+    if (chosen === undefined && candidate !== undefined) chosen = await readVersionDirectory(normalize(path), { ...candidate, version });
   }
   if (chosen === undefined) {
     const none = directory.candidates.every((c) => c.version === undefined);

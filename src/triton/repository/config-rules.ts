@@ -52,10 +52,40 @@ function fieldsOf(type: string): FieldList {
   return list;
 }
 
+/**
+ * Whether `message` holds a field or enum value the target does not know,
+ * walking only the fields it holds: a config holds a handful of the
+ * schema's fields, and most configs hold nothing newer, so this is all that
+ * runs for them. newerThanTarget then walks the schema, to report in its
+ * order.
+ */
+function holdsNewer(type: string, message: Record<string, unknown>, target: string): boolean {
+  const fields = (MESSAGES as unknown as Record<string, Record<string, FieldSpec>>)[type] ?? {};
+  for (const name in message) {
+    const v = message[name];
+    const spec = fields[name];
+    if (v === undefined || spec === undefined) continue;
+    if (!knownIn(spec.since, target)) return true;
+    const isMessage = isMessageName(spec.t);
+    if (!isMessage && !isEnumName(spec.t)) continue;
+    const values = spec.repeated === true || spec.map !== undefined ? (v as unknown[]) : [v];
+    for (const item of values) {
+      if (spec.map !== undefined) {
+        if (isMessage && holdsNewer(spec.t, (item as { value: Record<string, unknown> }).value, target)) return true;
+      } else if (isMessage) {
+        if (holdsNewer(spec.t, item as Record<string, unknown>, target)) return true;
+      } else if (typeof item === 'string' && !knownIn(ENUM_VALUE_SINCE[`${spec.t}.${item}`], target)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 /** Fields and enum values the target release does not know: its parser would fail on them. */
 function newerThanTarget(config: ModelConfig, target: string, configPath: string): RawFinding[] {
   const out: RawFinding[] = [];
-  if (target === 'latest') return out;
+  if (target === 'latest' || !holdsNewer('inference.ModelConfig', config, target)) return out;
   const walk = (type: string, message: Record<string, unknown>, path: string): void => {
     for (const [name, spec] of fieldsOf(type)) {
       const v = message[name];

@@ -23,6 +23,7 @@ import {
 import { readModelDirectory } from './model-directory.js';
 import { anchorsByName, nameMapRules } from './name-map-rules.js';
 import { crossCheckVersion, type ReadForeignPopef } from './popef-cross-check.js';
+import { childPath } from '../../io/child-path.js';
 
 /**
  * One model directory of a repository, checked on its own: every rule but
@@ -192,10 +193,10 @@ function movedAsideConfig(root: string, model: string): string | undefined {
 }
 
 async function checkModelInto(root: string, model: string, options: ValidateOptions, sink: FindingSink, state: CheckState): Promise<void> {
-  const dir = join(root, model);
+  const dir = childPath(root, model);
   const configFile = `${model}/config.pbtxt`;
   // Triton names the file as it opens it: under the repository path it was given.
-  const configPath = join(dir, 'config.pbtxt');
+  const configPath = childPath(dir, 'config.pbtxt');
   const directory = await readModelDirectory(dir, model, configFile, root);
   state.configRead = true;
   for (const loop of directory.linkLoops) {
@@ -253,7 +254,7 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
     normalized = checked.normalized;
     state.config = normalized;
     const probes = new Map<string, FileProbe>();
-    for (const file of filesNamedBy(normalized)) probes.set(file, probeFile(join(dir, file)));
+    for (const file of filesNamedBy(normalized)) probes.set(file, probeFile(childPath(dir, file)));
     sink.addAll(checkModelFiles(normalized, dir, probes));
   }
   sink.addAll(versionNameRules(directory));
@@ -290,7 +291,7 @@ async function checkModelInto(root: string, model: string, options: ValidateOpti
     const outcome = await crossCheckVersion({
       model,
       versionPath,
-      versionDir: join(dir, v.dir),
+      versionDir: childPath(dir, v.dir),
       version: v,
       // Config names reach anchors through the map; without a usable map that link is unknown.
       config: config !== undefined && nameMapUsable ? config : undefined,

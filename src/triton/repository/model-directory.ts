@@ -1,11 +1,12 @@
 import { lstatSync, readdirSync, realpathSync, statSync, type Dirent } from 'node:fs';
-import { isAbsolute, join, relative } from 'node:path';
+import { isAbsolute, join, normalize, relative } from 'node:path';
 import { PopefError, ioError, isNotFound } from '../../errors.js';
 import { FILE_LIMITS, readRegularFile, readRegularText } from '../../io/local-file.js';
 import type { Message, ModelConfig } from '../model-config.js';
 import type { SourcePos } from '../pbtxt-lexer.js';
 import { parsePbtxt } from '../pbtxt-parser.js';
 import type { DirEntry } from './normalize.js';
+import { childPath } from '../../io/child-path.js';
 
 /**
  * A model directory of a Triton repository, read once with Triton's rules:
@@ -186,7 +187,7 @@ export async function readVersionDirectory(
   list: (path: string) => Dirent[] = listDir,
   root?: string,
 ): Promise<VersionDirectory> {
-  const path = join(modelPath, candidate.dir);
+  const path = childPath(modelPath, candidate.dir);
   let entries: Dirent[];
   try {
     entries = list(path).filter((e) => !e.isDirectory());
@@ -199,11 +200,12 @@ export async function readVersionDirectory(
   const base = { dir: candidate.dir, version: candidate.version, files, popefFiles: sortPopefFiles(files), regular };
   const nameMap = entries.find((e) => e.name === 'name_map.json');
   if (nameMap === undefined) return base;
-  if (linksOutside(join(path, 'name_map.json'), root, nameMap)) return { ...base, nameMapLinksOutside: true };
+  const nameMapPath = childPath(path, 'name_map.json');
+  if (linksOutside(nameMapPath, root, nameMap)) return { ...base, nameMapLinksOutside: true };
   try {
     return {
       ...base,
-      nameMapText: await readRegularText(join(path, 'name_map.json'), {
+      nameMapText: await readRegularText(nameMapPath, {
         what: 'name_map.json',
         limit: FILE_LIMITS.json,
         listedRegular: nameMap.isFile(),
@@ -242,11 +244,13 @@ async function readConfig(path: string, file: string, root: string | undefined, 
  * errors name the config (relative to the repository for validate).
  */
 export async function readModelDirectory(
-  path: string,
+  given: string,
   name: string,
   configFile = join(name, 'config.pbtxt'),
   root?: string,
 ): Promise<ModelDirectoryRead> {
+  // The paths below it are built on its normalized form (childPath); the read keeps the path as given.
+  const path = normalize(given);
   // Listings read once: autofill and the version reading both list the first sub-directory.
   const listings = new Map<string, Dirent[]>();
   const list = (p: string): Dirent[] => {
@@ -262,13 +266,13 @@ export async function readModelDirectory(
     entries = list(path);
   } catch (error) {
     // A model directory that cannot be listed: its config's failure to open is what Triton reports first.
-    await readRegularFile(join(path, 'config.pbtxt'), { what: 'config.pbtxt', limit: FILE_LIMITS.config }).catch((configError: unknown) => {
+    await readRegularFile(childPath(path, 'config.pbtxt'), { what: 'config.pbtxt', limit: FILE_LIMITS.config }).catch((configError: unknown) => {
       if (!isNotFound(configError)) throw configError;
     });
     throw error;
   }
   const config = await readConfig(
-    join(path, 'config.pbtxt'),
+    childPath(path, 'config.pbtxt'),
     configFile,
     root,
     entries.find((e) => e.name === 'config.pbtxt'),
@@ -279,7 +283,7 @@ export async function readModelDirectory(
     // The listing says what a plain entry is; only a symbolic link needs its path joined and followed.
     if (e.isDirectory()) subdirs.push(e.name);
     else if (e.isSymbolicLink()) {
-      const linked = join(path, e.name);
+      const linked = childPath(path, e.name);
       if (isLinkLoop(linked, e)) linkLoops.push(e.name);
       else if (isDirectory(linked, e)) subdirs.push(e.name);
     }
@@ -289,7 +293,7 @@ export async function readModelDirectory(
   if (first !== undefined) {
     let inside: Dirent[];
     try {
-      inside = list(join(path, first));
+      inside = list(childPath(path, first));
     } catch (error) {
       if (!(error instanceof PopefError)) throw error;
       inside = [];
@@ -304,5 +308,5 @@ export async function readModelDirectory(
   const selected: VersionDirectory[] = [];
   for (const c of selectVersions(candidates, policy))
     if (c.version !== undefined) selected.push(await readVersionDirectory(path, { ...c, version: c.version }, list, root));
-  return { name, path, config, ...(firstSubdirectory === undefined ? {} : { firstSubdirectory }), candidates, selected, linkLoops };
+  return { name, path: given, config, ...(firstSubdirectory === undefined ? {} : { firstSubdirectory }), candidates, selected, linkLoops };
 }

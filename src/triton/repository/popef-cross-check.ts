@@ -18,6 +18,7 @@ import type { RawFinding, RuleId, RuleInput } from './findings.js';
 import type { NotCrossChecked } from './layout-rules.js';
 import type { VersionDirectory } from './model-directory.js';
 import { checkAgainstPopef } from './popef-rules.js';
+import { childPath } from '../../io/child-path.js';
 
 /**
  * Where the config of one version is cross-checked from, in this order:
@@ -264,7 +265,10 @@ async function readDescription(check: VersionCheck, name: string): Promise<{ des
 /** Cross-checks one served version of a poplar model. */
 export async function crossCheckVersion(check: VersionCheck): Promise<VersionOutcome> {
   const { versionPath, version } = check;
-  const files = version.popefFiles.map((f): PopefToOpen => ({ path: join(check.versionDir, f), listedRegular: version.regular?.has(f) === true }));
+  const files = version.popefFiles.map((f): PopefToOpen => ({
+    path: childPath(check.versionDir, f),
+    listedRegular: version.regular?.has(f) === true,
+  }));
   const paths = files.map((f) => f.path);
   const opened = await openAll(files);
   const foreign = await firstForeignFile(opened).catch(async (error: unknown) => {

@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, normalize } from 'node:path';
 import { ErrorCode, PopefError, ioError } from '../../errors.js';
 import type { ModelConfig } from '../model-config.js';
 import { MAX_FINDINGS_PER_RULE } from './finding-limit.js';
@@ -9,6 +9,7 @@ import { RULES, type Finding, type RawFinding, type RuleId } from './findings.js
 import { checkModel, checkedFields, isFile, type CheckedModel, type ValidateOptions } from './model-check.js';
 import { checkModelsInParallel, type PoolOptions } from './model-pool.js';
 import { isDirectory, isLinkLoop, listDir } from './model-directory.js';
+import { childPath } from '../../io/child-path.js';
 
 /**
  * `popef validate` without the CLI: walks a Triton model repository the way
@@ -125,9 +126,11 @@ export async function validateRepositoryWith(root: string, options: ValidateOpti
       suggestion: 'give the model repository directory (the one passed to tritonserver --model-repository)',
     });
   }
+  // Paths below the root are built on its normalized form (childPath).
+  const base = normalize(root);
   const repositorySink = new FindingSink({ strict: options.strict, limit: options.maxFindingsPerRule });
   // `popef validate models/mnist`: a model directory given where its repository belongs.
-  if (isFile(join(root, 'config.pbtxt'))) {
+  if (isFile(childPath(base, 'config.pbtxt'))) {
     const parent = basename(dirname(root)) || dirname(root);
     repositorySink.add({
       rule: 'layout/model-directory',
@@ -142,7 +145,7 @@ export async function validateRepositoryWith(root: string, options: ValidateOpti
   const modelDirectories = new Set<string>();
   const hidden = new Set<string>();
   for (const entry of entries) {
-    if (isLinkLoop(join(root, entry.name), entry)) {
+    if (isLinkLoop(childPath(base, entry.name), entry)) {
       repositorySink.add({
         rule: 'layout/link-loop',
         message: `${entry.name} is a symbolic link loop (ELOOP): Triton cannot open it as a model directory`,
@@ -151,7 +154,7 @@ export async function validateRepositoryWith(root: string, options: ValidateOpti
       });
       continue;
     }
-    if (!isDirectory(join(root, entry.name), entry)) continue;
+    if (!isDirectory(childPath(base, entry.name), entry)) continue;
     if (!entry.name.startsWith('.')) modelDirectories.add(entry.name);
     if (wanted !== undefined && !wanted.has(entry.name)) continue;
     if (entry.name.startsWith('.')) {
@@ -168,7 +171,7 @@ export async function validateRepositoryWith(root: string, options: ValidateOpti
   }
   if (modelNames.length === 0 && hidden.size === 0 && wanted === undefined) repositorySink.add(noModels(root, entries));
   // Models are independent: a large repository is checked on every core (model-pool.ts), a small one here.
-  const { checked } = await checkModelsInParallel(root, modelNames, options, checkModel, pool);
+  const { checked } = await checkModelsInParallel(base, modelNames, options, checkModel, pool);
   const byName = new Map(checked.map((c) => [c.name, c]));
   // Every model's own findings are in before the ensembles look at their steps.
   const ensembleFindings = checked.map((c) => ensembleStepRules(c, modelDirectories, byName));
