@@ -182,7 +182,7 @@ describe('popef validate: formats and options', () => {
       );
       const finding = findings[0] as JsonFinding;
       assert.match(finding.message, /^1 holds PopEF or name_map\.json files and no model directories: it is a version directory/);
-      assert.match(finding.hint ?? '', /popef validate .*models$/);
+      assert.match(finding.hint ?? '', /holds its model: .*models$/);
       // A CI gate that passes --strict fails on a wrong path.
       const strict = await runCli(['validate', 'models/mnist/1', '--strict'], { cwd: dir });
       assert.equal(strict.code, 1);

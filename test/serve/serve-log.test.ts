@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ROOT, tempDir } from '../helpers.js';
 import { scaffoldMnist, serveCli, type Serving } from './serving.js';
@@ -134,8 +134,11 @@ describe('popef serve given a model directory for its repository', () => {
       try {
         assert.match(
           server.stderr(),
-          /^popef serve: repository '[^']*mnist': mnist holds config\.pbtxt: it is a model directory, not a model repository, so its version directories are read as models; give the repository that holds it: popef serve [^\n]*$/m,
+          /^popef serve: repository '[^']*mnist': mnist holds config\.pbtxt: it is a model directory, not a model repository, so its version directories are read as models; give the repository that holds it: [^\n]*$/m,
         );
+        // The repository named is the one that holds the model directory, and no other command is suggested.
+        assert.ok(server.stderr().includes(`holds it: ${basename(repo)} (the directory passed to tritonserver --model-repository)`), server.stderr());
+        assert.doesNotMatch(server.stderr(), /popef validate/);
         assert.match(server.stderr(), /ready: 0 of 1 models/);
       } finally {
         server.child.kill('SIGKILL');

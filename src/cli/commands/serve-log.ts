@@ -80,8 +80,7 @@ export class ServeLog {
   /** A finding about a repository as a whole (a model directory given for it, say), at its severity, with its hint. */
   repositoryFinding(root: string, f: Finding): void {
     const severity: LogSeverity = f.severity === 'error' ? 'ERROR' : f.severity === 'warning' ? 'WARNING' : 'INFO';
-    // validate's hints name the command to run again; here that command is serve.
-    const hint = f.hint === undefined ? '' : `; ${f.hint.replaceAll('popef validate ', 'popef serve ')}`;
+    const hint = f.hint === undefined ? '' : `; ${f.hint}`;
     this.write(severity, `repository '${printable(root, true)}': ${printable(f.message, true)}${printable(hint, true)}`, {
       repository: root,
       rule: f.rule,

@@ -136,7 +136,8 @@ export async function validateRepositoryWith(root: string, options: ValidateOpti
       rule: 'layout/model-directory',
       message: `${basename(root)} holds config.pbtxt: it is a model directory, not a model repository, so its version directories are read as models`,
       file: 'config.pbtxt',
-      hint: `give the repository that holds it: popef validate ${parent} (the directory passed to tritonserver --model-repository)`,
+      // No command named: serve logs this finding too, and the directory to give is the same to both.
+      hint: `give the repository that holds it: ${parent} (the directory passed to tritonserver --model-repository)`,
     });
   }
   const entries = listDir(root).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -218,7 +219,7 @@ function noModels(root: string, entries: readonly { readonly name: string }[]): 
       ? `${basename(root)} holds PopEF or name_map.json files and no model directories: it is a version directory, not a model repository`
       : `${basename(root) || root} holds no model directories: Triton would start with no models loaded`,
     hint: versionLike
-      ? `give the repository that holds its model: popef validate ${repository}`
+      ? `give the repository that holds its model: ${repository}`
       : 'give the directory passed to tritonserver --model-repository, which holds one directory per model',
   };
 }
