@@ -35,6 +35,15 @@ export function hasMagic(bytes: Uint8Array): boolean {
   return BLOB_MAGIC.every((b, i) => bytes[i] === b);
 }
 
+/**
+ * Whether a file shorter than one blob header could be a PopEF file cut
+ * short: it begins as the signature does (as much of it as there is).
+ * Anything else is no PopEF at all, whatever its length.
+ */
+export function beginsAsMagic(bytes: Uint8Array): boolean {
+  return bytes.subarray(0, BLOB_MAGIC.length).every((b, i) => BLOB_MAGIC[i] === b);
+}
+
 const NOT_OPEN_LAYOUT_HINT =
   'if the Poplar SDK wrote it, convert it on a machine with the SDK: popef import FILE -o FILE.open.popef ' +
   "(the SDK's encoding is unpublished, so it is not read directly)";
@@ -51,6 +60,16 @@ function textStart(bytes: Uint8Array): string {
   return ` (the file begins with text: ${JSON.stringify(String.fromCharCode(...head))}${bytes.length > head.length ? '...' : ''})`;
 }
 
+/** The error for a file whose first bytes are not a blob's signature. */
+export function notOpenLayout(bytes: Uint8Array, file: string, offset: number): PopefError {
+  return new PopefError(ErrorCode.NotPopef, `not a PopEF open-layout file: the blob signature is missing${textStart(bytes)}`, {
+    file,
+    offset,
+    field: 'blob magic',
+    suggestion: NOT_OPEN_LAYOUT_HINT,
+  });
+}
+
 /**
  * Decodes and checks the header at absolute `offset` of `file`. `first` says
  * whether this is the first blob of the file, where a wrong magic means "not
@@ -58,14 +77,7 @@ function textStart(bytes: Uint8Array): string {
  */
 export function decodeHeader(bytes: Uint8Array, file: string, offset: number, first: boolean): BlobHeader {
   if (!hasMagic(bytes)) {
-    if (first) {
-      throw new PopefError(ErrorCode.NotPopef, `not a PopEF open-layout file: the blob signature is missing${textStart(bytes)}`, {
-        file,
-        offset,
-        field: 'blob magic',
-        suggestion: NOT_OPEN_LAYOUT_HINT,
-      });
-    }
+    if (first) throw notOpenLayout(bytes, file, offset);
     throw new PopefError(ErrorCode.BadStructure, 'expected a blob header here, but the blob signature is missing', {
       file,
       offset,

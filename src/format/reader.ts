@@ -8,7 +8,7 @@ import { sizeInBytes, type Metadata } from '../schema/model.js';
 import type { Blob, BlobFrame, ReadWarning } from './blob.js';
 import { BlobType, Codec, HEADER_SIZE, LAYOUT_MINOR, Limits } from './constants.js';
 import { DecodedByBytes } from './decoded-by-bytes.js';
-import { END_OF_SEGMENT, END_PAYLOAD_SIZE, align, decodeHeader, hex, type BlobHeader } from './header.js';
+import { END_OF_SEGMENT, END_PAYLOAD_SIZE, align, beginsAsMagic, decodeHeader, hex, notOpenLayout, type BlobHeader } from './header.js';
 
 /** Chunk size for streamed payload reads: large enough for throughput, small for memory. */
 export const STREAM_CHUNK = 1024 * 1024;
@@ -209,6 +209,11 @@ async function walk(source: ByteSource, name: string): Promise<Walked> {
   const segmentEnds: number[] = [];
   if (source.size === 0) {
     throw new PopefError(ErrorCode.NotPopef, 'not a PopEF open-layout file: the file is empty', { file: name, offset: 0 });
+  }
+  // A few bytes of text are no PopEF file, not a truncated one: only a file that begins as a signature is cut short.
+  if (source.size < HEADER_SIZE) {
+    const start = await source.read(0, source.size, 'blob header');
+    if (!beginsAsMagic(start)) throw notOpenLayout(start, name, 0);
   }
   let offset = 0;
   let segmentStart = 0;

@@ -55,3 +55,24 @@ describe('single-byte changes, with verification', () => {
     });
   }
 });
+
+describe('files shorter than one blob header', () => {
+  it('are no PopEF at all unless they begin as the signature does, and then they are truncated', async () => {
+    const code = async (bytes: Uint8Array): Promise<string> => {
+      try {
+        await openAndVerify(bytes);
+      } catch (error) {
+        if (error instanceof PopefError) return error.code;
+        throw error;
+      }
+      return 'accepted';
+    };
+    const popef = new Uint8Array(await readFile(fixture('mnist/executable.popef')));
+    assert.equal(await code(new TextEncoder().encode('hello\n')), 'E_NOT_POPEF');
+    assert.equal(await code(new TextEncoder().encode('name: "mnist"\nbackend: "poplar"\n')), 'E_NOT_POPEF');
+    for (const cut of [1, 5, 8, 40, 63]) assert.equal(await code(popef.subarray(0, cut)), 'E_TRUNCATED', `cut at ${cut}`);
+    const wrongSecond = popef.slice(0, 20);
+    wrongSecond[1] = (wrongSecond[1] ?? 0) ^ 0xff;
+    assert.equal(await code(wrongSecond), 'E_NOT_POPEF');
+  });
+});
