@@ -41,8 +41,14 @@ export function defaultThreads(models: number, cores = availableParallelism(), m
   return models < PARALLEL_THRESHOLD || cores < minCores ? 1 : cores;
 }
 
-/** Models per job: large enough that messages are few, small enough that the threads end together. */
+/**
+ * Models per job: large enough that messages are few, small enough that a
+ * reply is not long in coming. Near the end jobs shrink, down to MIN_CHUNK,
+ * so that the threads end together: the last jobs a worker holds are what
+ * the calling thread waits for once it has run out of its own.
+ */
 const CHUNK = 32;
+const MIN_CHUNK = 4;
 
 /** Jobs a worker holds at once, so that it never waits for the next. */
 const IN_FLIGHT = 2;
@@ -150,8 +156,16 @@ export async function checkModelsInParallel(
   }
   let byWorkers = 0;
   let handedBack = 0;
-  const queue: { first: number; count: number }[] = [];
-  for (let first = 0; first < names.length; first += CHUNK) queue.push({ first, count: Math.min(CHUNK, names.length - first) });
+  /** The first model no thread has taken yet. */
+  let next = 0;
+  const takeJob = (): { first: number; count: number } | undefined => {
+    const remaining = names.length - next;
+    if (remaining <= 0) return undefined;
+    const count = Math.min(remaining, Math.max(MIN_CHUNK, Math.min(CHUNK, Math.ceil(remaining / (2 * threads)))));
+    const job = { first: next, count };
+    next += count;
+    return job;
+  };
   const workerOptions: WorkerOptions = { ...rest, hasForeignReader: readForeignPopef !== undefined };
   /** Models a worker handed back, and chunks of workers that failed: checked here. */
   const redo: number[] = [];
@@ -171,7 +185,7 @@ export async function checkModelsInParallel(
       const held = new Map<number, number>();
       const feed = (): void => {
         while (held.size < IN_FLIGHT) {
-          const job = queue.shift();
+          const job = takeJob();
           if (job === undefined) break;
           held.set(job.first, job.count);
           const message: PoolJob = { root, first: job.first, names: names.slice(job.first, job.first + job.count), options: workerOptions };
@@ -208,18 +222,20 @@ export async function checkModelsInParallel(
       });
       worker.on('error', finish);
       worker.on('exit', finish);
-      worker.once('online', feed);
+      // Its first jobs go now, not when it is online: they wait in its port, and it starts on them as soon as it can,
+      // rather than when this thread, busy with its own share, next takes in the 'online' event.
+      feed();
     });
   }
 
   // This thread takes its share too, a chunk at a time, yielding between chunks so that replies are taken in and workers fed.
-  for (let job = callerTakesPart ? queue.shift() : undefined; job !== undefined; job = queue.shift()) {
+  for (let job = callerTakesPart ? takeJob() : undefined; job !== undefined; job = takeJob()) {
     await checkHere(job.first, job.count);
     await new Promise((resolve) => setImmediate(resolve));
   }
   await Promise.all(workers);
   // Chunks no worker took, because every worker failed or died while the calling thread left the queue to them.
-  for (const job of queue.splice(0)) for (let i = job.first; i < job.first + job.count; i++) redo.push(i);
+  for (; next < names.length; next++) redo.push(next);
   for (const index of redo.sort((a, b) => a - b)) out[index] = await check(root, names[index] ?? '', options);
   return outcome({ checked: out, byWorkers, handedBack });
 }
