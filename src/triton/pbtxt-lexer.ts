@@ -47,7 +47,6 @@ const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
 const isOctal = (c: number): boolean => c >= 0x30 && c <= 0x37;
 const isHex = (c: number): boolean => isDigit(c) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
 const isLetter = (c: number): boolean => (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c === 0x5f;
-const isAlnum = (c: number): boolean => isLetter(c) || isDigit(c);
 const isWhitespace = (c: number): boolean => c === SPACE || c === NEWLINE || c === TAB || c === 0x0d || c === 0x0b || c === 0x0c;
 /** a b f n r t v \ ? ' " */
 const isSimpleEscape = (c: number): boolean =>
@@ -277,9 +276,16 @@ export class TokenScanner {
       const c = text.charCodeAt(this.i);
       if (isLetter(c)) {
         // An identifier holds no tab or newline: each byte is one column.
-        this.i += 1;
-        while (this.i < text.length && isAlnum(text.charCodeAt(this.i))) this.i += 1;
-        this.column += this.i - start;
+        let i = this.i + 1;
+        // isAlnum spelt out: a call per byte is much of the cost of unoptimized code.
+        for (
+          let c2 = text.charCodeAt(i);
+          (c2 >= 0x61 && c2 <= 0x7a) || (c2 >= 0x41 && c2 <= 0x5a) || (c2 >= 0x30 && c2 <= 0x39) || c2 === 0x5f;
+          c2 = text.charCodeAt(i)
+        )
+          i += 1;
+        this.i = i;
+        this.column += i - start;
         type = 'identifier';
       } else if (c === ZERO) {
         this.step();
@@ -317,7 +323,10 @@ export class TokenScanner {
     return {
       type,
       // Only strings and stray symbols can hold bytes past ASCII; ASCII text is its own UTF-8.
-      text: (type === 'string' || type === 'symbol') && NON_ASCII.test(raw) ? Buffer.from(raw, 'latin1').toString('utf8') : raw,
+      text:
+        (type === 'string' || (type === 'symbol' && raw.charCodeAt(0) >= 0x80)) && NON_ASCII.test(raw)
+          ? Buffer.from(raw, 'latin1').toString('utf8')
+          : raw,
       line: startLine,
       column: startColumn,
       errors,

@@ -134,7 +134,7 @@ class Parser {
   private advance(): void {
     if (this.token.type === 'end') return;
     this.token = this.scanner.next();
-    this.enter();
+    if (this.token.errors.length > 0) this.enter();
   }
 
   private fail(message: string, at: SourcePos = this.current): never {
@@ -147,8 +147,9 @@ class Parser {
   }
 
   private lookingAt(symbol: string): boolean {
-    const t = this.current;
-    return (t.type === 'symbol' || t.type === 'identifier') && t.text === symbol;
+    const t = this.token;
+    // The text first: it differs far more often than the type does (a string token's text keeps its quotes).
+    return t.text === symbol && (t.type === 'symbol' || t.type === 'identifier');
   }
 
   private tryConsume(symbol: string): boolean {
@@ -191,8 +192,11 @@ class Parser {
   }
 
   private consumeField(type: string, message: ParsedMessage, set: Set<string>, path: string): void {
-    const start = this.current;
-    if (this.tryConsume('[')) {
+    const start = this.token;
+    // The checks for '[' here and for ';' or ',' at the end are spelt out: they run for every field, and unoptimized,
+    // each call through tryConsume and lookingAt costs more than the comparison.
+    if (start.text === '[' && start.type === 'symbol') {
+      this.advance();
       let name = this.consumeIdentifier();
       while (this.tryConsume('.')) name += `.${this.consumeIdentifier()}`;
       this.consume(']');
@@ -250,7 +254,8 @@ class Parser {
         this.store(field, this.consumeScalar(spec, name), at);
       }
     }
-    if (!this.tryConsume(';')) this.tryConsume(',');
+    const after = this.token;
+    if ((after.text === ';' || after.text === ',') && after.type === 'symbol') this.advance();
   }
 
   /** Puts one value of `field` into its message. */
