@@ -327,8 +327,10 @@ describe('popef scaffold: options', () => {
     await inTempDir(async (dir) => {
       const repo = join(dir, 'repo');
       assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist'])).code, 0);
-      assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2'])).code, 2);
-      assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2', '--force'])).code, 0);
+      // Other names: config.pbtxt no longer fits, so it is replaced only with --force.
+      const renamed = ['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2', ...SEED_NAMES];
+      assert.equal((await runCli(renamed)).code, 2);
+      assert.equal((await runCli([...renamed, '--force'])).code, 0);
       await writeFile(join(repo, 'mnist/1/notes.txt'), 'keep');
       const again = await runCli([
         'scaffold',

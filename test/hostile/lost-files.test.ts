@@ -131,12 +131,14 @@ describe('scaffold: killed, linked, re-run', () => {
   it('scaffold --force killed mid-swap: re-run with --force ends with one whole model', async () => {
     await inTempDir(async (dir) => {
       const repo = join(dir, 'repo');
-      const { oldConfig } = await killedAfterConfigMovedAside(repo);
+      const { newConfig } = await killedAfterConfigMovedAside(repo);
       const rerun = await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist', '--force']);
       assert.equal(rerun.code, 0, rerun.stderr);
       assert.deepEqual((await readdir(repo)).sort(), ['mnist']);
       assert.deepEqual((await readdir(join(repo, 'mnist'))).sort(), ['1', 'config.pbtxt']);
-      assert.equal(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), oldConfig);
+      // The finished scaffold's config (a comment added) already describes MNIST: --force replaces only the version.
+      assert.equal(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), newConfig);
+      assert.equal(await readFile(join(repo, 'mnist/1/marker'), 'utf8').catch(() => 'replaced'), 'replaced');
       assert.equal((await spawnPopef(['validate', repo])).code, 0);
     });
   });
