@@ -244,7 +244,8 @@ async function otherVersionsNote(modelDir: string, version: number): Promise<Sca
   const list = `version${others.length === 1 ? '' : 's'} ${others.join(', ')}`;
   return [
     {
-      message: `it was replaced by the one version ${version} needs, and ${list} beside it are served with it too`,
+      // Present tense: --dry-run prints the notes of what it would do.
+      message: `it is replaced by the one version ${version} needs, and ${list} beside it ${others.length === 1 ? 'is' : 'are'} served with it too`,
       hint: `check that ${list} still fit${others.length === 1 ? 's' : ''} it with popef validate`,
     },
   ];

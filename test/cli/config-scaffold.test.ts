@@ -487,7 +487,7 @@ describe('popef scaffold: a new version beside others', () => {
       assert.match(r.stdout, /^created model "mnist":\n {2}write \S*repo\/mnist\/config\.pbtxt\n/);
       assert.match(
         r.stderr,
-        /^popef: note: \S*repo\/mnist\/config\.pbtxt: it was replaced by the one version 2 needs, and version 1 beside it are served with it too\n {2}hint: check that version 1 still fits it with popef validate\n$/,
+        /^popef: note: \S*repo\/mnist\/config\.pbtxt: it is replaced by the one version 2 needs, and version 1 beside it is served with it too\n {2}hint: check that version 1 still fits it with popef validate\n$/,
       );
       assert.equal(parsePbtxt(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8')).message.max_batch_size, 4);
       assert.deepEqual(await snapshot(join(repo, 'mnist/1/executable.popef')), v1);
