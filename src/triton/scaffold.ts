@@ -189,15 +189,7 @@ export async function planScaffold(
   const keepsConfig = fit !== undefined && fit.unreadable === undefined && fit.differences.length === 0;
   const versionExists = await exists(versionDir);
   const replaces = [...(fit !== undefined && !keepsConfig ? [configPath] : []), ...(versionExists ? [versionDir] : [])];
-  if (options.force !== true) {
-    if (versionExists) {
-      throw new PopefError(ErrorCode.Exists, `${replaces.join(' and ')} already exist${replaces.length === 1 ? 's' : ''}`, {
-        file: modelDir,
-        suggestion: 'choose another model name or version, or pass force: true to replace them',
-      });
-    }
-    if (fit !== undefined && !keepsConfig) throw new ConfigMismatchError(modelDir, configPath, fit.differences, fit.unreadable);
-  }
+  if (options.force !== true) refuseReplacing(modelDir, replaces, versionExists, keepsConfig ? undefined : fit);
   const notes = await versionPolicyNotes(modelDir, keepsConfig ? (fit.config ?? needed) : needed, version);
   if (fit !== undefined && !keepsConfig) notes.push(...(await otherVersionsNote(modelDir, version)));
   return {
@@ -210,6 +202,21 @@ export async function planScaffold(
     keepsConfig,
     notes,
   };
+}
+
+/**
+ * Without force: an existing version directory is refused as before (naming
+ * config.pbtxt too when it would also be replaced); otherwise a config that
+ * does not fit (`misfit`) is refused with what differs.
+ */
+function refuseReplacing(modelDir: string, replaces: readonly string[], versionExists: boolean, misfit: ConfigFit | undefined): void {
+  if (versionExists) {
+    throw new PopefError(ErrorCode.Exists, `${replaces.join(' and ')} already exist${replaces.length === 1 ? 's' : ''}`, {
+      file: modelDir,
+      suggestion: 'choose another model name or version, or pass force: true to replace them',
+    });
+  }
+  if (misfit !== undefined) throw new ConfigMismatchError(modelDir, join(modelDir, 'config.pbtxt'), misfit.differences, misfit.unreadable);
 }
 
 /** The existing config.pbtxt against the one needed; undefined when there is none. */
