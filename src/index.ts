@@ -54,7 +54,17 @@ export type { SourcePos } from './triton/pbtxt-lexer.js';
 export { DEFAULT_TRITON_VERSION, canonicalize, printPbtxt, type PrintOptions } from './triton/pbtxt-printer.js';
 export { POPEF_TO_TRITON, configFromPopef, type ConfigOptions, type GeneratedConfig } from './triton/config-from-popef.js';
 export { parseNameMap, renderNameMap, type NameMapEntry, type ParsedNameMap } from './triton/name-map.js';
-export { applyScaffold, checkModelName, planScaffold, type ScaffoldFile, type ScaffoldOptions, type ScaffoldPlan } from './triton/scaffold.js';
+export {
+  ConfigMismatchError,
+  applyScaffold,
+  checkModelName,
+  planScaffold,
+  type ScaffoldFile,
+  type ScaffoldNote,
+  type ScaffoldOptions,
+  type ScaffoldPlan,
+} from './triton/scaffold.js';
+export { configDifferences, type ConfigDifference } from './triton/config-match.js';
 export { anchorRole, userAnchors, type AnchorRole } from './inspect/anchor-roles.js';
 export {
   buildReport,

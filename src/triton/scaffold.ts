@@ -1,8 +1,11 @@
-import { copyFile, link, lstat, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, link, lstat, readFile, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative } from 'node:path';
 import { makeDirectories, type MadeDirectories } from '../io/make-directories.js';
 import { deadStagings, removeStaleSiblings, tempSibling } from '../io/temp-names.js';
-import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { ErrorCode, PopefError, ioError, isPopefError } from '../errors.js';
+import { configDifferences, type ConfigDifference } from './config-match.js';
+import type { ModelConfig } from './model-config.js';
+import { parsePbtxt } from './pbtxt-parser.js';
 
 /**
  * Lays out one model of a Triton repository:
@@ -13,9 +16,15 @@ import { ErrorCode, PopefError, ioError } from '../errors.js';
  *
  * All or nothing: everything is staged in a hidden directory inside REPO
  * (same filesystem) and renamed into place; an interrupted or failed run
- * leaves the repository as it was. Existing files are replaced only with
- * `force`, and then only config.pbtxt and the version directory: other
- * versions and files of the model are kept.
+ * leaves the repository as it was.
+ *
+ * A version added beside others keeps config.pbtxt, byte for byte, when it
+ * already describes the new PopEF (compared as parsed messages, see
+ * config-match.ts): a serving engineer adding MODEL/2/ beside MODEL/1/
+ * needs no `force`. An existing version directory, or a config.pbtxt that
+ * differs (or does not parse), is replaced only with `force`, and then only
+ * that version directory and (when it differs) config.pbtxt: other versions
+ * and files of the model are kept.
  *
  * A run killed while swapping entries (SIGKILL cannot be caught) is
  * finished by the next one: once every file is staged, a marker file
@@ -45,6 +54,53 @@ export interface ScaffoldPlan {
   readonly files: readonly ScaffoldFile[];
   /** Existing paths that would be replaced (only allowed with force). */
   readonly replaces: readonly string[];
+  /** config.pbtxt exists and already describes the new PopEF: it is kept as it is and is not among `files`. */
+  readonly keepsConfig: boolean;
+  /** What the user should know that does not stop the scaffold, e.g. a version policy that will not serve the new version. */
+  readonly notes: readonly ScaffoldNote[];
+}
+
+/** Something a scaffold's user should know; not an error. */
+export interface ScaffoldNote {
+  readonly message: string;
+  readonly hint: string;
+}
+
+/** How many differences an error lists before it says how many more there are. */
+const DIFFERENCES_SHOWN = 5;
+
+/**
+ * config.pbtxt exists and does not describe the new PopEF (or cannot be
+ * read as a config): adding the version would serve it with the wrong
+ * config, and replacing config.pbtxt needs force. `differences` says where,
+ * empty when the file does not parse.
+ */
+export class ConfigMismatchError extends PopefError {
+  readonly differences: readonly ConfigDifference[];
+
+  constructor(modelDir: string, configPath: string, differences: readonly ConfigDifference[], unreadable?: PopefError) {
+    const shown = differences.slice(0, DIFFERENCES_SHOWN).map((d) => `${d.field}: existing ${d.existing}, needed ${d.needed}`);
+    const more = differences.length - shown.length;
+    const what =
+      unreadable !== undefined
+        ? `cannot be read as a config (${unreadable.describe()}), so whether it serves the new PopEF cannot be told`
+        : `does not match what the new PopEF needs: ${shown.join('; ')}${more > 0 ? `; and ${more} more` : ''}`;
+    super(ErrorCode.Exists, `${configPath} already exists and ${what}`, {
+      file: modelDir,
+      suggestion: 'edit config.pbtxt so that it matches, or pass force: true to replace it (other versions are kept and served with the new config)',
+    });
+    this.name = 'ConfigMismatchError';
+    this.differences = differences;
+  }
+}
+
+/** config.pbtxt on disk against the one the new PopEF needs. */
+interface ConfigFit {
+  /** The config on disk, when it parses. */
+  readonly config?: ModelConfig;
+  readonly differences: readonly ConfigDifference[];
+  /** Why the file could not be read or parsed. */
+  readonly unreadable?: PopefError;
 }
 
 /** What scaffold writes, and where. */
@@ -126,17 +182,118 @@ export async function planScaffold(
   });
   // A description goes where validate looks for it: beside the export, or where the export belongs.
   if (files.description !== undefined) out.push({ path: join(String(version), 'executable.popef.json'), content: files.description });
-  const replaces: string[] = [];
-  for (const target of [join(modelDir, 'config.pbtxt'), join(modelDir, String(version))]) {
-    if (await exists(target)) replaces.push(target);
-  }
-  if (replaces.length > 0 && options.force !== true) {
+  const configPath = join(modelDir, 'config.pbtxt');
+  const versionDir = join(modelDir, String(version));
+  const needed = parsePbtxt(files.config).message;
+  const fit = await fitOfExistingConfig(configPath, needed, model);
+  const keepsConfig = fit !== undefined && fit.unreadable === undefined && fit.differences.length === 0;
+  const versionExists = await exists(versionDir);
+  const replaces = [...(fit !== undefined && !keepsConfig ? [configPath] : []), ...(versionExists ? [versionDir] : [])];
+  if (options.force !== true) refuseReplacing(modelDir, replaces, versionExists, keepsConfig ? undefined : fit);
+  const notes = await versionPolicyNotes(modelDir, keepsConfig ? (fit.config ?? needed) : needed, version);
+  if (fit !== undefined && !keepsConfig) notes.push(...(await otherVersionsNote(modelDir, version)));
+  return {
+    repository,
+    model,
+    version,
+    modelDir,
+    files: keepsConfig ? out.filter((f) => f.path !== 'config.pbtxt') : out,
+    replaces,
+    keepsConfig,
+    notes,
+  };
+}
+
+/**
+ * Without force: an existing version directory is refused as before (naming
+ * config.pbtxt too when it would also be replaced); otherwise a config that
+ * does not fit (`misfit`) is refused with what differs.
+ */
+function refuseReplacing(modelDir: string, replaces: readonly string[], versionExists: boolean, misfit: ConfigFit | undefined): void {
+  if (versionExists) {
     throw new PopefError(ErrorCode.Exists, `${replaces.join(' and ')} already exist${replaces.length === 1 ? 's' : ''}`, {
       file: modelDir,
       suggestion: 'choose another model name or version, or pass force: true to replace them',
     });
   }
-  return { repository, model, version, modelDir, files: out, replaces };
+  if (misfit !== undefined) throw new ConfigMismatchError(modelDir, join(modelDir, 'config.pbtxt'), misfit.differences, misfit.unreadable);
+}
+
+/** The existing config.pbtxt against the one needed; undefined when there is none. */
+async function fitOfExistingConfig(configPath: string, needed: ModelConfig, model: string): Promise<ConfigFit | undefined> {
+  let text: string;
+  try {
+    text = await readFile(configPath, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    // Unreadable is not absent: without force it is kept; with force it is replaced, as before.
+    return { differences: [], unreadable: ioError(error, configPath, 'read') };
+  }
+  try {
+    const config = parsePbtxt(text, { file: configPath }).message;
+    return { config, differences: configDifferences(config, needed, model) };
+  } catch (error) {
+    if (!isPopefError(error)) throw error;
+    return { differences: [], unreadable: error };
+  }
+}
+
+/** The numeric version directories of a model, as Triton finds them. */
+async function versionsOnDisk(modelDir: string): Promise<number[]> {
+  const entries = await readdir(modelDir, { withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isDirectory() && /^\d+$/.test(e.name)).map((e) => Number(e.name));
+}
+
+/** With force, a replaced config.pbtxt also serves the versions beside the new one: they were made for the old one. */
+async function otherVersionsNote(modelDir: string, version: number): Promise<ScaffoldNote[]> {
+  const others = (await versionsOnDisk(modelDir)).filter((v) => v !== version).sort((a, b) => a - b);
+  if (others.length === 0) return [];
+  const list = `version${others.length === 1 ? '' : 's'} ${others.join(', ')}`;
+  return [
+    {
+      // Present tense: --dry-run prints the notes of what it would do.
+      message: `it is replaced by the one version ${version} needs, and ${list} beside it ${others.length === 1 ? 'is' : 'are'} served with it too`,
+      hint: `check that ${list} still fit${others.length === 1 ? 's' : ''} it with popef validate`,
+    },
+  ];
+}
+
+/**
+ * A note when the config the model will have does not serve the new version:
+ * a specific policy that does not name it, or a latest policy (Triton's
+ * default is latest 1) under which higher versions are served instead.
+ * Not an error: a version may be staged before the policy is changed.
+ */
+async function versionPolicyNotes(modelDir: string, config: ModelConfig, version: number): Promise<ScaffoldNote[]> {
+  const policy = config.version_policy;
+  if (policy?.all !== undefined) return [];
+  if (policy?.specific !== undefined) {
+    const named = (policy.specific.versions ?? []).map(Number);
+    if (named.includes(version)) return [];
+    const list = named.length === 0 ? 'no version' : `only version${named.length === 1 ? '' : 's'} ${named.join(', ')}`;
+    return [
+      {
+        message: `its version_policy serves ${list} (specific), so Triton will not load version ${version}`,
+        hint: `add ${version} to version_policy { specific { versions: [ ... ] } } in config.pbtxt when version ${version} is to be served`,
+      },
+    ];
+  }
+  // latest { num_versions } as written, or Triton's default when no policy is chosen.
+  const latest = policy?.latest === undefined ? 1 : (policy.latest.num_versions ?? 0);
+  if (latest < 1) return []; // validate reports a policy that serves nothing
+  const served = [...new Set([...(await versionsOnDisk(modelDir)), version])].sort((a, b) => b - a).slice(0, latest);
+  if (served.includes(version)) return [];
+  const here = `here version${served.length === 1 ? '' : 's'} ${served.join(', ')}`;
+  const which =
+    policy?.latest === undefined
+      ? `it has no version_policy, so Triton serves only the latest version, ${here}, and will not load version ${version}`
+      : `its version_policy serves the latest ${latest} version${latest === 1 ? '' : 's'}, ${here}, so Triton will not load version ${version}`;
+  return [
+    {
+      message: which,
+      hint: 'give a version above the others, or set version_policy { all { } } or specific versions in config.pbtxt',
+    },
+  ];
 }
 
 /**
@@ -245,6 +402,13 @@ export async function applyScaffold(plan: ScaffoldPlan, options: ScaffoldOptions
       }
     }
     stopIfAsked();
+    // The plan kept a config that was there: the model must not end without one.
+    if (plan.keepsConfig && !(await exists(join(plan.modelDir, 'config.pbtxt')))) {
+      throw new PopefError(ErrorCode.Io, 'config.pbtxt was removed while the new version was written; nothing was written', {
+        file: plan.modelDir,
+        suggestion: 'run the scaffold again',
+      });
+    }
     const modelExists = await exists(plan.modelDir);
     try {
       if (!modelExists) {
@@ -252,8 +416,8 @@ export async function applyScaffold(plan: ScaffoldPlan, options: ScaffoldOptions
         return;
       }
       await writeFile(join(staging, READY), '');
-      // Replace config.pbtxt and the version directory; keep everything else.
-      for (const name of ['config.pbtxt', String(plan.version)]) {
+      // Replace the version directory and config.pbtxt unless it is kept; keep everything else.
+      for (const name of plan.keepsConfig ? [String(plan.version)] : ['config.pbtxt', String(plan.version)]) {
         const current = join(plan.modelDir, name);
         if (await exists(current)) {
           const backup = `${staging}.old-${name}`;

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdir, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { PopefWriter, emptyMetadata } from '../../src/index.js';
 import { parseNameMap } from '../../src/triton/name-map.js';
 import { parsePbtxt } from '../../src/triton/pbtxt-parser.js';
 import { ROOT, fixture, inTempDir, runCli } from '../helpers.js';
+import { spawnPopef } from '../hostile/spawn-popef.js';
 
 const EXAMPLES = join(ROOT, 'fixtures/graphcore-examples');
 const SEED_NAMES = ['--name', 'input=digit_image', '--name', 'softmax/Softmax:0=output_labels'];
@@ -327,8 +328,10 @@ describe('popef scaffold: options', () => {
     await inTempDir(async (dir) => {
       const repo = join(dir, 'repo');
       assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist'])).code, 0);
-      assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2'])).code, 2);
-      assert.equal((await runCli(['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2', '--force'])).code, 0);
+      // Other names: config.pbtxt no longer fits, so it is replaced only with --force.
+      const renamed = ['scaffold', fixture('mnist/executable.popef'), '-r', repo, '-m', 'mnist', '--version', '2', ...SEED_NAMES];
+      assert.equal((await runCli(renamed)).code, 2);
+      assert.equal((await runCli([...renamed, '--force'])).code, 0);
       await writeFile(join(repo, 'mnist/1/notes.txt'), 'keep');
       const again = await runCli([
         'scaffold',
@@ -355,6 +358,189 @@ describe('popef scaffold: options', () => {
       ]);
       assert.match(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), /digit_image/);
       assert.deepEqual((await readdir(repo)).sort(), ['mnist'], 'no staging leftovers');
+    });
+  });
+});
+
+describe('popef scaffold: a new version beside others', () => {
+  const MNIST = fixture('mnist/executable.popef');
+  const add = (repo: string, ...more: string[]): string[] => ['scaffold', MNIST, '-r', repo, '-m', 'mnist', ...more];
+
+  /** Bytes, inode and mtime: a config left alone keeps all three. */
+  async function snapshot(path: string): Promise<{ bytes: Buffer; ino: number; mtimeMs: number }> {
+    const info = await stat(path);
+    return { bytes: await readFile(path), ino: info.ino, mtimeMs: info.mtimeMs };
+  }
+
+  it('adds MODEL/2/ beside MODEL/1/ without --force and leaves config.pbtxt as it is; validate passes', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      assert.equal((await runCli(add(repo))).code, 0);
+      const config = join(repo, 'mnist/config.pbtxt');
+      const before = await snapshot(config);
+      const r = await runCli(add(repo, '--version', '2'));
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(
+        r.stdout,
+        /^added version 2 to model "mnist":\n {2}keep {2}\S*repo\/mnist\/config\.pbtxt \(unchanged: it already describes this PopEF\)\n/,
+      );
+      assert.doesNotMatch(r.stdout, /write \S*config\.pbtxt/);
+      assert.equal(r.stderr, '');
+      assert.deepEqual(await snapshot(config), before);
+      assert.deepEqual(await listTree(join(repo, 'mnist')), [
+        '1',
+        '1/executable.popef',
+        '1/name_map.json',
+        '2',
+        '2/executable.popef',
+        '2/name_map.json',
+        'config.pbtxt',
+      ]);
+      assert.deepEqual((await readdir(repo)).sort(), ['mnist'], 'no staging leftovers');
+      const validate = await spawnPopef(['validate', repo]);
+      assert.equal(validate.code, 0, validate.stdout + validate.stderr);
+    });
+  });
+
+  it('compares the parsed configs: comments, layout, order, defaults and the user’s own fields do not count', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      assert.equal((await runCli(add(repo))).code, 0);
+      const config = join(repo, 'mnist/config.pbtxt');
+      await writeFile(
+        config,
+        [
+          '# tuned by hand',
+          'instance_group { kind: KIND_CPU count: 2 }',
+          'output [ { dims: [10] name: "output_0" data_type: TYPE_FP32 label_filename: "labels.txt" } ]',
+          'input { name: "input_0" data_type: TYPE_FP32 dims: [ 1, 28, 28 ] optional: false }',
+          'max_batch_size: 1 backend: "poplar"',
+          'version_policy { all { } }',
+          '',
+        ].join('\n'),
+      );
+      const before = await snapshot(config);
+      const r = await runCli(add(repo, '--version', '2'));
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(await snapshot(config), before);
+    });
+  });
+
+  it('refuses a config.pbtxt that differs, naming each field (existing against needed); nothing is written', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      assert.equal((await runCli(add(repo))).code, 0);
+      const config = join(repo, 'mnist/config.pbtxt');
+      await writeFile(config, (await readFile(config, 'utf8')).replace('data_type: TYPE_FP32', 'data_type: TYPE_FP16'));
+      const before = await snapshot(config);
+      const tree = await listTree(repo);
+      const r = await runCli(add(repo, '--version', '2', '--max-batch-size', '4'));
+      assert.equal(r.code, 2, r.stdout);
+      assert.match(
+        r.stderr,
+        /^popef: error: \S*repo\/mnist: \S*repo\/mnist\/config\.pbtxt already exists and does not match what the new PopEF needs: max_batch_size: existing 1, needed 4; input "input_0" data_type: existing TYPE_FP16, needed TYPE_FP32 \[E_EXISTS\]\n/,
+      );
+      assert.match(
+        r.stderr,
+        /\n {2}hint: edit config\.pbtxt to match \(popef config, given the same files and options, prints the one needed\), or pass --force to replace config\.pbtxt/,
+      );
+      assert.deepEqual(await snapshot(config), before);
+      assert.deepEqual(await listTree(repo), tree, 'nothing may be written');
+    });
+  });
+
+  it('names inputs and outputs the two configs do not share', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      assert.equal((await runCli(add(repo))).code, 0);
+      const r = await runCli(add(repo, '--version', '2', ...SEED_NAMES));
+      assert.equal(r.code, 2, r.stdout);
+      assert.match(r.stderr, /input "digit_image": existing \(none\), needed \{ name: "digit_image" data_type: TYPE_FP32 dims: \[ 1, 28, 28 \] \}/);
+      assert.match(r.stderr, /input "input_0": existing \{ name: "input_0" data_type: TYPE_FP32 dims: \[ 1, 28, 28 \] \}, needed \(none\)/);
+      assert.match(r.stderr, /output "output_labels": existing \(none\)/);
+    });
+  });
+
+  it('refuses a config.pbtxt that does not parse, and --force replaces it', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      assert.equal((await runCli(add(repo))).code, 0);
+      await writeFile(join(repo, 'mnist/config.pbtxt'), 'mine {\n');
+      const r = await runCli(add(repo, '--version', '2'));
+      assert.equal(r.code, 2, r.stdout);
+      assert.match(
+        r.stderr,
+        /config\.pbtxt already exists and cannot be read as a config \(.*config\.pbtxt:1:\d+: .*\), so whether it serves the new PopEF cannot be told/,
+      );
+      assert.equal((await runCli(add(repo, '--version', '2', '--force'))).code, 0);
+      assert.equal(parsePbtxt(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8')).message.backend, 'poplar');
+    });
+  });
+
+  it('--force still replaces a config.pbtxt that differs, keeps version 1 and says it now serves it', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      assert.equal((await runCli(add(repo))).code, 0);
+      const v1 = await snapshot(join(repo, 'mnist/1/executable.popef'));
+      const r = await runCli(add(repo, '--version', '2', '--max-batch-size', '4', '--force'));
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^created model "mnist":\n {2}write \S*repo\/mnist\/config\.pbtxt\n/);
+      assert.match(
+        r.stderr,
+        /^popef: note: \S*repo\/mnist\/config\.pbtxt: it is replaced by the one version 2 needs, and version 1 beside it is served with it too\n {2}hint: check that version 1 still fits it with popef validate\n$/,
+      );
+      assert.equal(parsePbtxt(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8')).message.max_batch_size, 4);
+      assert.deepEqual(await snapshot(join(repo, 'mnist/1/executable.popef')), v1);
+      assert.deepEqual((await readdir(join(repo, 'mnist'))).sort(), ['1', '2', 'config.pbtxt']);
+    });
+  });
+
+  it('still refuses an existing version directory without --force; with it replaces only that directory', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      assert.equal((await runCli(add(repo))).code, 0);
+      assert.equal((await runCli(add(repo, '--version', '2'))).code, 0);
+      const config = join(repo, 'mnist/config.pbtxt');
+      await writeFile(config, `# mine\n${await readFile(config, 'utf8')}`);
+      await writeFile(join(repo, 'mnist/2/notes.txt'), 'old');
+      const before = await snapshot(config);
+      const refused = await runCli(add(repo, '--version', '2'));
+      assert.equal(refused.code, 2, refused.stdout);
+      assert.match(
+        refused.stderr,
+        /popef: error: \S*repo\/mnist: \S*repo\/mnist\/2 already exists \[E_EXISTS\]\n {2}hint: use --force to replace it/,
+      );
+      assert.deepEqual(await snapshot(config), before);
+      const forced = await runCli(add(repo, '--version', '2', '--force'));
+      assert.equal(forced.code, 0, forced.stderr);
+      assert.match(forced.stdout, /^replaced version 2 of model "mnist":\n {2}keep /);
+      assert.deepEqual(await snapshot(config), before);
+      assert.deepEqual(await listTree(join(repo, 'mnist/2')), ['executable.popef', 'name_map.json']);
+    });
+  });
+
+  it('notes a version_policy that will not serve the new version (specific, latest), and succeeds', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      assert.equal((await runCli(add(repo))).code, 0);
+      const config = join(repo, 'mnist/config.pbtxt');
+      const generated = await readFile(config, 'utf8');
+      await writeFile(config, `${generated}version_policy { specific { versions: [ 1 ] } }\n`);
+      const specific = await runCli(add(repo, '--version', '2'));
+      assert.equal(specific.code, 0, specific.stderr);
+      assert.equal(
+        specific.stderr,
+        `popef: note: ${join(repo, 'mnist/config.pbtxt')}: its version_policy serves only version 1 (specific), so Triton will not load version 2\n` +
+          '  hint: add 2 to version_policy { specific { versions: [ ... ] } } in config.pbtxt when version 2 is to be served\n',
+      );
+      // No policy: Triton's default serves the latest version only, so a lower one is not loaded.
+      await writeFile(config, generated);
+      const lower = await runCli(add(repo, '--version', '3', '--dry-run'));
+      assert.equal(lower.stderr, '', 'the highest version is served');
+      await rm(join(repo, 'mnist/1'), { recursive: true });
+      const below = await runCli(add(repo, '--version', '1'));
+      assert.equal(below.code, 0, below.stderr);
+      assert.match(below.stderr, /it has no version_policy, so Triton serves only the latest version, here version 2, and will not load version 1\n/);
     });
   });
 });

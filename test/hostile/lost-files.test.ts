@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { cp, mkdir, readFile, readdir, rename, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, readdir, rename, stat, symlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -131,12 +131,56 @@ describe('scaffold: killed, linked, re-run', () => {
   it('scaffold --force killed mid-swap: re-run with --force ends with one whole model', async () => {
     await inTempDir(async (dir) => {
       const repo = join(dir, 'repo');
-      const { oldConfig } = await killedAfterConfigMovedAside(repo);
+      const { newConfig } = await killedAfterConfigMovedAside(repo);
       const rerun = await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist', '--force']);
       assert.equal(rerun.code, 0, rerun.stderr);
       assert.deepEqual((await readdir(repo)).sort(), ['mnist']);
       assert.deepEqual((await readdir(join(repo, 'mnist'))).sort(), ['1', 'config.pbtxt']);
-      assert.equal(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), oldConfig);
+      // The finished scaffold's config (a comment added) already describes MNIST: --force replaces only the version.
+      assert.equal(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), newConfig);
+      assert.equal(await readFile(join(repo, 'mnist/1/marker'), 'utf8').catch(() => 'replaced'), 'replaced');
+      assert.equal((await spawnPopef(['validate', repo])).code, 0);
+    });
+  });
+
+  it('scaffold --force killed mid-swap: a re-run adding version 2 finishes it, then adds 2 beside 1 keeping that config', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      const { newConfig } = await killedAfterConfigMovedAside(repo);
+      const rerun = await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist', '--version', '2']);
+      assert.equal(rerun.code, 0, rerun.stderr);
+      assert.match(rerun.stderr, /popef: note: .*mnist: finished an interrupted scaffold/);
+      assert.deepEqual((await readdir(repo)).sort(), ['mnist']);
+      assert.deepEqual((await readdir(join(repo, 'mnist'))).sort(), ['1', '2', 'config.pbtxt']);
+      assert.equal(await readFile(join(repo, 'mnist/config.pbtxt'), 'utf8'), newConfig);
+      assert.equal(await readFile(join(repo, 'mnist/1/marker'), 'utf8'), 'new');
+      assert.equal((await spawnPopef(['validate', repo])).code, 0);
+    });
+  });
+
+  it('a killed run adding version 2 (staged, config kept) is finished or undone by the next, and config.pbtxt is never touched', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      assert.equal((await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist'])).code, 0);
+      const config = join(repo, 'mnist/config.pbtxt');
+      const before = { bytes: await readFile(config), ino: (await stat(config)).ino };
+      // Killed after staging all of version 2 (marker written), before moving it in: only 2/ is staged, as the config is kept.
+      const ready = deadStaging(repo, 'mnist');
+      await cp(join(repo, 'mnist/1'), join(ready, '2'), { recursive: true });
+      await writeFile(join(ready, '.popef-ready'), '');
+      const finished = await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist', '--version', '3']);
+      assert.equal(finished.code, 0, finished.stderr);
+      assert.match(finished.stderr, /finished an interrupted scaffold \(moved in 2\)/);
+      assert.deepEqual((await readdir(join(repo, 'mnist'))).sort(), ['1', '2', '3', 'config.pbtxt']);
+      // Killed while staging version 4 (no marker): the next run removes it and adds 4 itself.
+      const partial = deadStaging(repo, 'mnist');
+      await mkdir(join(partial, '4'), { recursive: true });
+      await writeFile(join(partial, '4/executable.popef'), 'half');
+      const undone = await spawnPopef(['scaffold', MNIST, '-r', repo, '-m', 'mnist', '--version', '4']);
+      assert.equal(undone.code, 0, undone.stderr);
+      assert.ok((await readFile(join(repo, 'mnist/4/executable.popef'))).equals(await readFile(MNIST)));
+      assert.deepEqual((await readdir(repo)).sort(), ['mnist'], 'nothing left beside the model');
+      assert.deepEqual({ bytes: await readFile(config), ino: (await stat(config)).ino }, before);
       assert.equal((await spawnPopef(['validate', repo])).code, 0);
     });
   });

@@ -63,6 +63,11 @@ function tryWithoutIpu(generated: GeneratedFiles, repository: string, model: str
   return `${intro}; ${why}:\n  popef serve ${repository} --model ${model} --reference model.onnx\n`;
 }
 
+/** "create model ..." -> "created model ...", for the line after the work is done. */
+function pastTense(what: string): string {
+  return what.replace(/^(create|add|replace)/, (verb) => (verb === 'add' ? 'added' : `${verb}d`));
+}
+
 export function registerScaffold(program: Command, io: CliIo, run: (handler: Handler) => void): void {
   const command = program
     .command('scaffold')
@@ -73,16 +78,24 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
     .option('--version <n>', 'version directory', parseIntOption(1, Number.MAX_SAFE_INTEGER), 1)
     .option('--link', 'hard-link the PopEF files instead of copying them')
     .option('--dry-run', 'print what would be created, write nothing')
-    .option('-f, --force', 'replace an existing config.pbtxt and version directory (other versions are kept)');
+    .option('-f, --force', 'replace an existing version directory, and config.pbtxt when it does not match the new PopEF (other versions are kept)');
   addConfigOptions(command);
   command.addHelpText(
     'after',
-    exitCodesHelp('0 created (or --dry-run), 2 usage, input or I/O errors (an existing model without --force); nothing is left half-written.'),
+    exitCodesHelp(
+      '0 created (or --dry-run), 2 usage, input or I/O errors (an existing version, or a config.pbtxt that does not match, without --force); nothing is left half-written.',
+    ),
+  );
+  command.addHelpText(
+    'after',
+    '\nA new --version beside existing ones keeps config.pbtxt as it is when it already describes the new PopEF\n' +
+      '(same name, backend, max_batch_size, inputs and outputs; comments, layout and your other fields do not count).\n',
   );
   command.action((files: string[], flags: Flags) => {
     run(async () => {
       const { generateFiles } = await import('./config-generate.js');
-      const { applyScaffold, checkModelName, finishInterruptedScaffold, planScaffold } = await import('../../triton/scaffold.js');
+      const { ConfigMismatchError, applyScaffold, checkModelName, finishInterruptedScaffold, planScaffold } =
+        await import('../../triton/scaffold.js');
       checkModelName(flags.model);
       const generated = await generateFiles(files, flags, flags.model, io, { describeAs: placedNames });
       if (generated.modelCount > 1) {
@@ -118,8 +131,23 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
           ...(description === undefined ? {} : { description }),
         },
         { force: flags.force },
-      );
+      ).catch(async (error: unknown) => {
+        if (!(error instanceof ConfigMismatchError)) throw error;
+        // The library's hint speaks of force: true; here the ways out are the flag and the command that prints the config needed.
+        const { PopefError } = await import('../../errors.js');
+        throw new PopefError(error.code, error.message, {
+          file: error.file,
+          suggestion:
+            'edit config.pbtxt to match (popef config, given the same files and options, prints the one needed), or pass --force to replace config.pbtxt (other versions are kept, and are then served with the new config)',
+          cause: error,
+        });
+      });
       const shown = (path: string): string => join(flags.repository, relative(repository, path));
+      const configShown = shown(join(plan.modelDir, 'config.pbtxt'));
+      // Said once the outcome is known (or planned, with --dry-run): they describe the model as it ends.
+      const printNotes = (): void => {
+        for (const note of plan.notes) io.stderr(`popef: note: ${printable(configShown, true)}: ${note.message}\n  hint: ${note.hint}\n`);
+      };
       const lines = plan.files.map((f) => {
         const how =
           'text' in f.content
@@ -129,15 +157,21 @@ export function registerScaffold(program: Command, io: CliIo, run: (handler: Han
               : `copy  ${relative(io.cwd, f.content.copyFrom) || f.content.copyFrom} ->`;
         return `  ${how} ${shown(join(plan.modelDir, f.path))}`;
       });
+      if (plan.keepsConfig) lines.unshift(`  keep  ${configShown} (unchanged: it already describes this PopEF)`);
+      const what = plan.keepsConfig
+        ? `${plan.replaces.length > 0 ? 'replace' : 'add'} version ${flags.version} ${plan.replaces.length > 0 ? 'of' : 'to'} model "${flags.model}"`
+        : `create model "${flags.model}"`;
       if (flags.dryRun === true) {
-        io.stdout(`would create model "${flags.model}" (nothing written):\n${lines.join('\n')}\n`);
+        io.stdout(`would ${what} (nothing written):\n${lines.join('\n')}\n`);
         for (const r of plan.replaces) io.stdout(`  replace ${shown(r)}\n`);
         io.stdout(`${generated.batchExplanation}\n`);
+        printNotes();
         return ExitCode.Ok;
       }
       await applyScaffold(plan, { force: flags.force, link: flags.link, signal: io.signal });
+      printNotes();
       io.stdout(
-        `created model "${flags.model}":\n${lines.join('\n')}\n${generated.batchExplanation}\n\n` +
+        `${pastTense(what)}:\n${lines.join('\n')}\n${generated.batchExplanation}\n\n` +
           tryWithoutIpu(generated, shellQuote(flags.repository), shellQuote(flags.model), io.cwd) +
           'Serve it with the Poplar backend (libtriton_poplar.so, from the Poplar SDK):\n' +
           `  tritonserver --model-repository ${shellQuote(flags.repository)} --backend-directory <backends>\n` +
