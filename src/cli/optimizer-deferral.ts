@@ -32,8 +32,9 @@ export const DEFER_UP_TO_MODELS = 1500;
 /** Cores a pool needs while TurboFan is off: its compile thread is not taking one. */
 const MIN_CORES_WITHOUT_TURBOFAN = 2;
 
-/** V8 options that mean the user chose how code is compiled: then this leaves the flags alone. */
-const USER_CHOICE = /--(?:no-)?(?:turbofan|opt|jitless|maglev|sparkplug|always-sparkplug)\b/;
+/** V8 options that mean the user chose how code is compiled: then this leaves the flags alone. V8 also takes --no_turbofan and --noturbofan. */
+const USER_CHOICE = /--(?:no-?)?(?:turbofan|opt|jitless|maglev|sparkplug|always-sparkplug)\b/;
+const choosesCompiler = (options: string): boolean => USER_CHOICE.test(options.replaceAll('_', '-'));
 
 export interface OptimizerDeferral {
   /** validate's `threads`: the threads for a repository of `models` models, turning TurboFan back on for a large one. */
@@ -53,7 +54,7 @@ export interface DeferralContext {
 export function deferOptimizingCompiler(context: DeferralContext = {}): OptimizerDeferral {
   const { execArgv = process.execArgv, nodeOptions = process.env.NODE_OPTIONS ?? '', setFlags = setFlagsFromString } = context;
   const cores = context.cores ?? availableParallelism();
-  if (execArgv.some((a) => USER_CHOICE.test(a)) || USER_CHOICE.test(nodeOptions)) {
+  if (execArgv.some(choosesCompiler) || choosesCompiler(nodeOptions)) {
     return { threadsFor: (models) => defaultThreads(models, cores), end: () => undefined };
   }
   setFlags('--no-turbofan');

@@ -184,11 +184,12 @@ export class TokenScanner {
   private scanString(delimiter: number): void {
     const text = this.text;
     for (;;) {
-      if (this.i >= text.length) {
+      const c = this.i < text.length ? text.charCodeAt(this.i) : 0;
+      // A NUL byte ends the string as the end of the text does: protobuf's tokenizer reads its end as a NUL.
+      if (c === 0) {
         this.error('Unexpected end of string.');
         return;
       }
-      const c = text.charCodeAt(this.i);
       // An ordinary printable byte (not a quote or a backslash) is one column.
       if (c >= 0x20 && c !== DOUBLE_QUOTE && c !== SINGLE_QUOTE && c !== BACKSLASH && c < 0x7f) {
         this.i += 1;
@@ -251,7 +252,8 @@ export class TokenScanner {
       } else if (isWhitespace(c)) {
         this.step();
       } else if (c === HASH) {
-        while (this.i < text.length && text.charCodeAt(this.i) !== NEWLINE) this.step();
+        // A comment ends at a newline or a NUL byte (then read as a control character), as in protobuf's tokenizer.
+        while (this.i < text.length && text.charCodeAt(this.i) !== NEWLINE && text.charCodeAt(this.i) !== 0) this.step();
       } else if (c < 32) {
         this.error('Invalid control characters encountered in text.');
         this.step();

@@ -39,6 +39,11 @@ describe('deferring the optimizing compiler for small validate runs', () => {
       { execArgv: ['--no-opt'] },
       { nodeOptions: '--max-old-space-size=100 --turbofan' },
       { nodeOptions: '--maglev' },
+      // V8 takes underscores for dashes, and "no" without its dash.
+      { execArgv: ['--no_turbofan'] },
+      { execArgv: ['--noturbofan'] },
+      { execArgv: ['--noopt'] },
+      { execArgv: ['--always_sparkplug'] },
     ]) {
       const { flags, deferral } = recorded(context);
       assert.equal(deferral.threadsFor(1000), 1, JSON.stringify(context));

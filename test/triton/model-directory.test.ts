@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { describe, it } from 'node:test';
+import { PopefError } from '../../src/errors.js';
 import { resolveTarget } from '../../src/run/model-target.js';
 import type { ExecutionPlugin } from '../../src/run/plugin-api.js';
 import { ModelRepository } from '../../src/serve/model-repository.js';
@@ -36,6 +37,17 @@ describe('model-directory: version directories as Triton reads them', () => {
 
   it('orders PopEF files executable.popef first, then by name, and leaves other files out', () => {
     assert.deepEqual(sortPopefFiles(['b.popef', 'name_map.json', 'a.popef', 'executable.popef']), ['executable.popef', 'a.popef', 'b.popef']);
+  });
+
+  it('lists the model directory by the path as given, which the kernel resolves: a ".." after a missing directory is not skipped', async () => {
+    await inTempDir(async (dir) => {
+      await cp(join(FIXTURES, 'repos/clean/mnist'), join(dir, 'mnist'), { recursive: true });
+      // Not join: it would take "missing/.." out lexically.
+      for (const given of [`${dir}/missing/../mnist`, `${dir}/missing//`]) {
+        await assert.rejects(readModelDirectory(given, 'mnist'), (e: unknown) => e instanceof PopefError && e.file === given, given);
+      }
+      assert.equal((await readModelDirectory(`${dir}//mnist/`, 'mnist')).selected[0]?.dir, '1');
+    });
   });
 });
 

@@ -89,6 +89,12 @@ describe('pbtxt parser vs protoc', () => {
     'model_warmup { inputs { key: "a" value { zero_data: false random_data: true } } }',
     'version_policy { all {} latest {} }',
     'input { dims: [-1, 0x7fffffffffffffff, -9223372036854775808] }',
+    // A NUL byte is where protobuf's tokenizer reads the end of its buffer: it ends a string and a comment.
+    'name: "a\u0000b"',
+    "name: '\u0000",
+    'name: "x" # comment\u0000 foo: 1',
+    '# comment\u0000',
+    'name: "x"\u0000',
   ];
   for (const text of cases) {
     it(`agrees on ${JSON.stringify(text)}`, () => {

@@ -263,7 +263,8 @@ export async function readModelDirectory(
   };
   let entries: Dirent[];
   try {
-    entries = list(path);
+    // As given: the kernel resolves it, and "missing/.." or "link/.." is not what normalize makes of it.
+    entries = list(given);
   } catch (error) {
     // A model directory that cannot be listed: its config's failure to open is what Triton reports first.
     await readRegularFile(childPath(path, 'config.pbtxt'), { what: 'config.pbtxt', limit: FILE_LIMITS.config }).catch((configError: unknown) => {
