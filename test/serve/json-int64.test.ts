@@ -243,6 +243,36 @@ describe('64-bit integers in JSON, popef serve beside the real Triton server', {
     assert.deepEqual(mine[7], [200, 'ok']);
   });
 
+  it("a backlogged sequence request with a timeout near 2^64 - 1 µs: as Triton's backlog expires it", async () => {
+    const play = async (port: number, timeout: string): Promise<[number, string][]> => {
+      const first = await post(port, '/v2/models/seq/infer', sequenceBody('{"sequence_id":61,"sequence_start":true}'));
+      // The one slot is held by 61: 62 waits in the backlog until it ends.
+      const waiting = post(
+        port,
+        '/v2/models/seq/infer',
+        sequenceBody(`{"sequence_id":62,"sequence_start":true,"sequence_end":true,"timeout":${timeout}}`),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      const end = await post(port, '/v2/models/seq/infer', sequenceBody('{"sequence_id":61,"sequence_end":true}'));
+      return [first, await waiting, end].map(([status, text]) => [status, (JSON.parse(text) as { error?: string }).error ?? 'ok']);
+    };
+    // 2^64 - 1 wraps past Triton's uint64 sum and expires at once; 2^63 and 2^53 + 1 do not (the clock is far below 2^63 µs).
+    const mine: [number, string][][] = [];
+    for (const timeout of ['18446744073709551615', '9223372036854775808', '9007199254740993']) {
+      const answers = await play(ours.http, timeout);
+      assert.deepEqual(answers, await play(theirs.httpPort, timeout), timeout);
+      mine.push(answers);
+    }
+    assert.deepEqual(
+      mine.map((answers) => answers[1]),
+      [
+        [503, 'timeout of the corresponding sequence has been expired'],
+        [200, 'ok'],
+        [200, 'ok'],
+      ],
+    );
+  });
+
   it('takes priority and timeout up to 2^64 - 1, and refuses them past it, as Triton does', async () => {
     const bodies = ['18446744073709551615', '9007199254740993', '18446744073709551616', '-9223372036854775808']
       .flatMap((v) => [`{"priority":${v}}`, `{"timeout":${v}}`, `{"my_parameter":${v}}`])
