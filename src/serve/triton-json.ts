@@ -525,12 +525,18 @@ export class RawJson {
   constructor(readonly text: string) {}
 }
 
-/** JSON.stringify's output, except that a {@link RawJson} is written as its text. Only for answers built here (no cycles, no toJSON). */
+/**
+ * JSON.stringify's output, except that a {@link RawJson} is written as its
+ * text and a bigint (an integer read past 2^53) as its digits, as RapidJSON
+ * writes an Int64 or Uint64 (JSON.stringify would throw). Only for answers
+ * built here (no cycles, no toJSON).
+ */
 export function writeTritonJson(value: unknown): string {
   if (value instanceof RawJson) return value.text;
+  if (typeof value === 'bigint') return String(value);
   if (Array.isArray(value)) {
     // An array of plain values (a BYTES output's strings, a shape) is what JSON.stringify writes, in one native call.
-    if (value.every((v) => typeof v !== 'object' || v === null)) return JSON.stringify(value);
+    if (value.every((v) => (typeof v !== 'object' || v === null) && typeof v !== 'bigint')) return JSON.stringify(value);
     return `[${value.map(writeTritonJson).join(',')}]`;
   }
   if (typeof value === 'object' && value !== null) {

@@ -198,6 +198,11 @@ describe('Triton JSON integers past 2^53', () => {
     assert.deepEqual([...new Float64Array(readJsonData('x', 'FP64', [1], parse('[9007199254740993]') as unknown[]).slice().buffer)], [2 ** 53]);
   });
 
+  it('writes a bigint as its digits, as RapidJSON writes an Int64 or Uint64', () => {
+    const text = '{"a":18446744073709551615,"b":[-9223372036854775808,1,"x"],"c":9007199254740993}';
+    assert.equal(writeTritonJson(parse(text)), text);
+  });
+
   it('passes sequence ids 2^53 + 1 and 2^64 - 1 to the scheduler exactly', () => {
     for (const id of ['9007199254740993', '18446744073709551615', '9223372036854775808']) {
       const header = parse(`{"parameters":{"sequence_id":${id},"sequence_start":true,"priority":${id},"timeout":${id}},"inputs":[]}`);
