@@ -193,10 +193,14 @@ export function parseInferBody(
     const datatype = requireString(input, 'datatype');
     const shapeJson = member(input, 'shape');
     if (!Array.isArray(shapeJson)) throw missingOr('shape', 'array', shapeJson);
-    const shape = shapeJson.map((d: unknown) => {
+    const dims = shapeJson.map((d: unknown) => {
       if (!isJsonUInt(d)) throw jsonAccess("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
-      return Number(d);
+      return d;
     });
+    const wide = dims.some((d) => typeof d === 'bigint');
+    // Triton reads each dimension as a uint64 and keeps it in an int64 (2^64 - 1 is -1); past 2^53 the exact shape goes along for its messages.
+    const exactShape = wide ? dims.map((d) => BigInt.asIntN(64, BigInt(d))) : undefined;
+    const shape = exactShape === undefined ? (dims as number[]) : exactShape.map(Number);
     let data: Uint8Array;
     const slice = sharedMemoryData(params);
     if (slice !== undefined) data = sharedMemory.read(slice);
@@ -220,7 +224,7 @@ export function parseInferBody(
       const count = shape.reduce((p, d) => p * d, 1);
       data = count === 0 ? new Uint8Array(0) : readJsonData(name, datatype, shape, member(input, 'data'));
     }
-    inputs.push({ name, datatype, shape, data });
+    inputs.push({ name, datatype, shape, ...(exactShape === undefined ? {} : { exactShape }), data });
   }
   if (offset !== binary.byteLength) throw invalidArg(`unexpected additional input data for model '${model}'`);
   const outputs: RequestedOutput[] = [];

@@ -198,6 +198,20 @@ describe('Triton JSON integers past 2^53', () => {
     assert.deepEqual([...new Float64Array(readJsonData('x', 'FP64', [1], parse('[9007199254740993]') as unknown[]).slice().buffer)], [2 ** 53]);
   });
 
+  it('keeps a shape dimension past 2^53 exact, as the int64 Triton keeps a uint64 dimension in (2^64 - 1 is -1)', () => {
+    const header = parse(
+      '{"inputs":[{"name":"x","datatype":"FP32","shape":[9007199254740993,18446744073709551615,2],"parameters":{"binary_data_size":0}}]}',
+    );
+    const { request } = parseInferBody('m', '', header as Record<string, unknown>, Buffer.alloc(0), true);
+    const input = request.inputs[0];
+    assert.ok(input !== undefined);
+    assert.deepEqual(input.exactShape, [2n ** 53n + 1n, -1n, 2n]);
+    assert.deepEqual(input.shape, [2 ** 53, -1, 2]);
+    // Safe dimensions need no exact copy.
+    const small = parse('{"inputs":[{"name":"x","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":0}}]}');
+    assert.equal(parseInferBody('m', '', small as Record<string, unknown>, Buffer.alloc(0), true).request.inputs[0]?.exactShape, undefined);
+  });
+
   it('writes a bigint as its digits, as RapidJSON writes an Int64 or Uint64', () => {
     const text = '{"a":18446744073709551615,"b":[-9223372036854775808,1,"x"],"c":9007199254740993}';
     assert.equal(writeTritonJson(parse(text)), text);
