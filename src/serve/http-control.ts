@@ -1,4 +1,5 @@
 import type { InferenceServer } from './inference-server.js';
+import { isJsonUInt } from './triton-json.js';
 import { jsonAccess } from './json-tensors.js';
 import { httpBadLogFormat, type LogUpdateReader } from './log-settings.js';
 import { RequestError, invalidArg } from './status.js';
@@ -37,7 +38,8 @@ function asString(value: unknown): string {
 }
 
 function asUInt(value: unknown): number {
-  if (typeof value === 'number' && Number.isInteger(value) && value >= 0) return value;
+  // A bigint (past 2^53) is a Uint64 to Triton too; an offset or size that large fits no region, rounded or not.
+  if (isJsonUInt(value)) return Number(value);
   throw jsonAccess('attempt to access JSON non-unsigned-integer as unsigned-integer');
 }
 

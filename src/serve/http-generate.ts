@@ -3,7 +3,7 @@ import { logRequest, type InferRequest, type RequestInput } from './infer-reques
 import { member, parseJsonValue, type JsonObject } from './http-infer-body.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
 import { RequestError, invalidArg } from './status.js';
-import { RawJson, writeTritonJson } from './triton-json.js';
+import { RawJson, isJsonNumber, writeTritonJson } from './triton-json.js';
 
 /**
  * Triton's generate extension (POST /v2/models/M[/versions/V]/generate and
@@ -45,9 +45,9 @@ function shapeFor(name: string, dims: readonly number[], elements: number): numb
   return shape;
 }
 
-/** A request parameter (SetTritonParameterFromJsonParameter): a string, a number or a bool; its value is not used here. */
+/** A request parameter (SetTritonParameterFromJsonParameter): a string, a number of any kind (IsInt or IsNumber) or a bool; its value is not used here. */
 function checkParameter(key: string, value: unknown): void {
-  if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+  if (typeof value !== 'string' && typeof value !== 'boolean' && !isJsonNumber(value)) {
     throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
   }
 }

@@ -3,7 +3,15 @@ import type { InferRequest, RequestInput, RequestedOutput, SequenceParameters } 
 import type { InferResult } from './inference-server.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
 import { RequestError, invalidArg } from './status.js';
-import { JSON_SLICE_BYTES, JsonDouble, JsonSyntaxError, parseTritonJson, parseTritonJsonSliced, writeTritonJson } from './triton-json.js';
+import {
+  JSON_SLICE_BYTES,
+  JsonSyntaxError,
+  isJsonNumber,
+  isJsonUInt,
+  parseTritonJson,
+  parseTritonJsonSliced,
+  writeTritonJson,
+} from './triton-json.js';
 
 /**
  * The JSON bodies of Triton's HTTP inference endpoint, both ways: an infer
@@ -83,17 +91,13 @@ function requireString(obj: JsonObject, key: string): string {
  */
 /** What Triton reads each known parameter as (MemberAsX), with the words of its message. */
 const PARAMETER_KINDS: Readonly<Record<string, readonly [(v: unknown) => boolean, string]>> = {
-  sequence_id: [(v) => isUnsigned(v) || typeof v === 'string', 'string'],
+  sequence_id: [(v) => isJsonUInt(v) || typeof v === 'string', 'string'],
   sequence_start: [(v) => typeof v === 'boolean', 'boolean'],
   sequence_end: [(v) => typeof v === 'boolean', 'boolean'],
-  priority: [isUnsigned, 'unsigned-integer'],
-  timeout: [isUnsigned, 'unsigned-integer'],
+  priority: [isJsonUInt, 'unsigned-integer'],
+  timeout: [isJsonUInt, 'unsigned-integer'],
   binary_data_output: [(v) => typeof v === 'boolean', 'boolean'],
 };
-
-function isUnsigned(v: unknown): boolean {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0;
-}
 
 /**
  * The request's `parameters`, checked as ParseJsonTritonParams checks them
@@ -113,17 +117,19 @@ function requestParameters(parameters: unknown): HeaderParameters {
       const [accepts, what] = known;
       if (!accepts(value)) throw new RequestError('INTERNAL', `Unable to parse '${key}': attempt to access JSON non-${what} as ${what}`);
       if (key === 'binary_data_output') out.binaryOutputs = value as boolean;
-      else if (key === 'priority') out.priority = value as number;
-      else if (key === 'timeout') out.timeoutUs = value as number;
+      // Past 2^53 a priority is above any level (the default level, as in Triton) and a timeout is past any wait, rounded or not.
+      else if (key === 'priority') out.priority = Number(value);
+      else if (key === 'timeout') out.timeoutUs = Number(value);
       else {
         sequence.given = true;
-        if (key === 'sequence_id') sequence.id = typeof value === 'string' ? value : BigInt(value as number);
+        // A uint64 id stays exact (the parser gives a bigint past 2^53), so that ids 2^53 and 2^53 + 1 are two sequences.
+        if (key === 'sequence_id') sequence.id = typeof value === 'string' ? value : BigInt(value as number | bigint);
         else if (key === 'sequence_start') sequence.start = value as boolean;
         else sequence.end = value as boolean;
       }
     } else if (key.startsWith('triton_')) {
       throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
-    } else if (!['string', 'number', 'boolean'].includes(typeof value) && !(value instanceof JsonDouble)) {
+    } else if (typeof value !== 'string' && typeof value !== 'boolean' && !isJsonNumber(value)) {
       throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
     }
   }
@@ -147,9 +153,9 @@ function sharedMemoryData(params: JsonObject | undefined): RegionSlice | undefin
   const uint = (key: string): number => {
     const v = member(params, key);
     if (v === undefined) return 0;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
-      throw jsonAccess(`Unable to parse '${key}': attempt to access JSON non-unsigned-integer as unsigned-integer`);
-    return v;
+    if (!isJsonUInt(v)) throw jsonAccess(`Unable to parse '${key}': attempt to access JSON non-unsigned-integer as unsigned-integer`);
+    // Past 2^53 no region is that large: rounding cannot turn a bad slice into a good one.
+    return Number(v);
   };
   return { region, offset: uint('shared_memory_offset'), byteSize: uint('shared_memory_byte_size') };
 }
@@ -187,18 +193,23 @@ export function parseInferBody(
     const datatype = requireString(input, 'datatype');
     const shapeJson = member(input, 'shape');
     if (!Array.isArray(shapeJson)) throw missingOr('shape', 'array', shapeJson);
-    const shape = shapeJson.map((d: unknown) => {
-      if (typeof d !== 'number' || !Number.isInteger(d) || d < 0)
-        throw jsonAccess("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
+    const dims = shapeJson.map((d: unknown) => {
+      if (!isJsonUInt(d)) throw jsonAccess("Unable to parse 'shape': attempt to access JSON non-unsigned-integer as unsigned-integer");
       return d;
     });
+    const wide = dims.some((d) => typeof d === 'bigint');
+    // Triton reads each dimension as a uint64 and keeps it in an int64 (2^64 - 1 is -1); past 2^53 the exact shape goes along for its messages.
+    const exactShape = wide ? dims.map((d) => BigInt.asIntN(64, BigInt(d))) : undefined;
+    const shape = exactShape === undefined ? (dims as number[]) : exactShape.map(Number);
     let data: Uint8Array;
     const slice = sharedMemoryData(params);
     if (slice !== undefined) data = sharedMemory.read(slice);
     else if (hasBinary) {
-      const size = member(params, 'binary_data_size');
-      if (typeof size !== 'number' || !Number.isInteger(size) || size < 0)
+      const sizeJson = member(params, 'binary_data_size');
+      if (!isJsonUInt(sizeJson))
         throw jsonAccess("Unable to parse 'binary_data_size': attempt to access JSON non-unsigned-integer as unsigned-integer");
+      // Past 2^53 no body holds that many bytes; the size is only compared with the body's.
+      const size = Number(sizeJson);
       if (size > 0 && !hasHeaderLength) {
         throw invalidArg(
           "must specify valid 'Infer-Header-Content-Length' in request header and 'binary_data_size' when passing inputs in binary data format",
@@ -213,7 +224,7 @@ export function parseInferBody(
       const count = shape.reduce((p, d) => p * d, 1);
       data = count === 0 ? new Uint8Array(0) : readJsonData(name, datatype, shape, member(input, 'data'));
     }
-    inputs.push({ name, datatype, shape, data });
+    inputs.push({ name, datatype, shape, ...(exactShape === undefined ? {} : { exactShape }), data });
   }
   if (offset !== binary.byteLength) throw invalidArg(`unexpected additional input data for model '${model}'`);
   const outputs: RequestedOutput[] = [];
@@ -234,7 +245,7 @@ export function parseInferBody(
         if (bin === true) throw invalidArg("Output can't set both 'shared_memory_region' and 'binary_data'");
       }
       const name = requireString(output, 'name');
-      if (cls !== undefined && (typeof cls !== 'number' || !Number.isInteger(cls) || cls < 0))
+      if (cls !== undefined && !isJsonUInt(cls))
         throw jsonAccess("Unable to parse 'classification': attempt to access JSON non-unsigned-integer as unsigned-integer");
       if (bin !== undefined && typeof bin !== 'boolean')
         throw jsonAccess("Unable to parse 'binary_data': attempt to access JSON non-boolean as boolean");
@@ -242,7 +253,7 @@ export function parseInferBody(
       if (region !== undefined) sharedMemory.check(region);
       outputs.push({
         name,
-        classCount: typeof cls === 'number' ? cls : 0,
+        classCount: cls === undefined ? 0 : Number(cls),
         binary: typeof bin === 'boolean' ? bin : binaryOutputs,
         ...(region === undefined ? {} : { region }),
       });

@@ -1,9 +1,9 @@
-import { fromNumbers, toNumbers } from '../run/tensor.js';
+import { toNumbers } from '../run/tensor.js';
 import { elementBytes } from '../schema/model.js';
 import { popefFromProtocol, type ProtocolDataType } from '../triton/protocol-datatypes.js';
 import { deserializeBytes, serializeBytes } from './infer-request.js';
 import { RequestError, invalidArg } from './status.js';
-import { RawJson, jsonNumber, writeDouble } from './triton-json.js';
+import { RawJson, isJsonInt, isJsonUInt, jsonNumber, writeDouble } from './triton-json.js';
 
 /**
  * Tensor data as JSON, both ways, with the rules and messages of Triton's
@@ -30,15 +30,49 @@ function flatten(data: unknown): unknown[] {
   return out;
 }
 
-const INTEGER_RANGES: Partial<Record<ProtocolDataType, readonly [number, number]>> = {
-  UINT8: [0, 255],
-  UINT16: [0, 65535],
-  UINT32: [0, 2 ** 32 - 1],
-  UINT64: [0, Number.MAX_SAFE_INTEGER],
-  INT8: [-128, 127],
-  INT16: [-32768, 32767],
-  INT32: [-(2 ** 31), 2 ** 31 - 1],
-  INT64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+/**
+ * How ReadDataFromJsonHelper stores one element of each numeric datatype:
+ * its width, whether it reads the element with AsUInt (0 to 2^64 - 1) or
+ * AsInt (-2^63 to 2^63 - 1), and the store. The integer stores are C casts
+ * (`(uint8_t)ui`, `(int32_t)si`): an element outside a narrower type's range
+ * is not refused but wrapped modulo 2^bits, as DataView's setters wrap a
+ * number; a 64-bit element is stored exactly (a bigint past 2^53).
+ */
+type ElementStore = (view: DataView, offset: number, value: number | bigint) => void;
+interface NumericKind {
+  readonly bytes: number;
+  readonly read: 'uint' | 'int' | 'double';
+  readonly store: ElementStore;
+}
+
+/** A value of up to 64 bits reduced to `bits` as a C cast does (two's complement), as a number; a safe integer needs no bigint. */
+function wrapped(value: number | bigint, bits: number): number {
+  return typeof value === 'number' ? value : Number(BigInt.asUintN(bits, value));
+}
+
+/** A 64-bit two's-complement store: a safe integer as two 32-bit halves (no bigint), a bigint as it is. */
+function store64(view: DataView, offset: number, value: number | bigint): void {
+  if (typeof value === 'bigint') {
+    view.setBigUint64(offset, BigInt.asUintN(64, value), true);
+    return;
+  }
+  // ToUint32 reduces modulo 2^32, so a negative value's halves are its two's complement.
+  view.setUint32(offset, value >>> 0, true);
+  view.setUint32(offset + 4, Math.floor(value / 2 ** 32) >>> 0, true);
+}
+
+const NUMERIC: Partial<Record<ProtocolDataType, NumericKind>> = {
+  UINT8: { bytes: 1, read: 'uint', store: (view, o, v) => view.setUint8(o, wrapped(v, 8)) },
+  UINT16: { bytes: 2, read: 'uint', store: (view, o, v) => view.setUint16(o, wrapped(v, 16), true) },
+  UINT32: { bytes: 4, read: 'uint', store: (view, o, v) => view.setUint32(o, wrapped(v, 32), true) },
+  UINT64: { bytes: 8, read: 'uint', store: store64 },
+  INT8: { bytes: 1, read: 'int', store: (view, o, v) => view.setInt8(o, wrapped(v, 8)) },
+  INT16: { bytes: 2, read: 'int', store: (view, o, v) => view.setInt16(o, wrapped(v, 16), true) },
+  INT32: { bytes: 4, read: 'int', store: (view, o, v) => view.setInt32(o, wrapped(v, 32), true) },
+  INT64: { bytes: 8, read: 'int', store: store64 },
+  // AsDouble, then a float's conversion for FP32 (setFloat32 rounds to nearest as the C assignment does).
+  FP32: { bytes: 4, read: 'double', store: (view, o, v) => view.setFloat32(o, Number(v), true) },
+  FP64: { bytes: 8, read: 'double', store: (view, o, v) => view.setFloat64(o, Number(v), true) },
 };
 
 /** An error of Triton's JSON accessors (TritonJson): INTERNAL, as Triton's frontends define them. */
@@ -72,33 +106,35 @@ export function readJsonData(name: string, datatype: string, shape: readonly num
   if (datatype === 'FP16' || datatype === 'BF16') {
     throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${name}`);
   }
-  const dtype = popefFromProtocol(datatype as ProtocolDataType);
-  if (dtype === undefined) throw invalidArg(`invalid datatype for input ${name}`);
-  const numbers = new Float64Array(values.length);
-  const range = INTEGER_RANGES[datatype as ProtocolDataType];
+  const kind = datatype === 'BOOL' ? undefined : NUMERIC[datatype as ProtocolDataType];
+  if (datatype !== 'BOOL' && kind === undefined) throw invalidArg(`invalid datatype for input ${name}`);
+  const bytes = kind?.bytes ?? 1;
+  const out = new Uint8Array(values.length * bytes);
+  const view = new DataView(out.buffer);
   // Elements are read in order; the walk stops at the first bad one, or at the first past the count.
   for (let i = 0; i < values.length; i++) {
     if (i >= count) throw dataError("Shape does not match true shape of 'data' field");
     const v = values[i];
-    if (datatype === 'BOOL') {
+    if (kind === undefined) {
       if (typeof v !== 'boolean') throw dataError('attempt to access JSON non-boolean as boolean');
-      numbers[i] = v ? 1 : 0;
+      out[i] = v ? 1 : 0;
       continue;
     }
-    if (range !== undefined && (typeof v !== 'number' || !Number.isInteger(v) || v < range[0] || v > range[1])) {
-      throw dataError(
-        datatype.startsWith('U')
-          ? 'attempt to access JSON non-unsigned-integer as unsigned-integer'
-          : 'attempt to access JSON non-signed-integer as signed-integer',
-      );
+    if (kind.read === 'uint') {
+      if (!isJsonUInt(v)) throw dataError('attempt to access JSON non-unsigned-integer as unsigned-integer');
+      kind.store(view, i * bytes, v);
+    } else if (kind.read === 'int') {
+      if (!isJsonInt(v)) throw dataError('attempt to access JSON non-signed-integer as signed-integer');
+      kind.store(view, i * bytes, v);
+    } else {
+      // AsDouble takes integers (a bigint as its nearest double) and doubles (a whole double such as 1.0 included), NaN and the infinities too.
+      const n = jsonNumber(v);
+      if (n === undefined) throw dataError('attempt to access JSON non-number as double');
+      kind.store(view, i * bytes, n);
     }
-    // AsDouble takes integers and doubles (a whole double such as 1.0 included), NaN and the infinities too.
-    const n = jsonNumber(v);
-    if (n === undefined) throw dataError('attempt to access JSON non-number as double');
-    numbers[i] = n;
   }
   checkCount(values.length, count);
-  return fromNumbers({ name, dtype, shape: [values.length] }, numbers).data;
+  return out;
 }
 
 /**
@@ -118,6 +154,15 @@ export function writeJsonData(datatype: ProtocolDataType, data: Uint8Array): unk
   }
   const dtype = popefFromProtocol(datatype);
   if (dtype === undefined) throw new RequestError('INTERNAL', 'Invalid data type for output tensor');
+  if (datatype === 'INT64' || datatype === 'UINT64') {
+    // AppendInt / AppendUInt write the 64-bit value exactly; a float64 would round it past 2^53.
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    let text = '[';
+    for (let o = 0; o + 8 <= data.byteLength; o += 8) {
+      text += (o === 0 ? '' : ',') + String(datatype === 'INT64' ? view.getBigInt64(o, true) : view.getBigUint64(o, true));
+    }
+    return new RawJson(`${text}]`);
+  }
   const numbers = toNumbers({ dtype, shape: [data.byteLength / elementBytes(dtype)], data });
   if (datatype === 'BOOL') return Array.from(numbers, (n) => n !== 0);
   const write = datatype === 'FP32' || datatype === 'FP64' ? writeDouble : String;

@@ -11,6 +11,10 @@
  *   that overflow (2e308) become Infinity. Values are computed as RapidJSON's
  *   normal-precision path computes them (significand of up to 17 digits
  *   times a power of ten), so they are the doubles Triton gets.
+ * - An integer token is exact across RapidJSON's 64 bits (-2^63 to 2^64 - 1):
+ *   a number while it is a safe integer (|n| <= 2^53 - 1), a bigint past
+ *   that, so that a uint64 sequence id or an INT64 element is not rounded.
+ *   Past those 64 bits RapidJSON makes it a double: a {@link JsonDouble}.
  * - A number written with a fraction or an exponent is a double even when
  *   its value is whole: such a value is a {@link JsonDouble}, so that a
  *   reader wanting an integer refuses it as Triton's accessors do.
@@ -43,7 +47,32 @@ export class JsonSyntaxError extends Error {
 /** The number a JSON value holds, integer or double, or undefined for any other value (TritonJson's AsDouble). */
 export function jsonNumber(value: unknown): number | undefined {
   if (typeof value === 'number') return value;
+  // GetDouble of an Int64 or Uint64: static_cast<double>, the nearest double (as Number rounds).
+  if (typeof value === 'bigint') return Number(value);
   return value instanceof JsonDouble ? value.value : undefined;
+}
+
+const INT64_MAX = 2n ** 63n - 1n;
+
+/**
+ * Whether a JSON value is an integer token that RapidJSON holds as a Uint64
+ * (TritonJson's AsUInt accepts it): 0 to 2^64 - 1. A whole double (`1.0`,
+ * a literal past 2^64 - 1) is not one. No allocation for a plain number.
+ */
+export function isJsonUInt(value: unknown): value is number | bigint {
+  if (typeof value === 'number') return Number.isInteger(value) && value >= 0;
+  return typeof value === 'bigint' && value >= 0n;
+}
+
+/** Whether a JSON value is an integer token that RapidJSON holds as an Int64 (AsInt accepts it): -2^63 to 2^63 - 1. */
+export function isJsonInt(value: unknown): value is number | bigint {
+  if (typeof value === 'number') return Number.isInteger(value);
+  return typeof value === 'bigint' && value <= INT64_MAX;
+}
+
+/** Whether a JSON value is a number of any kind (RapidJSON's IsNumber): an integer token, a double, NaN or an infinity. */
+export function isJsonNumber(value: unknown): boolean {
+  return typeof value === 'number' || typeof value === 'bigint' || value instanceof JsonDouble;
 }
 
 const MESSAGES = {
@@ -316,7 +345,7 @@ class Parser {
    * significand, the same exponent bookkeeping, so the same errors and the
    * same double.
    */
-  private number(): number | JsonDouble {
+  private number(): number | bigint | JsonDouble {
     const b = this.bytes;
     const start = this.pos;
     const minus = this.consume(0x2d);
@@ -327,9 +356,10 @@ class Parser {
     let asDouble = false;
     // NaN or an infinity; a fraction or an exponent after it replaces it (RapidJSON goes on parsing with a zero significand).
     let special: number | undefined;
+    // Where the integer digits start (past the sign), for the exact value of a long one.
+    const from = this.pos;
     if (c === 0x30) this.pos++;
     else if (c >= 0x31 && c <= 0x39) {
-      const from = this.pos;
       significand = c - 0x30;
       this.pos++;
       while (isDigit((c = this.peek()))) {
@@ -417,7 +447,14 @@ class Parser {
     if (!fractional && !exponent) {
       if (special !== undefined) return special;
       // An integer token (RapidJSON's Int, Uint, Int64, Uint64), unless it passed 64 bits and became a double.
-      if (!asDouble) return minus ? -significand || 0 : significand;
+      if (!asDouble) {
+        // Past 2^53 - 1 the double above is rounded (its rounding is monotonic, so the test is exact): the digits are read again as a bigint.
+        if (significand > MAX_SAFE) {
+          const exact = BigInt(Buffer.from(b.buffer, b.byteOffset + from, this.pos - from).toString('latin1'));
+          return minus ? -exact : exact;
+        }
+        return minus ? -significand || 0 : significand;
+      }
       return new JsonDouble(minus ? -significand : significand);
     }
     const value = scale(significand, exp + expFrac);
@@ -488,12 +525,18 @@ export class RawJson {
   constructor(readonly text: string) {}
 }
 
-/** JSON.stringify's output, except that a {@link RawJson} is written as its text. Only for answers built here (no cycles, no toJSON). */
+/**
+ * JSON.stringify's output, except that a {@link RawJson} is written as its
+ * text and a bigint (an integer read past 2^53) as its digits, as RapidJSON
+ * writes an Int64 or Uint64 (JSON.stringify would throw). Only for answers
+ * built here (no cycles, no toJSON).
+ */
 export function writeTritonJson(value: unknown): string {
   if (value instanceof RawJson) return value.text;
+  if (typeof value === 'bigint') return String(value);
   if (Array.isArray(value)) {
     // An array of plain values (a BYTES output's strings, a shape) is what JSON.stringify writes, in one native call.
-    if (value.every((v) => typeof v !== 'object' || v === null)) return JSON.stringify(value);
+    if (value.every((v) => (typeof v !== 'object' || v === null) && typeof v !== 'bigint')) return JSON.stringify(value);
     return `[${value.map(writeTritonJson).join(',')}]`;
   }
   if (typeof value === 'object' && value !== null) {

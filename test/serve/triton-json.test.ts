@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { parseInferBody } from '../../src/serve/http-infer-body.js';
+import { readJsonData, writeJsonData } from '../../src/serve/json-tensors.js';
 import {
   JsonDouble,
   JsonSyntaxError,
+  isJsonInt,
+  isJsonNumber,
+  isJsonUInt,
+  jsonNumber,
   parseTritonJson,
   parseTritonJsonSliced,
   writeDouble,
@@ -111,6 +117,117 @@ describe('Triton JSON reader', () => {
       assert.throws(
         () => parse(text),
         (e: unknown) => e instanceof JsonSyntaxError && e.reason === reason && e.offset === offset,
+      );
+    }
+  });
+});
+
+describe('Triton JSON integers past 2^53', () => {
+  it('reads integer tokens exactly across 64 bits: a number while safe, a bigint past it, a double past 64 bits', () => {
+    const cases: [string, unknown][] = [
+      ['9007199254740991', 2 ** 53 - 1],
+      ['-9007199254740991', -(2 ** 53 - 1)],
+      ['9007199254740992', 2n ** 53n],
+      ['9007199254740993', 2n ** 53n + 1n],
+      ['-9007199254740993', -(2n ** 53n) - 1n],
+      ['9223372036854775807', 2n ** 63n - 1n],
+      ['-9223372036854775808', -(2n ** 63n)],
+      ['9223372036854775808', 2n ** 63n],
+      ['18446744073709551615', 2n ** 64n - 1n],
+      ['0', 0],
+      ['-0', 0],
+    ];
+    for (const [text, expected] of cases) assert.equal(parse(text), expected, text);
+    // Past RapidJSON's 64 bits the token is a double, rounded once: not an integer to Triton's accessors.
+    for (const [text, value] of [
+      ['18446744073709551616', 2 ** 64],
+      ['-9223372036854775809', -(2 ** 63)],
+    ] as const) {
+      const v = parse(text);
+      assert.ok(v instanceof JsonDouble, text);
+      assert.equal(v.value, value, text);
+    }
+    // Digits past 64 bits go on as RapidJSON's double arithmetic (its value is checked against Triton in json-numbers.test.ts).
+    assert.ok(parse('123456789012345678901234567890') instanceof JsonDouble);
+    // A fraction or an exponent keeps a long integer part a double, as before.
+    assert.ok(parse('9007199254740993.0') instanceof JsonDouble);
+  });
+
+  it('gives the same values inside arrays and objects, and sliced at any size', async () => {
+    const text = '{"id":18446744073709551615,"data":[9007199254740993,-9223372036854775808,1,18446744073709551616]}';
+    const whole = parse(text) as { id: unknown; data: unknown[] };
+    assert.equal(whole.id, 2n ** 64n - 1n);
+    assert.deepEqual(whole.data.slice(0, 3), [2n ** 53n + 1n, -(2n ** 63n), 1]);
+    for (const size of [1, 2, 7]) assert.deepEqual(await parseTritonJsonSliced(new TextEncoder().encode(text), size), whole);
+  });
+
+  it("answers as Triton's accessors do: AsUInt to 2^64 - 1, AsInt to 2^63 - 1, AsDouble for any number", () => {
+    const [max53, big, int64Max, int64Min, uint64Max, past, whole] = parse(
+      '[9007199254740991,9007199254740993,9223372036854775807,-9223372036854775808,18446744073709551615,18446744073709551616,1.0]',
+    ) as unknown[];
+    assert.deepEqual([max53, big, int64Max, int64Min, uint64Max, past, whole].map(isJsonUInt), [true, true, true, false, true, false, false]);
+    assert.deepEqual([max53, big, int64Max, int64Min, uint64Max, past, whole].map(isJsonInt), [true, true, true, true, false, false, false]);
+    assert.deepEqual([max53, big, uint64Max, past, whole, 'x'].map(isJsonNumber), [true, true, true, true, true, false]);
+    // GetDouble: the nearest double.
+    assert.deepEqual([big, uint64Max, past, whole].map(jsonNumber), [2 ** 53, 2 ** 64, 2 ** 64, 1]);
+  });
+
+  it('stores INT64 and UINT64 elements exactly and writes them back digit for digit', () => {
+    const int64 = parse('[9007199254740993,-9223372036854775808,9223372036854775807,-1,0]') as unknown[];
+    const bytes = readJsonData('x', 'INT64', [5], int64);
+    assert.deepEqual([...new BigInt64Array(bytes.slice().buffer)], [2n ** 53n + 1n, -(2n ** 63n), 2n ** 63n - 1n, -1n, 0n]);
+    assert.deepEqual(writeJsonData('INT64', bytes), new RawJson('[9007199254740993,-9223372036854775808,9223372036854775807,-1,0]'));
+    const uint64 = parse('[18446744073709551615,9223372036854775808,9007199254740993,1]') as unknown[];
+    const ubytes = readJsonData('x', 'UINT64', [4], uint64);
+    assert.deepEqual([...new BigUint64Array(ubytes.slice().buffer)], [2n ** 64n - 1n, 2n ** 63n, 2n ** 53n + 1n, 1n]);
+    assert.deepEqual(writeJsonData('UINT64', ubytes), new RawJson('[18446744073709551615,9223372036854775808,9007199254740993,1]'));
+    // Safe negative numbers take the no-bigint path: their two's complement halves.
+    const small = readJsonData('x', 'INT64', [3], [-(2 ** 53 - 1), -(2 ** 32), 2 ** 32 + 1]);
+    assert.deepEqual([...new BigInt64Array(small.slice().buffer)], [-(2n ** 53n - 1n), -(2n ** 32n), 2n ** 32n + 1n]);
+    // AsInt refuses a Uint64 past 2^63 - 1; AsUInt refuses a negative; a double past 64 bits is neither.
+    const refuses = (datatype: string, text: string, message: RegExp): void =>
+      assert.throws(
+        () => readJsonData('x', datatype, [1], parse(text)),
+        (e: Error) => message.test(e.message),
+      );
+    refuses('INT64', '[9223372036854775808]', /^Unable to parse 'data': attempt to access JSON non-signed-integer as signed-integer$/);
+    refuses('UINT64', '[-1]', /^Unable to parse 'data': attempt to access JSON non-unsigned-integer as unsigned-integer$/);
+    refuses('UINT64', '[18446744073709551616]', /non-unsigned-integer as unsigned-integer/);
+    // Narrower types take Triton's C casts (low bits), and FP64 the nearest double.
+    assert.deepEqual([...readJsonData('x', 'UINT8', [2], parse('[18446744073709551615,9007199254740993]') as unknown[])], [255, 1]);
+    assert.deepEqual([...new Float64Array(readJsonData('x', 'FP64', [1], parse('[9007199254740993]') as unknown[]).slice().buffer)], [2 ** 53]);
+  });
+
+  it('keeps a shape dimension past 2^53 exact, as the int64 Triton keeps a uint64 dimension in (2^64 - 1 is -1)', () => {
+    const header = parse(
+      '{"inputs":[{"name":"x","datatype":"FP32","shape":[9007199254740993,18446744073709551615,2],"parameters":{"binary_data_size":0}}]}',
+    );
+    const { request } = parseInferBody('m', '', header as Record<string, unknown>, Buffer.alloc(0), true);
+    const input = request.inputs[0];
+    assert.ok(input !== undefined);
+    assert.deepEqual(input.exactShape, [2n ** 53n + 1n, -1n, 2n]);
+    assert.deepEqual(input.shape, [2 ** 53, -1, 2]);
+    // Safe dimensions need no exact copy.
+    const small = parse('{"inputs":[{"name":"x","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":0}}]}');
+    assert.equal(parseInferBody('m', '', small as Record<string, unknown>, Buffer.alloc(0), true).request.inputs[0]?.exactShape, undefined);
+  });
+
+  it('writes a bigint as its digits, as RapidJSON writes an Int64 or Uint64', () => {
+    const text = '{"a":18446744073709551615,"b":[-9223372036854775808,1,"x"],"c":9007199254740993}';
+    assert.equal(writeTritonJson(parse(text)), text);
+  });
+
+  it('passes sequence ids 2^53 + 1 and 2^64 - 1 to the scheduler exactly', () => {
+    for (const id of ['9007199254740993', '18446744073709551615', '9223372036854775808']) {
+      const header = parse(`{"parameters":{"sequence_id":${id},"sequence_start":true,"priority":${id},"timeout":${id}},"inputs":[]}`);
+      const { request } = parseInferBody('m', '', header as Record<string, unknown>, Buffer.alloc(0), false);
+      assert.deepEqual(request.sequence, { id: BigInt(id), start: true, end: false });
+    }
+    for (const id of ['18446744073709551616', '-1', '-9223372036854775808']) {
+      const header = parse(`{"parameters":{"sequence_id":${id}},"inputs":[]}`) as Record<string, unknown>;
+      assert.throws(
+        () => parseInferBody('m', '', header, Buffer.alloc(0), false),
+        (e: Error) => /^Unable to parse 'sequence_id': attempt to access JSON non-string as string$/.test(e.message),
       );
     }
   });

@@ -1,3 +1,4 @@
+import { uptime } from 'node:os';
 import { ErrorCode, isPopefError } from '../../errors.js';
 import type { Tensor } from '../../run/plugin-api.js';
 import { byteLength } from '../../run/tensor.js';
@@ -178,7 +179,12 @@ export class SequenceScheduler implements Scheduler {
   private noteExpiry(backlog: Backlog, job: Job): void {
     const timeout = job.request.timeoutUs ?? 0;
     if (timeout === 0) return;
-    const at = job.enqueuedNs + timeout * 1000;
+    // Triton adds the timeout to now_us (steady_clock: microseconds since boot) in uint64: a sum past 2^64 wraps to a
+    // time already gone, so the backlog expires at once (a timeout of 2^64 - 1 is no wait at all). Only a timeout past
+    // 2^63 can wrap. The boot clock is read to the system's uptime (hundredths of a second): the boundary moves by a
+    // microsecond each microsecond, so no client can aim at it more closely than that.
+    const wraps = timeout >= 2 ** 63 && uptime() * 1e6 + timeout >= 2 ** 64;
+    const at = wraps ? job.enqueuedNs : job.enqueuedNs + timeout * 1000;
     backlog.expiresNs = backlog.expiresNs === 0 ? at : Math.min(backlog.expiresNs, at);
   }
 
