@@ -37,59 +37,41 @@ function platformBackendType(platform: string): string {
   return '';
 }
 
-/** A message type's fields in schema order, with their specs. */
-type FieldList = readonly (readonly [string, FieldSpec])[];
+/** Each message type's field names with their places in the schema, built once per thread. */
+const schemaPlaces = new Map<string, ReadonlyMap<string, number>>();
 
-const fieldLists = new Map<string, FieldList>();
-
-/** The fields of `type`, listed once per thread rather than once per message walked (issue 26). */
-function fieldsOf(type: string): FieldList {
-  let list = fieldLists.get(type);
-  if (list === undefined) {
-    list = Object.entries((MESSAGES as unknown as Record<string, Record<string, FieldSpec>>)[type] ?? {});
-    fieldLists.set(type, list);
+function placesOf(type: string): ReadonlyMap<string, number> {
+  let places = schemaPlaces.get(type);
+  if (places === undefined) {
+    places = new Map(Object.keys((MESSAGES as unknown as Record<string, Record<string, FieldSpec>>)[type] ?? {}).map((name, i) => [name, i]));
+    schemaPlaces.set(type, places);
   }
-  return list;
+  return places;
 }
 
 /**
- * Whether `message` holds a field or enum value the target does not know,
- * walking only the fields it holds: a config holds a handful of the
- * schema's fields, and most configs hold nothing newer, so this is all that
- * runs for them. newerThanTarget then walks the schema, to report in its
- * order.
+ * The schema fields `message` holds, in schema order (the order findings
+ * are reported in). Only what the message holds is visited: a config holds
+ * a handful of the schema's fields, and walking every field of the schema
+ * per message cost more than the rule's checks (issue 26).
  */
-function holdsNewer(type: string, message: Record<string, unknown>, target: string): boolean {
-  const fields = (MESSAGES as unknown as Record<string, Record<string, FieldSpec>>)[type] ?? {};
-  for (const name in message) {
-    const v = message[name];
-    const spec = fields[name];
-    if (v === undefined || spec === undefined) continue;
-    if (!knownIn(spec.since, target)) return true;
-    const isMessage = isMessageName(spec.t);
-    if (!isMessage && !isEnumName(spec.t)) continue;
-    const values = spec.repeated === true || spec.map !== undefined ? (v as unknown[]) : [v];
-    for (const item of values) {
-      if (spec.map !== undefined) {
-        if (isMessage && holdsNewer(spec.t, (item as { value: Record<string, unknown> }).value, target)) return true;
-      } else if (isMessage) {
-        if (holdsNewer(spec.t, item as Record<string, unknown>, target)) return true;
-      } else if (typeof item === 'string' && !knownIn(ENUM_VALUE_SINCE[`${spec.t}.${item}`], target)) {
-        return true;
-      }
-    }
-  }
-  return false;
+function heldFields(type: string, message: Record<string, unknown>): string[] {
+  const places = placesOf(type);
+  return Object.keys(message)
+    .filter((name) => message[name] !== undefined && places.has(name))
+    .sort((a, b) => (places.get(a) ?? 0) - (places.get(b) ?? 0));
 }
 
 /** Fields and enum values the target release does not know: its parser would fail on them. */
 function newerThanTarget(config: ModelConfig, target: string, configPath: string): RawFinding[] {
   const out: RawFinding[] = [];
-  if (target === 'latest' || !holdsNewer('inference.ModelConfig', config, target)) return out;
+  if (target === 'latest') return out;
   const walk = (type: string, message: Record<string, unknown>, path: string): void => {
-    for (const [name, spec] of fieldsOf(type)) {
+    const fields = (MESSAGES as unknown as Record<string, Record<string, FieldSpec>>)[type] ?? {};
+    for (const name of heldFields(type, message)) {
       const v = message[name];
-      if (v === undefined) continue;
+      const spec = fields[name];
+      if (spec === undefined) continue;
       const fieldPath = path === '' ? name : `${path}.${name}`;
       if (!knownIn(spec.since, target)) {
         const when = spec.since === 'unknown' ? 'in a release popef-toolkit does not record' : `in Triton ${spec.since}`;
