@@ -31,17 +31,17 @@ export function blobSizeFor(descriptorLength: number, payloadLength: number): nu
   return HEADER_SIZE + align(descriptorLength) + align(payloadLength);
 }
 
-export function hasMagic(bytes: Uint8Array): boolean {
-  return BLOB_MAGIC.every((b, i) => bytes[i] === b);
-}
-
 /**
- * Whether a file shorter than one blob header could be a PopEF file cut
- * short: it begins as the signature does (as much of it as there is).
- * Anything else is no PopEF at all, whatever its length.
+ * Whether `bytes` begin as the signature does, as much of it as they hold:
+ * a file shorter than one blob header that does could be a PopEF file cut
+ * short; anything else is no PopEF at all, whatever its length.
  */
 export function beginsAsMagic(bytes: Uint8Array): boolean {
   return bytes.subarray(0, BLOB_MAGIC.length).every((b, i) => BLOB_MAGIC[i] === b);
+}
+
+export function hasMagic(bytes: Uint8Array): boolean {
+  return bytes.byteLength >= BLOB_MAGIC.length && beginsAsMagic(bytes);
 }
 
 const NOT_OPEN_LAYOUT_HINT =
