@@ -57,9 +57,18 @@ function placesOf(type: string): ReadonlyMap<string, number> {
  */
 function heldFields(type: string, message: Record<string, unknown>): string[] {
   const places = placesOf(type);
-  return Object.keys(message)
-    .filter((name) => message[name] !== undefined && places.has(name))
-    .sort((a, b) => (places.get(a) ?? 0) - (places.get(b) ?? 0));
+  const held: string[] = [];
+  // Most configs are written in schema order: they are sorted only when they are not.
+  let inOrder = true;
+  let last = -1;
+  for (const name in message) {
+    const place = places.get(name);
+    if (place === undefined || message[name] === undefined) continue;
+    if (place < last) inOrder = false;
+    last = place;
+    held.push(name);
+  }
+  return inOrder ? held : held.sort((a, b) => (places.get(a) ?? 0) - (places.get(b) ?? 0));
 }
 
 /** Fields and enum values the target release does not know: its parser would fail on them. */
