@@ -6,6 +6,7 @@ import { ErrorCode, PopefError, ioError, isPopefError } from '../errors.js';
 import { configDifferences, type ConfigDifference } from './config-match.js';
 import type { ModelConfig } from './model-config.js';
 import { parsePbtxt } from './pbtxt-parser.js';
+import { isDirectory, selectVersions, versionVerdict, type VersionCandidate } from './repository/model-directory.js';
 
 /**
  * Lays out one model of a Triton repository:
@@ -190,8 +191,9 @@ export async function planScaffold(
   const versionExists = await exists(versionDir);
   const replaces = [...(fit !== undefined && !keepsConfig ? [configPath] : []), ...(versionExists ? [versionDir] : [])];
   if (options.force !== true) refuseReplacing(modelDir, replaces, versionExists, keepsConfig ? undefined : fit);
-  const notes = await versionPolicyNotes(modelDir, keepsConfig ? (fit.config ?? needed) : needed, version);
-  if (fit !== undefined && !keepsConfig) notes.push(...(await otherVersionsNote(modelDir, version)));
+  const onDisk = await versionsOnDisk(modelDir);
+  const notes = versionPolicyNotes(keepsConfig ? (fit.config ?? needed) : needed, version, onDisk);
+  if (fit !== undefined && !keepsConfig) notes.push(...otherVersionsNote(onDisk, version));
   return {
     repository,
     model,
@@ -238,15 +240,15 @@ async function fitOfExistingConfig(configPath: string, needed: ModelConfig, mode
   }
 }
 
-/** The numeric version directories of a model, as Triton finds them. */
-async function versionsOnDisk(modelDir: string): Promise<number[]> {
+/** The version directories of a model as Triton reads their names (model-directory.ts), listed once for both notes. */
+async function versionsOnDisk(modelDir: string): Promise<VersionCandidate[]> {
   const entries = await readdir(modelDir, { withFileTypes: true }).catch(() => []);
-  return entries.filter((e) => e.isDirectory() && /^\d+$/.test(e.name)).map((e) => Number(e.name));
+  return entries.filter((e) => isDirectory(join(modelDir, e.name), e)).map((e) => versionVerdict(e.name));
 }
 
 /** With force, a replaced config.pbtxt also serves the versions beside the new one: they were made for the old one. */
-async function otherVersionsNote(modelDir: string, version: number): Promise<ScaffoldNote[]> {
-  const others = (await versionsOnDisk(modelDir)).filter((v) => v !== version).sort((a, b) => a - b);
+function otherVersionsNote(onDisk: readonly VersionCandidate[], version: number): ScaffoldNote[] {
+  const others = [...new Set(onDisk.flatMap((c) => (c.version === undefined || c.version === version ? [] : [c.version])))].sort((a, b) => a - b);
   if (others.length === 0) return [];
   const list = `version${others.length === 1 ? '' : 's'} ${others.join(', ')}`;
   return [
@@ -259,17 +261,19 @@ async function otherVersionsNote(modelDir: string, version: number): Promise<Sca
 }
 
 /**
- * A note when the config the model will have does not serve the new version:
- * a specific policy that does not name it, or a latest policy (Triton's
- * default is latest 1) under which higher versions are served instead.
- * Not an error: a version may be staged before the policy is changed.
+ * A note when the config the model will have does not serve the new version,
+ * by the selection validate and serve make (selectVersions): a specific
+ * policy that does not name it, or a latest policy (Triton's default is
+ * latest 1) under which higher versions are served instead. Not an error: a
+ * version may be staged before the policy is changed.
  */
-async function versionPolicyNotes(modelDir: string, config: ModelConfig, version: number): Promise<ScaffoldNote[]> {
+function versionPolicyNotes(config: ModelConfig, version: number, onDisk: readonly VersionCandidate[]): ScaffoldNote[] {
   const policy = config.version_policy;
-  if (policy?.all !== undefined) return [];
+  const candidates = [...onDisk.filter((c) => c.version !== version), { dir: String(version), verdict: 'version' as const, version }];
+  const selected = selectVersions(candidates, policy);
+  if (selected.some((c) => c.version === version)) return [];
   if (policy?.specific !== undefined) {
     const named = (policy.specific.versions ?? []).map(Number);
-    if (named.includes(version)) return [];
     const list = named.length === 0 ? 'no version' : `only version${named.length === 1 ? '' : 's'} ${named.join(', ')}`;
     return [
       {
@@ -281,8 +285,7 @@ async function versionPolicyNotes(modelDir: string, config: ModelConfig, version
   // latest { num_versions } as written, or Triton's default when no policy is chosen.
   const latest = policy?.latest === undefined ? 1 : (policy.latest.num_versions ?? 0);
   if (latest < 1) return []; // validate reports a policy that serves nothing
-  const served = [...new Set([...(await versionsOnDisk(modelDir)), version])].sort((a, b) => b - a).slice(0, latest);
-  if (served.includes(version)) return [];
+  const served = [...new Set(selected.map((c) => c.version))];
   const here = `here version${served.length === 1 ? '' : 's'} ${served.join(', ')}`;
   const which =
     policy?.latest === undefined
