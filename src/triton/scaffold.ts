@@ -1,8 +1,9 @@
-import { copyFile, link, lstat, readFile, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, link, lstat, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join, relative } from 'node:path';
 import { makeDirectories, type MadeDirectories } from '../io/make-directories.js';
 import { deadStagings, removeStaleSiblings, tempSibling } from '../io/temp-names.js';
-import { ErrorCode, PopefError, ioError, isPopefError } from '../errors.js';
+import { ErrorCode, PopefError, ioError, isNotFound, isPopefError } from '../errors.js';
+import { FILE_LIMITS, readRegularText } from '../io/local-file.js';
 import { configDifferences, type ConfigDifference } from './config-match.js';
 import type { ModelConfig } from './model-config.js';
 import { parsePbtxt } from './pbtxt-parser.js';
@@ -225,11 +226,13 @@ function refuseReplacing(modelDir: string, replaces: readonly string[], versionE
 async function fitOfExistingConfig(configPath: string, needed: ModelConfig, model: string): Promise<ConfigFit | undefined> {
   let text: string;
   try {
-    text = await readFile(configPath, 'utf8');
+    // As every other reader of config.pbtxt reads it: a regular file, within the config limit.
+    text = await readRegularText(configPath, { what: 'config.pbtxt', limit: FILE_LIMITS.config });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (isNotFound(error)) return undefined;
+    if (!isPopefError(error)) throw error;
     // Unreadable is not absent: without force it is kept; with force it is replaced, as before.
-    return { differences: [], unreadable: ioError(error, configPath, 'read') };
+    return { differences: [], unreadable: error };
   }
   try {
     const config = parsePbtxt(text, { file: configPath }).message;

@@ -477,6 +477,18 @@ describe('popef scaffold: a new version beside others', () => {
     });
   });
 
+  it('refuses a config.pbtxt that cannot be read as a file, saying why, and changes nothing', async () => {
+    await inTempDir(async (dir) => {
+      const repo = join(dir, 'repo');
+      await mkdir(join(repo, 'mnist/config.pbtxt'), { recursive: true });
+      const before = await readdir(join(repo, 'mnist'));
+      const r = await runCli(add(repo, '--version', '2'));
+      assert.equal(r.code, 2, r.stdout);
+      assert.match(r.stderr, /config\.pbtxt already exists and cannot be read as a config \(.*it is a directory, not a regular file\)/);
+      assert.deepEqual(await readdir(join(repo, 'mnist')), before, 'nothing may be written');
+    });
+  });
+
   it('--force still replaces a config.pbtxt that differs, keeps version 1 and says it now serves it', async () => {
     await inTempDir(async (dir) => {
       const repo = join(dir, 'repo');
