@@ -1,5 +1,5 @@
 import type { ModelConfig } from './model-config.js';
-import { quote } from './pbtxt-printer.js';
+import { quote, scalarText } from './pbtxt-printer.js';
 import { ENUMS, fieldsOf, isEnumName, isMessageName, type FieldSpec, type MessageName } from './schema.js';
 
 /**
@@ -46,12 +46,6 @@ function defaultOf(t: string): unknown {
   return 0;
 }
 
-/** A scalar or enum as config.pbtxt writes it; numbers and bigints of the same value print the same, so they compare equal. */
-function showScalar(value: unknown, t: string): string {
-  if (typeof value === 'string' && t === 'string') return quote(value);
-  return String(value);
-}
-
 /** A value of a field as config.pbtxt writes it, on one line. */
 function show(value: unknown, spec: FieldSpec): string {
   if (value === undefined) return UNSET;
@@ -60,7 +54,7 @@ function show(value: unknown, spec: FieldSpec): string {
 }
 
 function showOne(value: unknown, t: string): string {
-  if (!isMessageName(t) || !isPlain(value)) return showScalar(value, t);
+  if (!isMessageName(t) || !isPlain(value)) return scalarText(t, value);
   const parts = Object.entries(fieldsOf(t)).flatMap(([key, spec]) => (value[key] === undefined ? [] : [`${key}: ${show(value[key], spec)}`]));
   return parts.length === 0 ? '{ }' : `{ ${parts.join(' ')} }`;
 }
@@ -86,7 +80,7 @@ function compareField(out: ConfigDifference[], field: string, spec: FieldSpec, e
     return;
   }
   const fallback = defaultOf(spec.t);
-  if (showScalar(existing ?? fallback, spec.t) !== showScalar(needed ?? fallback, spec.t)) differ(out, field, spec, existing, needed);
+  if (scalarText(spec.t, existing ?? fallback) !== scalarText(spec.t, needed ?? fallback)) differ(out, field, spec, existing, needed);
 }
 
 function compareList(out: ConfigDifference[], field: string, spec: FieldSpec, existing: unknown, needed: unknown): void {

@@ -82,7 +82,8 @@ export function quote(value: string): string {
   return `${Buffer.from(out, 'latin1').toString('utf8')}"`;
 }
 
-function scalarText(t: string, v: unknown): string {
+/** A scalar or enum value of type `t` as text format writes it. */
+export function scalarText(t: string, v: unknown): string {
   if (isEnumName(t)) return typeof v === 'string' ? v : String(v);
   if (t === 'string') return quote(String(v));
   if (t === 'bool') return v === true ? 'true' : 'false';
