@@ -11,12 +11,9 @@
 // queue delay).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cp, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
-import { tempDir } from '../helpers.js';
-import { scaffoldMnist, serveCli, type Serving } from './serving.js';
+import { findTritonServer, type RunningTriton } from '../triton/oracle/tritonserver.js';
+import { addMnistVariants, serveBesideTriton, type BesideTriton, type Serving } from './serving.js';
 
 const triton = findTritonServer();
 const hasCc = spawnSync('cc', ['--version']).status === 0;
@@ -119,30 +116,14 @@ const CASES: [string, string, Arrival[]][] = [
 describe('the dynamic batcher matches the real Triton server', { skip: process.env.CI === 'true' ? false : missing }, () => {
   let ours: Serving;
   let theirs: RunningTriton;
-  let cleanup: () => Promise<void>;
+  let both: BesideTriton | undefined;
 
   before(async () => {
-    const temp = await tempDir();
-    cleanup = temp.cleanup;
-    const repo = await scaffoldMnist(temp.dir);
-    const base = await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8');
-    for (const [name, { maxBatchSize, batching }] of Object.entries(MODELS)) {
-      await cp(join(repo, 'mnist'), join(repo, name), { recursive: true });
-      const config = base.replace('name: "mnist"', `name: "${name}"`).replace('max_batch_size: 1', `max_batch_size: ${maxBatchSize}`);
-      await writeFile(join(repo, name, 'config.pbtxt'), `${config}\n${batching}\n`);
-    }
-    const backends = join(temp.dir, 'backends');
-    await buildStandInBackends(backends, ['poplar']);
-    theirs = await startTriton(triton ?? '', repo, backends, 120_000);
-    ours = await serveCli(repo);
+    both = await serveBesideTriton(triton, { timeoutMs: 120_000, prepare: (_, repo) => addMnistVariants(repo, MODELS) });
+    ({ ours, theirs } = both);
   });
 
-  after(async () => {
-    ours.child.kill('SIGKILL');
-    await ours.exited;
-    await theirs.stop();
-    await cleanup();
-  });
+  after(() => both?.stop());
 
   for (const [model, title, arrivals] of CASES) {
     it(`${model}: ${title}`, { timeout: 60_000 }, async () => {
