@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { findTritonServer, type RunningTriton } from '../triton/oracle/tritonserver.js';
-import { addMnistVariants, serveBesideTriton, type BesideTriton, type Serving } from './serving.js';
+import { addMnistVariants, batchStats, serveBesideTriton, type BesideTriton, type Serving } from './serving.js';
 
 const triton = findTritonServer();
 const hasCc = spawnSync('cc', ['--version']).status === 0;
@@ -73,27 +73,6 @@ async function play(port: number, model: string, arrivals: readonly Arrival[]): 
       return [res.status, json.error ?? 'ok'] as [number, string];
     }),
   );
-}
-
-interface ModelStatsJson {
-  inference_count: number;
-  execution_count: number;
-  inference_stats: { success: { count: number }; fail: { count: number } };
-  batch_stats: { batch_size: number; compute_infer: { count: number } }[];
-}
-
-/** The deterministic part of a model's statistics. */
-async function batchStats(port: number, model: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/stats`);
-  const s = ((await res.json()) as { model_stats: ModelStatsJson[] }).model_stats[0];
-  assert.ok(s !== undefined);
-  return {
-    inference_count: s.inference_count,
-    execution_count: s.execution_count,
-    success: s.inference_stats.success.count,
-    fail: s.inference_stats.fail.count,
-    batches: s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
-  };
 }
 
 const every = (n: number, ms: number, from = 0): Arrival[] => Array.from({ length: n }, (_, i) => ({ at: from + i * ms }));

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { findTritonServer, type RunningTriton } from '../triton/oracle/tritonserver.js';
 import { ROOT } from '../helpers.js';
-import { addMnistVariants, serveBesideTriton, type BesideTriton, type Serving } from './serving.js';
+import { addMnistVariants, batchStats as stats, serveBesideTriton, type BesideTriton, type Serving } from './serving.js';
 
 const triton = findTritonServer();
 const hasCc = spawnSync('cc', ['--version']).status === 0;
@@ -112,26 +112,6 @@ async function play(port: number, model: string, steps: readonly Step[]): Promis
     last = at;
   }
   return { answers, order: order.map((g) => g.sort((a, b) => a - b)) };
-}
-
-interface ModelStatsJson {
-  inference_count: number;
-  execution_count: number;
-  inference_stats: { success: { count: number }; fail: { count: number } };
-  batch_stats: { batch_size: number; compute_infer: { count: number } }[];
-}
-
-async function stats(port: number, model: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/stats`);
-  const s = ((await res.json()) as { model_stats: ModelStatsJson[] }).model_stats[0];
-  assert.ok(s !== undefined);
-  return {
-    inference_count: s.inference_count,
-    execution_count: s.execution_count,
-    success: s.inference_stats.success.count,
-    fail: s.inference_stats.fail.count,
-    batches: s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
-  };
 }
 
 const seqStart = (id: number | string, at: number, end = false): Step => ({

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { ExecutionPlugin } from '../../src/run/plugin-api.js';
 import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
 import { buildStandInBackends, linkPythonBackend, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
 
@@ -158,4 +159,35 @@ export async function serveBesideTriton(triton: string | undefined, options: Bes
     await stop();
     throw error;
   }
+}
+
+interface ModelStatsJson {
+  inference_count: number;
+  execution_count: number;
+  inference_stats: { success: { count: number }; fail: { count: number } };
+  batch_stats: { batch_size: number; compute_infer: { count: number } }[];
+}
+
+/** The deterministic part of a model's statistics (GET /v2/models/MODEL/stats): counts, successes, failures, batch sizes executed. */
+export async function batchStats(port: number, model: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/stats`);
+  const s = ((await res.json()) as { model_stats: ModelStatsJson[] }).model_stats[0];
+  assert.ok(s !== undefined);
+  return {
+    inference_count: s.inference_count,
+    execution_count: s.execution_count,
+    success: s.inference_stats.success.count,
+    fail: s.inference_stats.fail.count,
+    batches: s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
+  };
+}
+
+/** The plugin of a scheduler test's instance double: its model is given directly, so the plugin opens nothing. */
+export function pluginDouble(): ExecutionPlugin {
+  return {
+    name: 'double',
+    probe: () => Promise.resolve({ available: true }),
+    open: () => Promise.reject(new Error('unused')),
+    dispose: () => Promise.resolve(),
+  };
 }
