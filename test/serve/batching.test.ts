@@ -10,19 +10,12 @@
 // scheduling jitter (requests that may join a batch arrive well inside its
 // queue delay).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { findTritonServer, type RunningTriton } from '../triton/oracle/tritonserver.js';
+import { findTritonServer, whyNoTritonOracle, type RunningTriton } from '../triton/oracle/tritonserver.js';
 import { addMnistVariants, batchStats, serveBesideTriton, type BesideTriton, type Serving } from './serving.js';
 
 const triton = findTritonServer();
-const hasCc = spawnSync('cc', ['--version']).status === 0;
-const missing =
-  triton === undefined
-    ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)'
-    : !hasCc
-      ? 'no C compiler for the stand-in backend'
-      : undefined;
+const missing = whyNoTritonOracle(triton);
 
 /** Model name -> what its config adds to the scaffolded MNIST config. */
 const MODELS: Record<string, { maxBatchSize: number; batching: string }> = {

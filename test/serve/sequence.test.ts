@@ -12,18 +12,12 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { findTritonServer, type RunningTriton } from '../triton/oracle/tritonserver.js';
+import { findTritonServer, whyNoTritonOracle, type RunningTriton } from '../triton/oracle/tritonserver.js';
 import { ROOT } from '../helpers.js';
 import { addMnistVariants, batchStats as stats, serveBesideTriton, type BesideTriton, type Serving } from './serving.js';
 
 const triton = findTritonServer();
-const hasCc = spawnSync('cc', ['--version']).status === 0;
-const missing =
-  triton === undefined
-    ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)'
-    : !hasCc
-      ? 'no C compiler for the stand-in backend'
-      : undefined;
+const missing = whyNoTritonOracle(triton);
 
 const PYTHON = join(ROOT, '.venv', 'bin', 'python');
 const hasClient = existsSync(PYTHON) && spawnSync(PYTHON, ['-c', 'import tritonclient.grpc, tritonclient.http']).status === 0;
