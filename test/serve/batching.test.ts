@@ -10,22 +10,12 @@
 // scheduling jitter (requests that may join a batch arrive well inside its
 // queue delay).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { cp, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
-import { tempDir } from '../helpers.js';
-import { scaffoldMnist, serveCli, type Serving } from './serving.js';
+import { findTritonServer, whyNoTritonOracle, type RunningTriton } from '../triton/oracle/tritonserver.js';
+import { addMnistVariants, batchStats, serveBesideTriton, type BesideTriton, type Serving } from './serving.js';
 
 const triton = findTritonServer();
-const hasCc = spawnSync('cc', ['--version']).status === 0;
-const missing =
-  triton === undefined
-    ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)'
-    : !hasCc
-      ? 'no C compiler for the stand-in backend'
-      : undefined;
+const missing = whyNoTritonOracle(triton);
 
 /** Model name -> what its config adds to the scaffolded MNIST config. */
 const MODELS: Record<string, { maxBatchSize: number; batching: string }> = {
@@ -78,27 +68,6 @@ async function play(port: number, model: string, arrivals: readonly Arrival[]): 
   );
 }
 
-interface ModelStatsJson {
-  inference_count: number;
-  execution_count: number;
-  inference_stats: { success: { count: number }; fail: { count: number } };
-  batch_stats: { batch_size: number; compute_infer: { count: number } }[];
-}
-
-/** The deterministic part of a model's statistics. */
-async function batchStats(port: number, model: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/stats`);
-  const s = ((await res.json()) as { model_stats: ModelStatsJson[] }).model_stats[0];
-  assert.ok(s !== undefined);
-  return {
-    inference_count: s.inference_count,
-    execution_count: s.execution_count,
-    success: s.inference_stats.success.count,
-    fail: s.inference_stats.fail.count,
-    batches: s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
-  };
-}
-
 const every = (n: number, ms: number, from = 0): Arrival[] => Array.from({ length: n }, (_, i) => ({ at: from + i * ms }));
 
 /** Model -> arrival pattern, and what is expected of both servers (checked against Triton too, so a changed Triton is noticed). */
@@ -119,30 +88,14 @@ const CASES: [string, string, Arrival[]][] = [
 describe('the dynamic batcher matches the real Triton server', { skip: process.env.CI === 'true' ? false : missing }, () => {
   let ours: Serving;
   let theirs: RunningTriton;
-  let cleanup: () => Promise<void>;
+  let both: BesideTriton | undefined;
 
   before(async () => {
-    const temp = await tempDir();
-    cleanup = temp.cleanup;
-    const repo = await scaffoldMnist(temp.dir);
-    const base = await readFile(join(repo, 'mnist', 'config.pbtxt'), 'utf8');
-    for (const [name, { maxBatchSize, batching }] of Object.entries(MODELS)) {
-      await cp(join(repo, 'mnist'), join(repo, name), { recursive: true });
-      const config = base.replace('name: "mnist"', `name: "${name}"`).replace('max_batch_size: 1', `max_batch_size: ${maxBatchSize}`);
-      await writeFile(join(repo, name, 'config.pbtxt'), `${config}\n${batching}\n`);
-    }
-    const backends = join(temp.dir, 'backends');
-    await buildStandInBackends(backends, ['poplar']);
-    theirs = await startTriton(triton ?? '', repo, backends, 120_000);
-    ours = await serveCli(repo);
+    both = await serveBesideTriton(triton, { timeoutMs: 120_000, prepare: (_, repo) => addMnistVariants(repo, MODELS) });
+    ({ ours, theirs } = both);
   });
 
-  after(async () => {
-    ours.child.kill('SIGKILL');
-    await ours.exited;
-    await theirs.stop();
-    await cleanup();
-  });
+  after(() => both?.stop());
 
   for (const [model, title, arrivals] of CASES) {
     it(`${model}: ${title}`, { timeout: 60_000 }, async () => {

@@ -13,9 +13,9 @@ import { cp, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseTritonJson, jsonNumber, writeDouble } from '../../src/serve/triton-json.js';
-import { buildStandInBackends, findTritonServer, linkPythonBackend, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
-import { ROOT, tempDir } from '../helpers.js';
-import { scaffoldMnist, serveCli, type Serving } from './serving.js';
+import { findTritonServer, type RunningTriton } from '../triton/oracle/tritonserver.js';
+import { ROOT } from '../helpers.js';
+import { PYTHON_IDENTITY_MODEL, postText as post, serveBesideTriton, type BesideTriton, type Serving } from './serving.js';
 
 const PYTHON = join(ROOT, '.venv', 'bin', 'python');
 const triton = findTritonServer();
@@ -30,14 +30,6 @@ const skip =
 function mnistBody(token: string): string {
   return `{"inputs":[{"name":"digit_image","datatype":"FP32","shape":[1,1,28,28],"data":[${token}${',0'.repeat(783)}]}]}`;
 }
-
-const IDENTITY_MODEL = `import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        return [pb_utils.InferenceResponse([pb_utils.Tensor("y", pb_utils.get_input_tensor_by_name(r, "x").as_numpy())]) for r in requests]
-`;
 
 /** The text of each element of the first output's `data` array in an answer, as written. */
 function dataTokens(answer: string): string[] {
@@ -58,38 +50,30 @@ function bits(v: number): string {
 describe('JSON numbers, popef serve beside the real Triton server', { skip }, () => {
   let ours: Serving;
   let theirs: RunningTriton;
-  let cleanup: () => Promise<void>;
+  let both: BesideTriton | undefined;
 
   before(async () => {
-    const temp = await tempDir();
-    cleanup = temp.cleanup;
-    const repo = await scaffoldMnist(temp.dir);
-    const tritonRepo = join(temp.dir, 'triton-models');
-    await cp(repo, tritonRepo, { recursive: true });
-    await mkdir(join(tritonRepo, 'identity', '1'), { recursive: true });
-    await writeFile(join(tritonRepo, 'identity', '1', 'model.py'), IDENTITY_MODEL);
-    await writeFile(
-      join(tritonRepo, 'identity', 'config.pbtxt'),
-      'name: "identity"\nbackend: "python"\nmax_batch_size: 0\ninput [{ name: "x" data_type: TYPE_FP64 dims: [-1] }]\noutput [{ name: "y" data_type: TYPE_FP64 dims: [-1] }]\ninstance_group [{ kind: KIND_CPU count: 1 }]\n',
-    );
-    const backends = join(temp.dir, 'backends');
-    await buildStandInBackends(backends, ['poplar']);
-    await linkPythonBackend(backends);
-    [theirs, ours] = await Promise.all([startTriton(triton ?? '', tritonRepo, backends, 180_000), serveCli(repo)]);
+    both = await serveBesideTriton(triton, {
+      timeoutMs: 180_000,
+      pythonBackend: true,
+      together: true,
+      prepare: async (dir, repo) => {
+        const tritonRepo = join(dir, 'triton-models');
+        await cp(repo, tritonRepo, { recursive: true });
+        await mkdir(join(tritonRepo, 'identity', '1'), { recursive: true });
+        await writeFile(join(tritonRepo, 'identity', '1', 'model.py'), PYTHON_IDENTITY_MODEL);
+        await writeFile(
+          join(tritonRepo, 'identity', 'config.pbtxt'),
+          'name: "identity"\nbackend: "python"\nmax_batch_size: 0\ninput [{ name: "x" data_type: TYPE_FP64 dims: [-1] }]\noutput [{ name: "y" data_type: TYPE_FP64 dims: [-1] }]\ninstance_group [{ kind: KIND_CPU count: 1 }]\n',
+        );
+        return tritonRepo;
+      },
+    });
+    ({ ours, theirs } = both);
     assert.equal((await theirs.ask('/v2/models/identity/ready')).status, 200, theirs.log());
   });
 
-  after(async () => {
-    ours.child.kill('SIGKILL');
-    await ours.exited;
-    await theirs.stop();
-    await cleanup();
-  });
-
-  const post = async (port: number, path: string, body: string): Promise<[number, string]> => {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', body });
-    return [res.status, await res.text()];
-  };
+  after(() => both?.stop());
 
   it("refuses 1e400 and other literals as Triton's parser does: the same status, message and offset", async () => {
     const bodies = [

@@ -12,6 +12,7 @@ import { RequestError } from '../../src/serve/status.js';
 import { InstanceSet, type StartedInstance } from '../../src/serve/scheduler/instances.js';
 import { ModelScheduler } from '../../src/serve/scheduler/model-scheduler.js';
 import { emptyStats } from '../../src/serve/scheduler/model-stats.js';
+import { pluginDouble } from './serving.js';
 
 interface Item extends Queued {
   readonly id: string;
@@ -173,12 +174,7 @@ describe('ModelScheduler', () => {
   /** Two instances of a plugin double whose runs take as long as the first input value says (ms); it records the order runs finish in. */
   function setup(config: ModelConfig, finished: number[]): ModelScheduler {
     const opened = (): StartedInstance => ({
-      plugin: {
-        name: 'double',
-        probe: () => Promise.resolve({ available: true }),
-        open: () => Promise.reject(new Error('unused')),
-        dispose: () => Promise.resolve(),
-      },
+      plugin: pluginDouble(),
       model: {
         inputs: [{ name: 'x', dtype: 'F32', shape: [1, 1] }],
         outputs: [{ name: 'y', dtype: 'F32', shape: [1, 1] }],

@@ -16,6 +16,7 @@ import { SequenceScheduler } from '../../src/serve/scheduler/sequence-scheduler.
 import { directBatch, Slot, type Job } from '../../src/serve/scheduler/sequence-slots.js';
 import { RequestError } from '../../src/serve/status.js';
 import type { ModelConfig } from '../../src/triton/model-config.js';
+import { pluginDouble } from './serving.js';
 
 /** A run as the double saw it: each input's values, by anchor. */
 type Run = Record<string, number[] | bigint[]>;
@@ -68,12 +69,7 @@ function setup(config: ModelConfig, instances = 1, ms = 5): Setup {
   let now = 0;
   let peak = 0;
   const opened = (): StartedInstance => ({
-    plugin: {
-      name: 'double',
-      probe: () => Promise.resolve({ available: true }),
-      open: () => Promise.reject(new Error('unused')),
-      dispose: () => Promise.resolve(),
-    },
+    plugin: pluginDouble(),
     model: {
       inputs: specs,
       outputs: [{ name: 'y', dtype: 'F32', shape: batched ? [1, 1] : [1] }],

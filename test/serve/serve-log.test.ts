@@ -168,6 +168,8 @@ describe('popef serve on a model whose PopEF it cannot read', () => {
           reason: string;
         }[];
         assert.doesNotMatch(index[0]?.reason ?? '', /hint/);
+        // The model is listed with a reason (else the line above would pass on nothing).
+        assert.ok(index.length === 1 && typeof index[0]?.reason === 'string' && index[0].reason !== '', JSON.stringify(index));
       } finally {
         server.child.kill('SIGKILL');
         await server.exited;

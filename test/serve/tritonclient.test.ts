@@ -15,7 +15,7 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { buildStandInBackends, findTritonServer, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
+import { buildStandInBackends, findTritonServer, whyNoTritonOracle, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
 import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
 import { scaffoldMnist, serveCli, type Serving } from './serving.js';
 
@@ -125,14 +125,7 @@ describe("the walkthrough's tritonclient program against popef serve", { skip: p
 });
 
 const triton = findTritonServer();
-const hasCc = spawnSync('cc', ['--version']).status === 0;
-const noTriton =
-  missing ??
-  (triton === undefined
-    ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)'
-    : !hasCc
-      ? 'no C compiler for the stand-in backend'
-      : undefined);
+const noTriton = missing ?? whyNoTritonOracle(triton);
 
 /** One JSON input of the MNIST image, all zeros, under a name. */
 function json784(name: string): string {

@@ -39,6 +39,8 @@ describe('models without config.pbtxt, one of them moved aside by an interrupted
       for (const [i, message] of missing.entries())
         if (i !== 7) assert.match(message ?? '', /has no config\.pbtxt: Triton auto-completes/, `model ${i}`);
       // Once to find the models (validate.ts), once for the moved-aside configs.
+      // The mock saw the root listed at all (else the bound below would hold of a listing it cannot see).
+      assert.ok(listed.includes(repo), `readdirSync never listed the root: ${JSON.stringify(listed.slice(0, 5))}`);
       assert.ok(listed.filter((p) => p === repo).length <= 2, `the root was listed ${listed.filter((p) => p === repo).length} times`);
     });
   });

@@ -4,7 +4,6 @@
 // model by model, Triton refuses <=> popef validate reports an error of a
 // rule that mirrors Triton, and Triton's message is among ours.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
@@ -15,6 +14,7 @@ import { buildCorpus, type CorpusModel } from './oracle/corpus.js';
 import {
   buildStandInBackends,
   findTritonServer,
+  whyNoTritonOracle,
   loadInTriton,
   loadInTritonDespiteCrashes,
   releaseOf,
@@ -29,13 +29,7 @@ import {
 const KNOWN_DISAGREEMENTS: Readonly<Record<string, string>> = {};
 
 const binary = findTritonServer();
-const hasCc = spawnSync('cc', ['--version']).status === 0;
-const unavailable =
-  binary === undefined
-    ? 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)'
-    : !hasCc
-      ? 'no C compiler for the stand-in backend'
-      : undefined;
+const unavailable = whyNoTritonOracle(binary);
 
 interface Row {
   agree: number;

@@ -34,6 +34,16 @@ export function findTritonServer(): string | undefined {
 }
 
 /**
+ * Why the real server cannot be this machine's oracle: no tritonserver, or no
+ * C compiler for the stand-in backend; undefined when it can.
+ */
+export function whyNoTritonOracle(binary: string | undefined): string | undefined {
+  if (binary === undefined) return 'tritonserver is not installed (.ci/run installs nvidia-pytriton into .venv)';
+  if (spawnSync('cc', ['--version']).status !== 0) return 'no C compiler for the stand-in backend';
+  return undefined;
+}
+
+/**
  * Compiles the stand-in backend (or another C source, such as the QA tests'
  * computing one) as `<dir>/<name>/libtriton_<name>.so` for each backend name.
  */
