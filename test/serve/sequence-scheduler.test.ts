@@ -282,6 +282,24 @@ describe('SequenceScheduler', () => {
     assert.throws(() => void scheduler.enqueue(request(4, seq(3n))), /must specify the START flag/);
   });
 
+  it("a batch the plugin fails rejects its requests with the plugin's error and counts them as failures", async () => {
+    const { scheduler, stats } = setup({ name: 'm', max_batch_size: 1, sequence_batching: {} });
+    const failing: StartedInstance = {
+      plugin: {
+        name: 'double',
+        probe: () => Promise.resolve({ available: true }),
+        open: () => Promise.reject(new Error('unused')),
+        dispose: () => Promise.resolve(),
+      },
+      model: { inputs: [], outputs: [], run: () => Promise.reject(new Error('the run failed')), close: () => Promise.resolve() },
+    };
+    scheduler.attach(
+      new InstanceSet([failing], { model: 'm', start: () => Promise.resolve(failing), onChange: () => undefined, onAllDown: () => undefined }),
+    );
+    await assert.rejects(scheduler.enqueue(request(1, seq(1n, true))), /the run failed/);
+    assert.deepEqual([stats.fail.count, stats.success.count, scheduler.executing], [1, 0, 0]);
+  });
+
   it("a backlogged sequence past its request timeout is refused with Triton's message", async () => {
     const { scheduler } = setup({ name: 'm', max_batch_size: 1, sequence_batching: {} }, 1, 5);
     await scheduler.enqueue(request(1, seq(1n, true)));

@@ -232,7 +232,8 @@ export class SequenceScheduler implements Scheduler {
     }
   }
 
-  private fail(jobs: readonly Job[], error: RequestError): void {
+  /** Counts the jobs as failures and rejects them with the error (a RequestError of the scheduler's, or the plugin's own). */
+  private fail(jobs: readonly Job[], error: unknown): void {
     const now = monotonicNs();
     for (const job of jobs) {
       recordFailure(this.options.stats, job.enqueuedNs, now);
@@ -370,11 +371,7 @@ export class SequenceScheduler implements Scheduler {
       });
     } catch (error) {
       if (isPopefError(error) && (error.code === ErrorCode.Plugin || error.code === ErrorCode.Timeout)) this.instances?.fail(instance, error.message);
-      const now = monotonicNs();
-      for (const job of jobs) {
-        recordFailure(this.options.stats, job.enqueuedNs, now);
-        job.reject(error);
-      }
+      this.fail(jobs, error);
     } finally {
       instance.busy -= 1;
       this.running -= 1;
