@@ -466,6 +466,8 @@ export class SequenceScheduler implements Scheduler {
   }
 
   private notifyIdle(): void {
+    // pending walks every slot, backlog and batcher queue: counted only when someone waits (pump calls this for every request and answer).
+    if (this.idleWaiters.length === 0) return;
     if (this.pending === 0 && this.running === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
