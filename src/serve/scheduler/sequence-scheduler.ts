@@ -1,6 +1,7 @@
 import { uptime } from 'node:os';
 import { ErrorCode, isPopefError } from '../../errors.js';
 import type { Tensor } from '../../run/plugin-api.js';
+import { NO_SEQUENCE } from '../infer-request.js';
 import { byteLength } from '../../run/tensor.js';
 import { RequestError, invalidArg } from '../status.js';
 import { assembleRuns, splitOutputs, type BatchLayout } from './batch-tensors.js';
@@ -108,7 +109,7 @@ export class SequenceScheduler implements Scheduler {
 
   enqueue(request: ScheduledRequest): Promise<ReadonlyMap<string, Tensor>> {
     const model = this.options.modelName;
-    const sequence = request.sequence ?? { id: 0n, start: false, end: false };
+    const sequence = request.sequence ?? NO_SEQUENCE;
     if (this.stopped !== undefined)
       throw new RequestError('UNAVAILABLE', this.stopped === STOPPING ? `${request.logPrefix}${STOPPING}` : this.stopped);
     // SequenceBatchScheduler::Enqueue, in its order.
