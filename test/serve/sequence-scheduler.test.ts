@@ -335,6 +335,20 @@ describe('SequenceScheduler', () => {
     assert.equal(settingsOf({ max_batch_size: 4, sequence_batching: { oldest: {} } }).oldest?.candidates, 4);
   });
 
+  it('a START, END or READY control without two false/true values is refused at load', () => {
+    for (const control of [
+      { kind: 'CONTROL_SEQUENCE_START' as const },
+      { kind: 'CONTROL_SEQUENCE_READY' as const, int32_false_true: [0] },
+      { kind: 'CONTROL_SEQUENCE_END' as const, bool_false_true: [false, true, true] },
+    ]) {
+      const refused = sequenceSettings({ name: 'm', sequence_batching: { control_input: [{ name: 'c', control: [control] }] } });
+      assert.equal(
+        refused,
+        `popef serve does not implement a ${control.kind} control without two false/true values of Triton's sequence batcher (model 'm')`,
+      );
+    }
+  });
+
   it('the parts of the sequence batcher not implemented are refused at load, by name', () => {
     const cases: [ModelConfig, RegExp][] = [
       [{ name: 'm', sequence_batching: { state: [{ input_name: 'a', output_name: 'b' }] } }, /does not implement implicit state/],
