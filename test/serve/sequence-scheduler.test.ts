@@ -313,6 +313,20 @@ describe('SequenceScheduler', () => {
     scheduler.close();
   });
 
+  it('stop fails what waits in a slot and in the backlog with its message, lets the running batch finish, and refuses new requests', async () => {
+    const { scheduler, stats } = setup({ name: 'm', max_batch_size: 0, sequence_batching: {} }, 1, 30);
+    const running = scheduler.enqueue(request(1, seq(1n, true), false));
+    const queued = scheduler.enqueue(request(2, seq(1n), false));
+    const backlogged = scheduler.enqueue(request(3, seq(2n, true), false));
+    scheduler.stop('the model is unloading');
+    const unavailable = (e: unknown): boolean => e instanceof RequestError && e.status === 'UNAVAILABLE' && e.message === 'the model is unloading';
+    await Promise.all([assert.rejects(queued, unavailable), assert.rejects(backlogged, unavailable)]);
+    await running;
+    assert.throws(() => void scheduler.enqueue(request(4, seq(3n, true), false)), unavailable);
+    assert.deepEqual([stats.fail.count, scheduler.pending], [2, 0]);
+    scheduler.close();
+  });
+
   it('oldest: requests of several sequences batch together, a sequence still one request at a time', async () => {
     const { scheduler, runs, stats } = setup({ name: 'm', max_batch_size: 4, sequence_batching: { oldest: { max_candidate_sequences: 3 } } }, 1, 20);
     // Three starts: the first runs alone (the instance was free, no delay); the next two join one batch while it runs.
