@@ -45,6 +45,11 @@ export interface SequenceSchedulerOptions {
   readonly stats: ModelStats;
 }
 
+/** Empties the slot's queue: the requests in it (the reaper's marks dropped). */
+function takeJobs(slot: Slot): Job[] {
+  return slot.queue.splice(0).filter((e): e is Job => e !== 'released');
+}
+
 export class SequenceScheduler implements Scheduler {
   private readonly options: SequenceSchedulerOptions;
   private instances: InstanceSet | undefined;
@@ -215,10 +220,7 @@ export class SequenceScheduler implements Scheduler {
     }
     slot.bound = undefined;
     // What is left in the slot after its sequence ended was cancelled with it.
-    this.fail(
-      slot.queue.splice(0).filter((e): e is Job => e !== 'released'),
-      new RequestError('CANCELLED', 'Request was cancelled'),
-    );
+    this.fail(takeJobs(slot), new RequestError('CANCELLED', 'Request was cancelled'));
     while (this.backlogs.length > 0 && this.serves(slot)) {
       const backlog = this.backlogs.shift() as Backlog;
       if (backlog.jobs.some((j) => j.request.signal?.aborted === true)) {
@@ -438,10 +440,7 @@ export class SequenceScheduler implements Scheduler {
     const error = new RequestError('UNAVAILABLE', message);
     for (const slots of this.slots)
       for (const slot of slots) {
-        this.fail(
-          slot.queue.splice(0).filter((e): e is Job => e !== 'released'),
-          error,
-        );
+        this.fail(takeJobs(slot), error);
         slot.bound = undefined;
       }
     for (const b of this.backlogs.splice(0)) this.fail(b.jobs, error);
