@@ -5,7 +5,7 @@ import { NO_SEQUENCE } from '../infer-request.js';
 import { byteLength } from '../../run/tensor.js';
 import { RequestError, invalidArg } from '../status.js';
 import { assembleRuns, splitOutputs, type BatchLayout } from './batch-tensors.js';
-import type { Instance, InstanceSet } from './instances.js';
+import type { Instance, InstanceSet, StartedInstance } from './instances.js';
 import { defaultSchedulerSettings, runAll, STOPPING, type ScheduledRequest, type Scheduler } from './model-scheduler.js';
 import { recordExecution, recordFailure, recordSuccess, type ModelStats } from './model-stats.js';
 import { chooseBatch } from './dynamic-batcher.js';
@@ -262,10 +262,11 @@ export class SequenceScheduler implements Scheduler {
       }
     this.expireBacklogs(monotonicNs());
     instances.forEach((instance, i) => {
-      if (instance.state !== 'ready' || instance.busy > 0 || instance.current === undefined) return;
+      const current = instance.current;
+      if (instance.state !== 'ready' || instance.busy > 0 || current === undefined) return;
       if (this.batching === undefined) {
         const batch = this.formBatch(this.slots[i] ?? []);
-        if (batch !== undefined) void this.execute(instance, batch);
+        if (batch !== undefined) void this.execute(instance, current, batch);
         return;
       }
       const taken = this.oldestBatch(i);
@@ -273,6 +274,7 @@ export class SequenceScheduler implements Scheduler {
       if (taken !== undefined)
         void this.execute(
           instance,
+          current,
           taken.map((c) => c.job),
           () => {
             for (const c of taken) c.slot.inFlight = false;
@@ -343,16 +345,13 @@ export class SequenceScheduler implements Scheduler {
     return new Map([...job.request.tensors, ...controls]);
   }
 
-  /** Runs the batch on the instance; `done` is called once it has been answered, before the next look at the queues. */
-  private async execute(instance: Instance, batch: readonly (Job | undefined)[], done?: () => void): Promise<void> {
+  /**
+   * Runs the batch on the instance's current plugin model (pump hands it over
+   * from the instance it found ready); `done` is called once it has been
+   * answered, before the next look at the queues.
+   */
+  private async execute(instance: Instance, current: StartedInstance, batch: readonly (Job | undefined)[], done?: () => void): Promise<void> {
     const jobs = batch.filter((j): j is Job => j !== undefined);
-    const current = instance.current;
-    // (pump hands batches to ready instances only; were it otherwise, the batch would fail rather than hang.)
-    if (current === undefined) {
-      this.fail(jobs, new RequestError('UNAVAILABLE', 'the instance is restarting'));
-      done?.();
-      return;
-    }
     instance.busy += 1;
     this.running += 1;
     const rows = batch.map(() => 1);
