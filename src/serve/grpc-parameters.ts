@@ -1,5 +1,5 @@
 import { toInt, type ProtocolMessage } from '../triton/inference-protocol.js';
-import type { SequenceParameters } from './infer-request.js';
+import { NO_SEQUENCE, type SequenceParameters } from './infer-request.js';
 import { invalidArg } from './status.js';
 
 /**
@@ -42,7 +42,6 @@ const KNOWN: Readonly<Record<string, readonly [readonly Choice[], string]>> = {
 export function grpcRequestParameters(parameters: Readonly<Record<string, ProtocolMessage>>): GrpcRequestParameters {
   let enableEmptyFinalResponse = false;
   const scheduling: { priority?: number; timeoutUs?: number; sequence?: SequenceParameters } = {};
-  const sequence = { id: 0n as bigint | string, start: false, end: false, given: false };
   for (const [key, value] of Object.entries(parameters)) {
     const choice = (value as { parameter_choice?: Choice }).parameter_choice;
     if (key.startsWith('triton_') && !(RESERVED_REQUEST_PARAMETERS as readonly string[]).includes(key)) {
@@ -61,22 +60,22 @@ export function grpcRequestParameters(parameters: Readonly<Record<string, Protoc
       else if (key === 'priority') scheduling.priority = toInt(choice === 'int64_param' ? value.int64_param : value.uint64_param);
       else if (key === 'timeout') scheduling.timeoutUs = toInt(value.int64_param);
       else {
-        sequence.given = true;
+        const sequence = scheduling.sequence ?? NO_SEQUENCE;
         // The frontend keeps an int64 id as Triton's uint64 SequenceId: a negative one wraps around.
-        if (key === 'sequence_id')
-          sequence.id =
+        if (key === 'sequence_id') {
+          const id =
             choice === 'string_param'
               ? typeof value.string_param === 'string'
                 ? value.string_param
                 : ''
               : BigInt.asUintN(64, BigInt(String(value.int64_param)));
-        else if (key === 'sequence_start') sequence.start = value.bool_param === true;
-        else sequence.end = value.bool_param === true;
+          scheduling.sequence = { ...sequence, id };
+        } else if (key === 'sequence_start') scheduling.sequence = { ...sequence, start: value.bool_param === true };
+        else scheduling.sequence = { ...sequence, end: value.bool_param === true };
       }
     } else if (choice === undefined || choice === 'uint64_param') {
       throw invalidArg(`invalid value type for '${key}' parameter, expected int64_param, bool_param, or string_param.`);
     }
   }
-  if (sequence.given) scheduling.sequence = { id: sequence.id, start: sequence.start, end: sequence.end };
   return { enableEmptyFinalResponse, ...scheduling };
 }

@@ -1,5 +1,5 @@
 import { SharedMemoryRegistry, type RegionSlice } from './shared-memory.js';
-import type { InferRequest, RequestInput, RequestedOutput, SequenceParameters } from './infer-request.js';
+import { NO_SEQUENCE, type InferRequest, type RequestInput, type RequestedOutput, type SequenceParameters } from './infer-request.js';
 import type { InferResult } from './inference-server.js';
 import { jsonAccess, readJsonData, writeJsonData } from './json-tensors.js';
 import { RequestError, invalidArg } from './status.js';
@@ -110,7 +110,6 @@ function requestParameters(parameters: unknown): HeaderParameters {
   const object = asObject(parameters);
   if (object === undefined) throw new RequestError('INTERNAL', 'failed to get request params.: attempt to get members for non-object');
   const out: HeaderParameters = {};
-  const sequence = { id: 0n as bigint | string, start: false, end: false, given: false };
   for (const [key, value] of Object.entries(object)) {
     const known = PARAMETER_KINDS[key];
     if (known !== undefined) {
@@ -121,11 +120,11 @@ function requestParameters(parameters: unknown): HeaderParameters {
       else if (key === 'priority') out.priority = Number(value);
       else if (key === 'timeout') out.timeoutUs = Number(value);
       else {
-        sequence.given = true;
+        const sequence = out.sequence ?? NO_SEQUENCE;
         // A uint64 id stays exact (the parser gives a bigint past 2^53), so that ids 2^53 and 2^53 + 1 are two sequences.
-        if (key === 'sequence_id') sequence.id = typeof value === 'string' ? value : BigInt(value as number | bigint);
-        else if (key === 'sequence_start') sequence.start = value as boolean;
-        else sequence.end = value as boolean;
+        if (key === 'sequence_id') out.sequence = { ...sequence, id: typeof value === 'string' ? value : BigInt(value as number | bigint) };
+        else if (key === 'sequence_start') out.sequence = { ...sequence, start: value as boolean };
+        else out.sequence = { ...sequence, end: value as boolean };
       }
     } else if (key.startsWith('triton_')) {
       throw invalidArg("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
@@ -133,7 +132,6 @@ function requestParameters(parameters: unknown): HeaderParameters {
       throw invalidArg(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
     }
   }
-  if (sequence.given) out.sequence = { id: sequence.id, start: sequence.start, end: sequence.end };
   return out;
 }
 

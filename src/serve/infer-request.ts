@@ -72,6 +72,9 @@ export interface SequenceParameters {
   readonly end: boolean;
 }
 
+/** A request's sequence parameters before any is read: no id, neither flag (what each parameter left out stays). */
+export const NO_SEQUENCE: SequenceParameters = { id: 0n, start: false, end: false };
+
 export interface ResponseOutput {
   readonly name: string;
   readonly datatype: ProtocolDataType;

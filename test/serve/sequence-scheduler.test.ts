@@ -278,6 +278,24 @@ describe('SequenceScheduler', () => {
     assert.throws(() => void scheduler.enqueue(request(4, seq(3n))), /must specify the START flag/);
   });
 
+  it("a batch the plugin fails rejects its requests with the plugin's error and counts them as failures", async () => {
+    const { scheduler, stats } = setup({ name: 'm', max_batch_size: 1, sequence_batching: {} });
+    const failing: StartedInstance = {
+      plugin: {
+        name: 'double',
+        probe: () => Promise.resolve({ available: true }),
+        open: () => Promise.reject(new Error('unused')),
+        dispose: () => Promise.resolve(),
+      },
+      model: { inputs: [], outputs: [], run: () => Promise.reject(new Error('the run failed')), close: () => Promise.resolve() },
+    };
+    scheduler.attach(
+      new InstanceSet([failing], { model: 'm', start: () => Promise.resolve(failing), onChange: () => undefined, onAllDown: () => undefined }),
+    );
+    await assert.rejects(scheduler.enqueue(request(1, seq(1n, true))), /the run failed/);
+    assert.deepEqual([stats.fail.count, stats.success.count, scheduler.executing], [1, 0, 0]);
+  });
+
   it("a backlogged sequence past its request timeout is refused with Triton's message", async () => {
     const { scheduler } = setup({ name: 'm', max_batch_size: 1, sequence_batching: {} }, 1, 5);
     await scheduler.enqueue(request(1, seq(1n, true)));
@@ -288,6 +306,20 @@ describe('SequenceScheduler', () => {
         e instanceof RequestError && e.status === 'UNAVAILABLE' && e.message === 'timeout of the corresponding sequence has been expired',
     );
     scheduler.stop();
+    scheduler.close();
+  });
+
+  it('stop fails what waits in a slot and in the backlog with its message, lets the running batch finish, and refuses new requests', async () => {
+    const { scheduler, stats } = setup({ name: 'm', max_batch_size: 0, sequence_batching: {} }, 1, 30);
+    const running = scheduler.enqueue(request(1, seq(1n, true), false));
+    const queued = scheduler.enqueue(request(2, seq(1n), false));
+    const backlogged = scheduler.enqueue(request(3, seq(2n, true), false));
+    scheduler.stop('the model is unloading');
+    const unavailable = (e: unknown): boolean => e instanceof RequestError && e.status === 'UNAVAILABLE' && e.message === 'the model is unloading';
+    await Promise.all([assert.rejects(queued, unavailable), assert.rejects(backlogged, unavailable)]);
+    await running;
+    assert.throws(() => void scheduler.enqueue(request(4, seq(3n, true), false)), unavailable);
+    assert.deepEqual([stats.fail.count, scheduler.pending], [2, 0]);
     scheduler.close();
   });
 
@@ -311,6 +343,20 @@ describe('SequenceScheduler', () => {
       ],
     );
     assert.equal(settingsOf({ max_batch_size: 4, sequence_batching: { oldest: {} } }).oldest?.candidates, 4);
+  });
+
+  it('a START, END or READY control without two false/true values is refused at load', () => {
+    for (const control of [
+      { kind: 'CONTROL_SEQUENCE_START' as const },
+      { kind: 'CONTROL_SEQUENCE_READY' as const, int32_false_true: [0] },
+      { kind: 'CONTROL_SEQUENCE_END' as const, bool_false_true: [false, true, true] },
+    ]) {
+      const refused = sequenceSettings({ name: 'm', sequence_batching: { control_input: [{ name: 'c', control: [control] }] } });
+      assert.equal(
+        refused,
+        `popef serve does not implement a ${control.kind} control without two false/true values of Triton's sequence batcher (model 'm')`,
+      );
+    }
   });
 
   it('the parts of the sequence batcher not implemented are refused at load, by name', () => {

@@ -1,10 +1,11 @@
 import { uptime } from 'node:os';
 import { ErrorCode, isPopefError } from '../../errors.js';
 import type { Tensor } from '../../run/plugin-api.js';
+import { NO_SEQUENCE } from '../infer-request.js';
 import { byteLength } from '../../run/tensor.js';
 import { RequestError, invalidArg } from '../status.js';
 import { assembleRuns, splitOutputs, type BatchLayout } from './batch-tensors.js';
-import type { Instance, InstanceSet } from './instances.js';
+import type { Instance, InstanceSet, StartedInstance } from './instances.js';
 import { defaultSchedulerSettings, runAll, STOPPING, type ScheduledRequest, type Scheduler } from './model-scheduler.js';
 import { recordExecution, recordFailure, recordSuccess, type ModelStats } from './model-stats.js';
 import { chooseBatch } from './dynamic-batcher.js';
@@ -42,6 +43,11 @@ export interface SequenceSchedulerOptions {
   readonly anchorOf: (name: string) => string;
   readonly layout: BatchLayout;
   readonly stats: ModelStats;
+}
+
+/** Empties the slot's queue: the requests in it (the reaper's marks dropped). */
+function takeJobs(slot: Slot): Job[] {
+  return slot.queue.splice(0).filter((e): e is Job => e !== 'released');
 }
 
 export class SequenceScheduler implements Scheduler {
@@ -108,7 +114,7 @@ export class SequenceScheduler implements Scheduler {
 
   enqueue(request: ScheduledRequest): Promise<ReadonlyMap<string, Tensor>> {
     const model = this.options.modelName;
-    const sequence = request.sequence ?? { id: 0n, start: false, end: false };
+    const sequence = request.sequence ?? NO_SEQUENCE;
     if (this.stopped !== undefined)
       throw new RequestError('UNAVAILABLE', this.stopped === STOPPING ? `${request.logPrefix}${STOPPING}` : this.stopped);
     // SequenceBatchScheduler::Enqueue, in its order.
@@ -214,10 +220,7 @@ export class SequenceScheduler implements Scheduler {
     }
     slot.bound = undefined;
     // What is left in the slot after its sequence ended was cancelled with it.
-    this.fail(
-      slot.queue.splice(0).filter((e): e is Job => e !== 'released'),
-      new RequestError('CANCELLED', 'Request was cancelled'),
-    );
+    this.fail(takeJobs(slot), new RequestError('CANCELLED', 'Request was cancelled'));
     while (this.backlogs.length > 0 && this.serves(slot)) {
       const backlog = this.backlogs.shift() as Backlog;
       if (backlog.jobs.some((j) => j.request.signal?.aborted === true)) {
@@ -232,7 +235,8 @@ export class SequenceScheduler implements Scheduler {
     }
   }
 
-  private fail(jobs: readonly Job[], error: RequestError): void {
+  /** Counts the jobs as failures and rejects them with the error (a RequestError of the scheduler's, or the plugin's own). */
+  private fail(jobs: readonly Job[], error: unknown): void {
     const now = monotonicNs();
     for (const job of jobs) {
       recordFailure(this.options.stats, job.enqueuedNs, now);
@@ -258,10 +262,11 @@ export class SequenceScheduler implements Scheduler {
       }
     this.expireBacklogs(monotonicNs());
     instances.forEach((instance, i) => {
-      if (instance.state !== 'ready' || instance.busy > 0 || instance.current === undefined) return;
+      const current = instance.current;
+      if (instance.state !== 'ready' || instance.busy > 0 || current === undefined) return;
       if (this.batching === undefined) {
         const batch = this.formBatch(this.slots[i] ?? []);
-        if (batch !== undefined) void this.execute(instance, batch);
+        if (batch !== undefined) void this.execute(instance, current, batch);
         return;
       }
       const taken = this.oldestBatch(i);
@@ -269,6 +274,7 @@ export class SequenceScheduler implements Scheduler {
       if (taken !== undefined)
         void this.execute(
           instance,
+          current,
           taken.map((c) => c.job),
           () => {
             for (const c of taken) c.slot.inFlight = false;
@@ -339,16 +345,13 @@ export class SequenceScheduler implements Scheduler {
     return new Map([...job.request.tensors, ...controls]);
   }
 
-  /** Runs the batch on the instance; `done` is called once it has been answered, before the next look at the queues. */
-  private async execute(instance: Instance, batch: readonly (Job | undefined)[], done?: () => void): Promise<void> {
+  /**
+   * Runs the batch on the instance's current plugin model (pump hands it over
+   * from the instance it found ready); `done` is called once it has been
+   * answered, before the next look at the queues.
+   */
+  private async execute(instance: Instance, current: StartedInstance, batch: readonly (Job | undefined)[], done?: () => void): Promise<void> {
     const jobs = batch.filter((j): j is Job => j !== undefined);
-    const current = instance.current;
-    // (pump hands batches to ready instances only; were it otherwise, the batch would fail rather than hang.)
-    if (current === undefined) {
-      this.fail(jobs, new RequestError('UNAVAILABLE', 'the instance is restarting'));
-      done?.();
-      return;
-    }
     instance.busy += 1;
     this.running += 1;
     const rows = batch.map(() => 1);
@@ -370,11 +373,7 @@ export class SequenceScheduler implements Scheduler {
       });
     } catch (error) {
       if (isPopefError(error) && (error.code === ErrorCode.Plugin || error.code === ErrorCode.Timeout)) this.instances?.fail(instance, error.message);
-      const now = monotonicNs();
-      for (const job of jobs) {
-        recordFailure(this.options.stats, job.enqueuedNs, now);
-        job.reject(error);
-      }
+      this.fail(jobs, error);
     } finally {
       instance.busy -= 1;
       this.running -= 1;
@@ -440,10 +439,7 @@ export class SequenceScheduler implements Scheduler {
     const error = new RequestError('UNAVAILABLE', message);
     for (const slots of this.slots)
       for (const slot of slots) {
-        this.fail(
-          slot.queue.splice(0).filter((e): e is Job => e !== 'released'),
-          error,
-        );
+        this.fail(takeJobs(slot), error);
         slot.bound = undefined;
       }
     for (const b of this.backlogs.splice(0)) this.fail(b.jobs, error);
@@ -469,6 +465,8 @@ export class SequenceScheduler implements Scheduler {
   }
 
   private notifyIdle(): void {
+    // pending walks every slot, backlog and batcher queue: counted only when someone waits (pump calls this for every request and answer).
+    if (this.idleWaiters.length === 0) return;
     if (this.pending === 0 && this.running === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
