@@ -1,6 +1,5 @@
 import { crc32 } from '../io/platform.js';
 import { ErrorCode, PopefError } from '../errors.js';
-import { Cursor } from '../io/cursor.js';
 import { ALIGNMENT, BLOB_MAGIC, BlobType, Codec, HEADER_SIZE, HeaderField, LAYOUT_MAJOR, LAYOUT_MINOR, Limits } from './constants.js';
 
 /** Blob type code of the end-of-segment marker (see FORMAT.md). */
@@ -37,7 +36,9 @@ export function blobSizeFor(descriptorLength: number, payloadLength: number): nu
  * short; anything else is no PopEF at all, whatever its length.
  */
 export function beginsAsMagic(bytes: Uint8Array): boolean {
-  return bytes.subarray(0, BLOB_MAGIC.length).every((b, i) => BLOB_MAGIC[i] === b);
+  const n = Math.min(bytes.length, BLOB_MAGIC.length);
+  for (let i = 0; i < n; i++) if (bytes[i] !== BLOB_MAGIC[i]) return false;
+  return true;
 }
 
 export function hasMagic(bytes: Uint8Array): boolean {
@@ -85,10 +86,19 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
       suggestion: "the previous blob's size is wrong or the file is damaged: pack or export it again",
     });
   }
-  const c = new Cursor(bytes, offset, file);
-  c.bytesOf(8, 'blob magic');
-  const versionBytes = c.bytesOf(HeaderField.versionLength, 'blob version');
-  const version = parseVersion(versionBytes, file, offset + HeaderField.version);
+  if (bytes.length < HEADER_SIZE) {
+    throw new PopefError(ErrorCode.Truncated, `blob header needs ${HEADER_SIZE} bytes but only ${bytes.length} remain`, {
+      file,
+      offset,
+      field: 'blob header',
+    });
+  }
+  // Fixed offsets read from one view, rather than through a Cursor: every blob has a header, and before V8 optimises the
+  // code each call and bigint costs (issue 26). The bounds are the length check above.
+  const view = new DataView(bytes.buffer, bytes.byteOffset, HEADER_SIZE);
+  const version = isCurrentVersion(bytes)
+    ? CURRENT_VERSION
+    : parseVersion(bytes.subarray(HeaderField.version, HeaderField.blobType), file, offset + HeaderField.version);
   if (version.major !== LAYOUT_MAJOR) {
     const newer = version.major > LAYOUT_MAJOR;
     throw new PopefError(
@@ -102,7 +112,7 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
       },
     );
   }
-  const headerCrc = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(HeaderField.headerCrc, true);
+  const headerCrc = view.getUint32(HeaderField.headerCrc, true);
   const actualCrc = crc32(bytes.subarray(0, HeaderField.headerCrc));
   if (headerCrc !== actualCrc) {
     throw new PopefError(ErrorCode.Checksum, `blob header checksum mismatch: stored ${hex(headerCrc)}, computed ${hex(actualCrc)}`, {
@@ -112,15 +122,15 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
       suggestion: 'the file is damaged: pack or export it again',
     });
   }
-  const blobType = c.u8('blob type');
-  const codec = c.u8('codec');
-  const reserved0 = c.u16('reserved');
-  const descriptorLength = c.u32('descriptor length');
-  const totalSize = c.u64AsNumber('total blob size');
-  const payloadLength = c.u64AsNumber('payload length');
-  const descriptorCrc = c.u32('descriptor crc32');
-  const payloadCrc = c.u32('payload crc32');
-  const reserved1 = c.u32('reserved');
+  const blobType = view.getUint8(HeaderField.blobType);
+  const codec = view.getUint8(HeaderField.codec);
+  const reserved0 = view.getUint16(HeaderField.reserved0, true);
+  const descriptorLength = view.getUint32(HeaderField.descriptorLength, true);
+  const totalSize = u64AsNumber(view, HeaderField.totalSize, file, offset, 'total blob size');
+  const payloadLength = u64AsNumber(view, HeaderField.payloadLength, file, offset, 'payload length');
+  const descriptorCrc = view.getUint32(HeaderField.descriptorCrc, true);
+  const payloadCrc = view.getUint32(HeaderField.payloadCrc, true);
+  const reserved1 = view.getUint32(HeaderField.reserved1, true);
   const structural = (field: string, at: number, message: string): PopefError =>
     new PopefError(ErrorCode.BadStructure, message, {
       file,
@@ -163,6 +173,38 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
     descriptorCrc,
     payloadCrc,
   };
+}
+
+/** Past this, a u64 size is no JS number: 2^53 - 1 is 2^21 - 1 in its upper half. */
+const MAX_SAFE_HIGH_WORD = 0x1fffff;
+
+/** The u64 at `at` of a header as a number, as Cursor.u64AsNumber gives it, from two 32-bit halves rather than a bigint. */
+function u64AsNumber(view: DataView, at: number, file: string, blobOffset: number, field: string): number {
+  const low = view.getUint32(at, true);
+  const high = view.getUint32(at + 4, true);
+  if (high > MAX_SAFE_HIGH_WORD) {
+    throw new PopefError(ErrorCode.LimitExceeded, `${field} is ${view.getBigUint64(at, true)}, larger than any file this reader can address`, {
+      file,
+      offset: blobOffset + at,
+      field,
+    });
+  }
+  return high * 2 ** 32 + low;
+}
+
+/** The version field as this code writes it ("1.0" and NUL padding), met in nearly every header read. */
+const CURRENT_VERSION_BYTES = versionField(`${LAYOUT_MAJOR}.${LAYOUT_MINOR}`);
+const CURRENT_VERSION = { text: `${LAYOUT_MAJOR}.${LAYOUT_MINOR}`, major: LAYOUT_MAJOR, minor: LAYOUT_MINOR } as const;
+
+function versionField(text: string): Uint8Array {
+  const out = new Uint8Array(HeaderField.versionLength);
+  for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+  return out;
+}
+
+function isCurrentVersion(header: Uint8Array): boolean {
+  for (let i = 0; i < HeaderField.versionLength; i++) if (header[HeaderField.version + i] !== CURRENT_VERSION_BYTES[i]) return false;
+  return true;
 }
 
 function parseVersion(bytes: Uint8Array, file: string, offset: number): { text: string; major: number; minor: number } {
@@ -211,8 +253,7 @@ export function encodeHeader(h: HeaderFields): Uint8Array {
   const out = new Uint8Array(HEADER_SIZE);
   const view = new DataView(out.buffer);
   out.set(BLOB_MAGIC, HeaderField.magic);
-  const version = h.version ?? `${LAYOUT_MAJOR}.${LAYOUT_MINOR}`;
-  for (let i = 0; i < version.length; i++) out[HeaderField.version + i] = version.charCodeAt(i);
+  out.set(h.version === undefined ? CURRENT_VERSION_BYTES : versionField(h.version), HeaderField.version);
   view.setUint8(HeaderField.blobType, h.blobType);
   view.setUint8(HeaderField.codec, h.codec);
   view.setUint32(HeaderField.descriptorLength, h.descriptorLength, true);

@@ -185,8 +185,10 @@ function checkCrc(bytes: Uint8Array, stored: number, file: string, offset: numbe
 }
 
 function checkZero(bytes: Uint8Array, file: string, offset: number, field: string): void {
-  const at = bytes.findIndex((b) => b !== 0);
-  if (at !== -1) {
+  // A loop, not findIndex with a closure: every blob's descriptor padding passes here.
+  let at = 0;
+  while (at < bytes.length && bytes[at] === 0) at++;
+  if (at < bytes.length) {
     throw new PopefError(ErrorCode.BadStructure, `${field} byte is ${bytes[at]}, must be zero`, {
       file,
       offset: offset + at,
@@ -223,7 +225,8 @@ async function walk(source: ByteSource, name: string): Promise<Walked> {
     if (blobs.length + segmentEnds.length >= Limits.maxBlobsPerFile) {
       throw new PopefError(ErrorCode.LimitExceeded, `more than ${Limits.maxBlobsPerFile} blobs in one file`, { file: name, offset });
     }
-    const headerBytes = await source.read(offset, HEADER_SIZE, 'blob header');
+    // peek first: a small file is in the source's read-ahead, and an awaited read per header and descriptor costs more than the rest.
+    const headerBytes = source.peek?.(offset, HEADER_SIZE, 'blob header') ?? (await source.read(offset, HEADER_SIZE, 'blob header'));
     const header = decodeHeader(headerBytes, name, offset, offset === 0);
     if (header.totalSize > source.size - offset) {
       throw new PopefError(ErrorCode.Truncated, `blob of ${header.totalSize} bytes starting here runs past the end of the ${source.size}-byte file`, {
@@ -244,7 +247,10 @@ async function walk(source: ByteSource, name: string): Promise<Walked> {
     const descriptorOffset = offset + HEADER_SIZE;
     const payloadOffset = descriptorOffset + align(header.descriptorLength);
     if (header.blobType === END_OF_SEGMENT) {
-      await checkEndMarker(source, name, offset, header, payloadOffset, segmentStart, segmentBlobs);
+      const marker =
+        source.peek?.(payloadOffset, END_PAYLOAD_SIZE, 'end-of-segment marker') ??
+        (await source.read(payloadOffset, END_PAYLOAD_SIZE, 'end-of-segment marker'));
+      checkEndMarker(marker, name, offset, header, payloadOffset, segmentStart, segmentBlobs);
       segmentEnds.push(offset);
       offset += header.totalSize;
       segmentStart = offset;
@@ -269,9 +275,11 @@ async function walk(source: ByteSource, name: string): Promise<Walked> {
       payloadCrc: header.payloadCrc,
       totalSize: header.totalSize,
     };
+    const padded = align(header.descriptorLength);
+    const descriptor = source.peek?.(descriptorOffset, padded, 'blob descriptor') ?? (await source.read(descriptorOffset, padded, 'blob descriptor'));
     if (header.blobType > BlobType.OPAQUE) {
       // Not interpreted, but held to the rules of every blob (FORMAT.md section 8, item 5).
-      await checkDescriptor(source, name, frame, header, true);
+      checkDescriptor(descriptor, name, frame, header, true);
       warnings.push({
         code: 'W_UNKNOWN_BLOB_TYPE',
         message: `blob type ${header.blobType} is unknown to this reader; skipped (${header.totalSize} bytes)`,
@@ -280,7 +288,7 @@ async function walk(source: ByteSource, name: string): Promise<Walked> {
       });
       blobs.push(blobOf(frame, { kind: 'unknown', type: 'UNKNOWN' }));
     } else {
-      blobs.push(await describe(source, name, frame, header));
+      blobs.push(describe(descriptor, name, frame, header));
     }
     offset += header.totalSize;
   }
@@ -294,15 +302,16 @@ async function walk(source: ByteSource, name: string): Promise<Walked> {
   return { blobs, warnings, segmentEnds };
 }
 
-async function checkEndMarker(
-  source: ByteSource,
+/** Checks the end-of-segment marker whose 16-byte payload is `payload`. */
+function checkEndMarker(
+  payload: Uint8Array,
   name: string,
   offset: number,
   header: BlobHeader,
   payloadOffset: number,
   segmentStart: number,
   segmentBlobs: number,
-): Promise<void> {
+): void {
   const bad = (message: string): PopefError =>
     new PopefError(ErrorCode.BadStructure, message, {
       file: name,
@@ -313,7 +322,6 @@ async function checkEndMarker(
   if (header.descriptorLength !== 0 || header.payloadLength !== END_PAYLOAD_SIZE) {
     throw bad(`end-of-segment marker must have no descriptor and a ${END_PAYLOAD_SIZE}-byte payload`);
   }
-  const payload = await source.read(payloadOffset, END_PAYLOAD_SIZE, 'end-of-segment marker');
   checkCrc(payload, header.payloadCrc, name, payloadOffset, 'end-of-segment crc32');
   const c = new Cursor(payload, payloadOffset, name);
   const length = c.u64AsNumber('segment length');
@@ -327,16 +335,12 @@ async function checkEndMarker(
   }
 }
 
-/** The descriptor's CRC, its zero padding and its FlatBuffer structure: what every blob but the end marker must pass. */
-async function checkDescriptor(
-  source: ByteSource,
-  name: string,
-  frame: BlobFrame,
-  header: BlobHeader,
-  structureOnly: boolean,
-): Promise<RawDescriptor | undefined> {
-  const padded = align(header.descriptorLength);
-  const bytes = await source.read(frame.descriptorOffset, padded, 'blob descriptor');
+/**
+ * The descriptor's CRC, its zero padding and its FlatBuffer structure: what
+ * every blob but the end marker must pass. `bytes` are the descriptor with
+ * its padding, a view the caller may reuse: what is kept is decoded or copied.
+ */
+function checkDescriptor(bytes: Uint8Array, name: string, frame: BlobFrame, header: BlobHeader, structureOnly: boolean): RawDescriptor | undefined {
   const descriptorBytes = bytes.subarray(0, header.descriptorLength);
   checkCrc(descriptorBytes, header.descriptorCrc, name, frame.descriptorOffset, 'descriptor crc32');
   checkZero(bytes.subarray(header.descriptorLength), name, frame.descriptorOffset + header.descriptorLength, 'descriptor padding');
@@ -379,9 +383,9 @@ function blobOf<K extends object>(frame: BlobFrame, kind: K): BlobFrame & K {
 }
 
 /** Reads and checks a blob's descriptor and turns the frame into a typed blob. */
-async function describe(source: ByteSource, name: string, frame: BlobFrame, header: BlobHeader): Promise<Blob> {
+function describe(descriptor: Uint8Array, name: string, frame: BlobFrame, header: BlobHeader): Blob {
   // The metadata descriptor carries nothing; it is still verified.
-  const d = await checkDescriptor(source, name, frame, header, header.blobType === BlobType.METADATA);
+  const d = checkDescriptor(descriptor, name, frame, header, header.blobType === BlobType.METADATA);
   if (d === undefined) return blobOf(frame, { kind: 'metadata', type: 'METADATA' });
   const bad = (field: string, message: string): PopefError =>
     new PopefError(ErrorCode.BadStructure, message, {

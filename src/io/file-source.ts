@@ -83,6 +83,13 @@ export class FileSource implements ByteSource {
     return this.readInto(new Uint8Array(length), offset, field);
   }
 
+  peek(offset: number, length: number, field: string): Uint8Array | undefined {
+    checkRange(this.name, this.size, offset, length, field);
+    const w = this.window;
+    const start = offset - w.offset;
+    return start >= 0 && start + length <= w.bytes.byteLength ? w.bytes.subarray(start, start + length) : undefined;
+  }
+
   close(): Promise<void> {
     const fd = this.fd;
     this.fd = undefined;

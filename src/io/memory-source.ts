@@ -20,6 +20,11 @@ export class MemorySource implements ByteSource {
     });
   }
 
+  peek(offset: number, length: number, field: string): Uint8Array {
+    checkRange(this.name, this.size, offset, length, field);
+    return this.bytes.subarray(offset, offset + length);
+  }
+
   close(): Promise<void> {
     return Promise.resolve();
   }

@@ -114,7 +114,8 @@ async function againstOpenLayout(
   paths: readonly string[],
   sources: readonly (FileSource | string)[],
   shown: readonly string[],
-  check: VersionCheck & { config: ModelConfig },
+  check: VersionCheck,
+  config: ModelConfig,
 ): Promise<RawFinding[]> {
   let set: ModelSet | undefined;
   try {
@@ -143,7 +144,7 @@ async function againstOpenLayout(
         },
       ];
     }
-    return checkAgainstPopef(check.config, check.anchorOf, opened.metadata, set.storedTensorNames, check.model, check.wanted);
+    return checkAgainstPopef(config, check.anchorOf, opened.metadata, set.storedTensorNames, check.model, check.wanted);
   } catch (error) {
     if (!(error instanceof PopefError)) throw error;
     const index = paths.findIndex((p) => p === error.file);
@@ -283,7 +284,8 @@ export async function crossCheckVersion(check: VersionCheck): Promise<VersionOut
         paths,
         opened,
         version.popefFiles.map((f) => `${versionPath}/${f}`),
-        { ...check, config },
+        check,
+        config,
       ),
     };
   }
