@@ -47,7 +47,7 @@ const nodeBundle = {
 };
 await build({
   ...nodeBundle,
-  entryPoints: ['src/cli/bin.ts', 'src/cli/launch.ts'],
+  entryPoints: ['src/cli/bin.ts', 'src/cli/launch.ts', 'src/cli/early-workers.ts'],
   outdir: 'dist',
   outExtension: { '.js': '.cjs' },
   plugins: [lazyChildProcessForCommander],

@@ -2,6 +2,7 @@ import { rmSync } from 'node:fs';
 import { pendingTemporaries } from '../io/temp-registry.js';
 import { main } from './main.js';
 import { processIo } from './io.js';
+import type { EarlyWorkers } from './early-workers.js';
 
 /**
  * The process entry (bundled into dist/bin.cjs, which bin/popef.cjs loads
@@ -9,7 +10,7 @@ import { processIo } from './io.js';
  * partial outputs are removed, and sets the exit code. A second Ctrl-C
  * exits at once.
  */
-export async function runProcess(): Promise<void> {
+export async function runProcess(earlyWorkers?: EarlyWorkers): Promise<void> {
   // A reader that goes away (popef dump ... | head) ends the output, not with a stack trace.
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (error: NodeJS.ErrnoException) => {
@@ -39,6 +40,7 @@ export async function runProcess(): Promise<void> {
     controller.signal,
     () => (stop.normal = true),
     (ms) => (stop.graceMs = ms),
+    earlyWorkers,
   );
   const code = await main(process.argv.slice(2), io);
   // Interrupted work exits 128 + n. A command that had already finished (its

@@ -1,4 +1,5 @@
 import { jsonChunks } from '../present/json-chunks.js';
+import type { EarlyWorkers } from './early-workers.js';
 
 /** What a command may touch of the outside world: injected, so tests run in-process. */
 export interface CliIo {
@@ -22,10 +23,18 @@ export interface CliIo {
   readonly setStopGrace?: (ms: number) => void;
   /** Standard input, read whole, up to `limit` bytes (a file argument "-"). */
   readonly readStdin?: (limit: number) => Promise<Uint8Array>;
+  /** validate's worker threads, started as the process started (early-workers.ts); validate's pool takes them first. */
+  readonly earlyWorkers?: EarlyWorkers;
 }
 
-export function processIo(signal: AbortSignal, signalIsNormalStop?: () => void, setStopGrace?: (ms: number) => void): CliIo {
+export function processIo(
+  signal: AbortSignal,
+  signalIsNormalStop?: () => void,
+  setStopGrace?: (ms: number) => void,
+  earlyWorkers?: EarlyWorkers,
+): CliIo {
   return {
+    ...(earlyWorkers === undefined ? {} : { earlyWorkers }),
     signalIsNormalStop,
     setStopGrace,
     readStdin: async (limit) => {

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
-import { defaultThreads } from '../triton/repository/model-pool.js';
+import { defaultThreads } from '../triton/repository/pool-size.js';
 
 /**
  * How `popef validate` runs V8 for a repository of a given size: up to
@@ -36,6 +36,20 @@ const MIN_CORES_WITHOUT_TURBOFAN = 2;
 const USER_CHOICE = /--(?:no-?)?(?:turbofan|opt|jitless|maglev|sparkplug|always-sparkplug)\b/;
 const choosesCompiler = (options: string): boolean => USER_CHOICE.test(options.replaceAll('_', '-'));
 
+/** Whether the user chose V8's tiering flags themselves, on Node's command line or in NODE_OPTIONS: then nothing is deferred. */
+export function userChoseCompiler(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? ''): boolean {
+  return execArgv.some(choosesCompiler) || choosesCompiler(nodeOptions);
+}
+
+/**
+ * The threads validate checks a first repository of `models` models on:
+ * what deferOptimizingCompiler's threadsFor gives, before anything is
+ * deferred (the early workers are started on it: early-workers.ts).
+ */
+export function plannedThreads(models: number, cores: number, compilerChosen: boolean): number {
+  return !compilerChosen && models <= DEFER_UP_TO_MODELS ? defaultThreads(models, cores, MIN_CORES_WITHOUT_TURBOFAN) : defaultThreads(models, cores);
+}
+
 export interface OptimizerDeferral {
   /** validate's `threads`: the threads for a repository of `models` models, turning TurboFan back on for a large one. */
   readonly threadsFor: (models: number) => number;
@@ -54,7 +68,7 @@ export interface DeferralContext {
 export function deferOptimizingCompiler(context: DeferralContext = {}): OptimizerDeferral {
   const { execArgv = process.execArgv, nodeOptions = process.env.NODE_OPTIONS ?? '', setFlags = setFlagsFromString } = context;
   const cores = context.cores ?? availableParallelism();
-  if (execArgv.some(choosesCompiler) || choosesCompiler(nodeOptions)) {
+  if (userChoseCompiler(execArgv, nodeOptions)) {
     return { threadsFor: (models) => defaultThreads(models, cores), end: () => undefined };
   }
   setFlags('--no-turbofan');

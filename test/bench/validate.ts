@@ -7,7 +7,8 @@
  *   npx tsx test/bench/validate.ts
  *
  * - validate: wall time of `popef validate REPO --format json` in a child
- *   process (start-up included), with its peak RSS and its CPU time (user +
+ *   process (start-up included, measured from outside it by child-usage.py),
+ *   with its peak RSS and its CPU time (user +
  *   system, all threads): on a machine shared with other work, CPU time
  *   is the fairer figure.
  * - tritonserver: the server that nvidia-pytriton bundles in .venv, with the
@@ -33,6 +34,8 @@ import { buildStandInBackends, findTritonServer, startTriton } from '../triton/o
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ROUNDS = 5;
+/** The interpreter that runs child-usage.py (any Python 3.9 or later). */
+const PYTHON = process.env.POPEF_PYTHON ?? 'python3';
 /**
  * Repository sizes run side by side with tritonserver. Both have a fixed
  * cost and a cost per model: popef validate's start is about 45 ms (Node's
@@ -122,24 +125,24 @@ function startCost(): string {
   return `Node's start: ${ms(nodeStartMs(VALIDATE_ENV))} (validate's runs, without NODE_EXTRA_CA_CERTS), ${ms(nodeStartMs(process.env))} with NODE_EXTRA_CA_CERTS=${extraCaCerts} as this environment sets it`;
 }
 
-/** One popef validate run: wall time, peak RSS (KiB) and CPU time (ms). */
-async function runValidate(repo: string, rssFile: string, models: number): Promise<{ ms: number; rssKiB: number; cpuMs: number }> {
-  const cpuFile = `${rssFile}.cpu`;
-  await rm(rssFile, { force: true });
-  await rm(cpuFile, { force: true });
-  const start = process.hrtime.bigint();
+/**
+ * One popef validate run: wall time, peak RSS (KiB) and CPU time (ms), read
+ * by child-usage.py from outside the process, as a user runs it: a preload
+ * (max-rss.mjs) would cost it, and each of its worker threads, an ES module
+ * loader.
+ */
+async function runValidate(repo: string, usageFile: string, models: number): Promise<{ ms: number; rssKiB: number; cpuMs: number }> {
+  await rm(usageFile, { force: true });
   const r = spawnSync(
-    process.execPath,
-    ['--import', join(ROOT, 'test/bench/max-rss.mjs'), join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'],
-    { env: { ...VALIDATE_ENV, BENCH_RSS_FILE: rssFile, BENCH_CPU_FILE: cpuFile }, maxBuffer: 1024 ** 3 },
+    PYTHON,
+    [join(ROOT, 'test/bench/child-usage.py'), usageFile, process.execPath, join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'],
+    { env: VALIDATE_ENV, maxBuffer: 1024 ** 3 },
   );
-  const elapsed = Number(process.hrtime.bigint() - start) / 1e6;
   if (r.status !== 0) throw new Error(`validate found problems (exit ${r.status}): ${r.stdout.toString().slice(0, 500)}${r.stderr.toString()}`);
   const report = JSON.parse(r.stdout.toString()) as { summary: { models: number } };
   if (report.summary.models !== models) throw new Error(`validate reported ${report.summary.models} models, not ${models}`);
-  // Every thread of the process appends the same process-wide figures; the largest are the peak and the total.
-  const largest = async (file: string): Promise<number> => Math.max(...(await readFile(file, 'utf8')).split('\n').filter(Boolean).map(Number));
-  return { ms: elapsed, rssKiB: await largest(rssFile), cpuMs: (await largest(cpuFile)) / 1000 };
+  const usage = JSON.parse(await readFile(usageFile, 'utf8')) as { ms: number; maxRssKiB: number; cpuMs: number };
+  return { ms: usage.ms, rssKiB: usage.maxRssKiB, cpuMs: usage.cpuMs };
 }
 
 /** One tritonserver start: wall time until every model's load has ended, checked READY, and its CPU time then (ms). */
@@ -175,7 +178,7 @@ try {
     'softmax/Softmax:0=output_labels',
   ]);
   if (s.status !== 0) throw new Error(s.stderr.toString());
-  const rssFile = join(dir, 'rss.txt');
+  const usageFile = join(dir, 'usage.json');
   const triton = findTritonServer();
   const backends = join(dir, 'backends');
   if (triton !== undefined) await buildStandInBackends(backends, ['poplar']);
@@ -190,7 +193,7 @@ try {
     const theirs: number[] = [];
     const theirsCpu: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      const v = await runValidate(repo, rssFile, size);
+      const v = await runValidate(repo, usageFile, size);
       ours.push(v.ms);
       oursRss.push(v.rssKiB);
       oursCpu.push(v.cpuMs);
@@ -227,7 +230,7 @@ try {
     const large = join(dir, 'large');
     await makeRepository(template, large, LARGE);
     const beforeLarge = load();
-    const runs = [await runValidate(large, rssFile, LARGE), await runValidate(large, rssFile, LARGE)];
+    const runs = [await runValidate(large, usageFile, LARGE), await runValidate(large, usageFile, LARGE)];
     const times = runs.map((r) => r.ms);
     const cpu = runs.map((r) => r.cpuMs);
     const peak = Math.max(...runs.map((r) => r.rssKiB)) * 1024;

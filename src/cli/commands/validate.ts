@@ -72,7 +72,8 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
     .addHelpText('after', HELP)
     .action((repositories: string[], flags: Flags) => {
       run(async () => {
-        const { validateRepository, summarizeFindings } = await import('../../triton/repository/validate.js');
+        const { validateRepositoryWith, summarizeFindings } = await import('../../triton/repository/validate.js');
+        const { newValidateWorker } = await import('../../triton/repository/model-pool.js');
         const present = await import('../../present/validate-report.js');
         const { withPrintableStrings } = await import('../../present/printable.js');
         const { VERSION } = await import('../../version.js');
@@ -102,20 +103,26 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
         try {
           for (const repository of repositories) {
             reports.push(
-              await validateRepository(resolve(io.cwd, repository), {
-                tritonVersion: flags.tritonVersion,
-                strict: flags.strict,
-                requirePopef: flags.requirePopef,
-                verify: flags.verify,
-                maxFindingsPerRule: perRule,
-                models: flags.model,
-                backendDirectory,
-                readForeignPopef: foreign.read,
-                threads: deferral.threadsFor,
-              }),
+              await validateRepositoryWith(
+                resolve(io.cwd, repository),
+                {
+                  tritonVersion: flags.tritonVersion,
+                  strict: flags.strict,
+                  requirePopef: flags.requirePopef,
+                  verify: flags.verify,
+                  maxFindingsPerRule: perRule,
+                  models: flags.model,
+                  backendDirectory,
+                  readForeignPopef: foreign.read,
+                  threads: deferral.threadsFor,
+                },
+                // The workers bin/popef.cjs started as the process started, then the pool's own.
+                { newWorker: () => io.earlyWorkers?.take() ?? newValidateWorker() },
+              ),
             );
           }
         } finally {
+          io.earlyWorkers?.dispose();
           deferral.end();
           await foreign.dispose();
         }

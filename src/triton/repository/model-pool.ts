@@ -1,8 +1,10 @@
-import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ModelConfig } from '../model-config.js';
 import { FindingSink, type SinkState } from './finding-sink.js';
 import { checkedFields, sinkOptionsFor, type CheckedModel, type ValidateOptions } from './model-check.js';
+import { defaultThreads } from './pool-size.js';
+
+export { MIN_CORES_FOR_WORKERS, PARALLEL_THRESHOLD, defaultThreads } from './pool-size.js';
 
 /**
  * Checks the models of a repository on every core: the calling thread and
@@ -16,30 +18,6 @@ import { checkedFields, sinkOptionsFor, type CheckedModel, type ValidateOptions 
  * comes back unchecked and is checked here, as is every model of a worker
  * that fails to start or dies.
  */
-
-/** Below this many models (threads not given), everything is checked on the calling thread: starting a worker costs more than it saves. */
-export const PARALLEL_THRESHOLD = 256;
-
-/**
- * Cores a machine needs before validate starts workers by default. On this
- * project's 2-core machine (shared, load average 4 to 8), one thread
- * already keeps about 1.6 cores busy: V8 compiles and collects garbage on
- * threads of its own, and before its code is optimised that is much of the
- * work. A worker then has no core to itself, and warms its own copy of the
- * code from cold. Measured with the CLI bundle, one thread against the
- * pool: 1,000 models 810-930 ms of CPU against 890-1,060 ms; 5,000 models
- * 2.1 s against 2.9-3.1 s; 20,000 models 4.3-4.9 s against 5.5-6.3 s; the
- * pool's wall time was no better at any size (issue 26). Machines with more
- * cores were not measured, so they keep the pool. Without TurboFan the
- * second core is free: the CLI checks repositories of up to 1,500 models
- * so, and asks for the pool on 2 cores then (src/cli/optimizer-deferral.ts).
- */
-export const MIN_CORES_FOR_WORKERS = 3;
-
-/** How many threads check `models` models when the caller does not say (or, with `minCores`, says the cores a pool needs). */
-export function defaultThreads(models: number, cores = availableParallelism(), minCores = MIN_CORES_FOR_WORKERS): number {
-  return models < PARALLEL_THRESHOLD || cores < minCores ? 1 : cores;
-}
 
 /**
  * Models per job: large enough that messages are few, small enough that a
@@ -102,7 +80,7 @@ function fromPoolResult(r: NonNullable<PoolResult>, options: ValidateOptions): C
  * the sources (tsx), .js in the library's build, and dist/validate-worker.cjs
  * beside the CLI's bundle (whose import.meta.url is the bundle's).
  */
-function newValidateWorker(): Worker {
+export function newValidateWorker(): Worker {
   const here = import.meta.url;
   // From the sources (tsx): validate-worker.mjs registers tsx's loader in the worker first.
   const ext = here.endsWith('.ts') ? '.mjs' : here.endsWith('.cjs') ? '.cjs' : '.js';
@@ -180,6 +158,8 @@ export async function checkModelsInParallel(
         resolve();
         return;
       }
+      // One started before the pool (src/cli/early-workers.ts) was unref'd while it waited: see below.
+      worker.ref();
       // Not unref'd: while the calling thread waits for the workers, a worker is all that keeps the event loop alive, and
       // an unref'd one that died took its 'exit' event with it (the run ended with the report unmade). finish() ends it.
       const held = new Map<number, number>();

@@ -1,0 +1,133 @@
+// validate's early workers (src/cli/early-workers.ts): which command lines
+// start them, that the list of value options matches the validate command,
+// that a worker that died is never handed out, and that bin/popef.cjs with
+// them gives the report an in-process run gives.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Worker } from 'node:worker_threads';
+import { Command } from 'commander';
+import { registerValidate } from '../../src/cli/commands/validate.js';
+import { VALUE_OPTIONS, repositoriesOf, startEarlyWorkers } from '../../src/cli/early-workers.js';
+import type { CliIo } from '../../src/cli/io.js';
+import { PARALLEL_THRESHOLD } from '../../src/triton/repository/model-pool.js';
+import { DEFER_UP_TO_MODELS } from '../../src/cli/optimizer-deferral.js';
+import { ROOT, runCli } from '../helpers.js';
+
+/** A stand-in worker: records unref and terminate, and can be made to exit. */
+class FakeWorker extends EventEmitter {
+  unrefs = 0;
+  terminated = false;
+  unref(): void {
+    this.unrefs += 1;
+  }
+  terminate(): Promise<number> {
+    this.terminated = true;
+    return Promise.resolve(0);
+  }
+}
+
+let dir = '';
+let big = '';
+let small = '';
+let huge = '';
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'popef-early-'));
+  const make = async (name: string, count: number): Promise<string> => {
+    const root = join(dir, name);
+    for (let i = 0; i < count; i++) await mkdir(join(root, `m${i}`), { recursive: true });
+    // Hidden entries are not counted as models.
+    await mkdir(join(root, '.git'), { recursive: true });
+    return root;
+  };
+  big = await make('big', PARALLEL_THRESHOLD);
+  small = await make('small', PARALLEL_THRESHOLD - 1);
+  huge = await make('huge', DEFER_UP_TO_MODELS + 1);
+});
+after(() => rm(dir, { recursive: true, force: true }));
+
+function started(args: string[], context: Parameters<typeof startEarlyWorkers>[2] = {}): FakeWorker[] {
+  const made: FakeWorker[] = [];
+  startEarlyWorkers(args, 'worker.cjs', {
+    cores: 2,
+    execArgv: [],
+    nodeOptions: '',
+    ...context,
+    newWorker: () => {
+      const w = new FakeWorker();
+      made.push(w);
+      return w as unknown as Worker;
+    },
+  });
+  return made;
+}
+
+describe('early validate workers', () => {
+  it("start with the pool's own rule, from the first repository, and never for --model or --help", () => {
+    assert.equal(started([big]).length, 1, 'a repository the pool would split on 2 cores');
+    assert.equal(started([small]).length, 0, 'below the pool threshold (the hidden entry does not count)');
+    assert.equal(started([huge]).length, 0, 'past the deferral, TurboFan takes the second core');
+    assert.equal(started([huge], { cores: 4 }).length, 3);
+    assert.equal(started([big], { execArgv: ['--jitless'] }).length, 0, 'a user tiering flag: the pool needs 3 cores');
+    assert.equal(started(['--format', 'json', big]).length, 1);
+    assert.equal(started([big, '--model', 'm1']).length, 0);
+    assert.equal(started([big, '--help']).length, 0);
+    assert.equal(started([join(dir, 'missing')]).length, 0);
+    assert.equal(started([small, big]).length, 0, 'the first repository decides');
+    assert.equal(started([big], { cores: 1 }).length, 0);
+    for (const w of started([big])) assert.equal(w.unrefs, 1, 'a worker not taken never holds the process');
+  });
+
+  it('reads the repositories past the value options', () => {
+    assert.deepEqual(repositoriesOf(['--format', 'json', 'a', '--strict', '--triton-version', '24.10', 'b', '--', '-c']), ['a', 'b', '-c']);
+  });
+
+  it('knows every validate option that takes a value', () => {
+    const program = new Command('popef');
+    registerValidate(program, {} as CliIo, () => undefined);
+    const validate = program.commands.find((c) => c.name() === 'validate');
+    assert.ok(validate);
+    const taking = validate.options.filter((o) => o.required || o.optional).map((o) => o.long ?? '');
+    assert.deepEqual([...taking].sort(), [...VALUE_OPTIONS].sort());
+  });
+
+  it('hands out no worker that exited, and ends the rest on dispose', () => {
+    const made: FakeWorker[] = [];
+    const early = startEarlyWorkers([huge], 'worker.cjs', {
+      cores: 4,
+      execArgv: [],
+      nodeOptions: '',
+      newWorker: () => {
+        const w = new FakeWorker();
+        made.push(w);
+        return w as unknown as Worker;
+      },
+    });
+    assert.equal(made.length, 3);
+    made[0]?.emit('exit', 1);
+    assert.equal(early.take(), made[1], 'the dead one is skipped');
+    early.dispose();
+    assert.equal(made[1]?.terminated, false, "a taken worker is the pool's");
+    assert.equal(made[2]?.terminated, true);
+    assert.equal(early.take(), undefined);
+  });
+
+  it('bin/popef.cjs validates a repository the early worker helps check, with the in-process report', async () => {
+    // Models without config: each is a finding, so the report shows every model was checked, by whichever thread.
+    for (let i = 0; i < PARALLEL_THRESHOLD; i++) await writeFile(join(big, `m${i}`, 'config.pbtxt'), `name: "m${i}"\nbackend: "onnxruntime"\n`);
+    const cli = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'validate', big, '--format', 'json'], { encoding: 'utf8' });
+    const inProcess = await runCli(['validate', big, '--format', 'json']);
+    assert.equal(cli.status, inProcess.code, cli.stderr);
+    const strip = (text: string): unknown => {
+      const report = JSON.parse(text) as { toolVersion?: string; durationMs?: number };
+      delete report.durationMs;
+      return report;
+    };
+    assert.deepEqual(strip(cli.stdout), strip(inProcess.stdout));
+    assert.equal((JSON.parse(cli.stdout) as { summary: { models: number } }).summary.models, PARALLEL_THRESHOLD);
+  });
+});
