@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -13,6 +14,24 @@ export const FIXTURES = join(ROOT, 'fixtures');
 
 export function fixture(path: string): string {
   return join(FIXTURES, path);
+}
+
+/** What bin/popef.cjs loads: the CLI as `npm run build` bundles it into dist/. */
+const BUILT_CLI = ['dist/launch.cjs', 'dist/bin.cjs'];
+
+/**
+ * bin/popef.cjs, for a test that runs the built CLI as a user does. Throws at
+ * once, saying to build, when dist/ lacks what it loads: otherwise such a test
+ * first waits for the servers it starts beside the CLI, then ends on a
+ * MODULE_NOT_FOUND stack that does not say what to do.
+ */
+export function builtCli(): string {
+  const missing = BUILT_CLI.filter((f) => !existsSync(join(ROOT, f)));
+  if (missing.length > 0)
+    throw new Error(
+      `${missing.join(' and ')} ${missing.length === 1 ? 'is' : 'are'} missing: run \`npm run build\` first (this test runs the built CLI)`,
+    );
+  return join(ROOT, 'bin/popef.cjs');
 }
 
 export async function repositoryFixtures(): Promise<RepositoryEntry[]> {

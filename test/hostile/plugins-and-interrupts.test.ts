@@ -274,7 +274,9 @@ describe('misbehaving plugins', () => {
       await chmod(program, 0o755);
       const plugin = new ChildProcessPlugin({ name: 'dying', command: program, env: process.env });
       await assert.rejects(plugin.probe(), /plugin "dying" exited with status 3/);
-      assert.equal(await processRunning(marker), true, 'the grandchild should still run before dispose');
+      // The shell may exit before its background child has exec'd node (until then the child's command line is the
+      // shell's, without the marker): on a loaded machine it did, and a single look found nothing. Wait for the exec.
+      await until(() => processRunning(marker), 10_000, 'the grandchild should still run before dispose');
       await plugin.dispose();
       await until(async () => !(await processRunning(marker)), 2000);
       // The hello may hit the closed pipe before the exit is seen: either way the report is the exit, never a bare EPIPE (exit 3).

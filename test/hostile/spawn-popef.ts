@@ -106,11 +106,11 @@ export async function spawnPopef(args: readonly string[], options: SpawnOptions 
   };
 }
 
-/** Waits until `predicate` holds, polling; fails after `ms`. */
-export async function until(predicate: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+/** Waits until `predicate` holds, polling; fails after `ms`, with `what` (what did not happen) as the message. */
+export async function until(predicate: () => boolean | Promise<boolean>, ms = 10_000, what = 'condition not reached in time'): Promise<void> {
   const end = Date.now() + ms;
   while (!(await predicate())) {
-    if (Date.now() > end) throw new Error('condition not reached in time');
+    if (Date.now() > end) throw new Error(what);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -6,8 +6,9 @@
 // with the real Triton server.)
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Tensor, TensorSpec } from '../../src/run/plugin-api.js';
+import type { ExecutionPlugin, Tensor, TensorSpec } from '../../src/run/plugin-api.js';
 import { ClientGone } from '../../src/serve/cancellation.js';
+import { ModelRepository } from '../../src/serve/model-repository.js';
 import { InstanceSet, type StartedInstance } from '../../src/serve/scheduler/instances.js';
 import type { ScheduledRequest } from '../../src/serve/scheduler/model-scheduler.js';
 import { emptyStats, type ModelStats } from '../../src/serve/scheduler/model-stats.js';
@@ -16,7 +17,8 @@ import { SequenceScheduler } from '../../src/serve/scheduler/sequence-scheduler.
 import { directBatch, Slot, type Job } from '../../src/serve/scheduler/sequence-slots.js';
 import { RequestError } from '../../src/serve/status.js';
 import type { ModelConfig } from '../../src/triton/model-config.js';
-import { pluginDouble } from './serving.js';
+import { inTempDir } from '../helpers.js';
+import { addMnistVariants, pluginDouble, scaffoldMnist } from './serving.js';
 
 /** A run as the double saw it: each input's values, by anchor. */
 type Run = Record<string, number[] | bigint[]>;
@@ -357,6 +359,58 @@ describe('SequenceScheduler', () => {
         `popef serve does not implement a ${control.kind} control without two false/true values of Triton's sequence batcher (model 'm')`,
       );
     }
+  });
+
+  it("a control the plugin's input of its name cannot take (another type, or more than one element per row) is refused at load, naming both", async () => {
+    await inTempDir(async (dir) => {
+      const control = (name: string, kind: string, values: string): string =>
+        `sequence_batching { control_input [{ name: "${name}" control [{ kind: ${kind} ${values} }] }] }`;
+      const repo = await addMnistVariants(await scaffoldMnist(dir), {
+        seqtype: { maxBatchSize: 1, batching: control('END', 'CONTROL_SEQUENCE_END', 'int32_false_true: [0, 1]') },
+        seqsize: { maxBatchSize: 1, batching: control('START', 'CONTROL_SEQUENCE_START', 'fp32_false_true: [0, 1]') },
+        // The control the plugin does take as configured: served, so the refusals above are not a refusal of every control.
+        seqready: { maxBatchSize: 1, batching: control('READY', 'CONTROL_SEQUENCE_READY', 'bool_false_true: [false, true]') },
+      });
+      // With no name_map.json entry, a control's anchor is its own name; every model gets these inputs.
+      const plugin: ExecutionPlugin = {
+        ...pluginDouble(),
+        open: () =>
+          Promise.resolve({
+            inputs: [
+              { name: 'input', dtype: 'F32', shape: [1, 1, 28, 28] },
+              { name: 'END', dtype: 'F32', shape: [1, 1] },
+              { name: 'START', dtype: 'F32', shape: [1, 2] },
+              { name: 'READY', dtype: 'BOOL', shape: [1, 1] },
+            ],
+            outputs: [{ name: 'softmax/Softmax:0', dtype: 'F32', shape: [1, 10] }],
+            run: () => Promise.resolve(new Map()),
+            close: () => Promise.resolve(),
+          }),
+      };
+      const served = new ModelRepository();
+      await served.load([repo], { createPlugin: () => Promise.resolve(plugin) });
+      try {
+        assert.deepEqual(
+          served.list().map((m) => [m.name, m.state, m.reason]),
+          [
+            ['mnist', 'READY', ''],
+            ['seqready', 'READY', ''],
+            [
+              'seqsize',
+              'UNAVAILABLE',
+              "control input 'START' (CONTROL_SEQUENCE_START) takes one F32 element per row, but the plugin's 'START' is F32 [1,2]",
+            ],
+            [
+              'seqtype',
+              'UNAVAILABLE',
+              "control input 'END' (CONTROL_SEQUENCE_END) takes one S32 element per row, but the plugin's 'END' is F32 [1,1]",
+            ],
+          ],
+        );
+      } finally {
+        await served.close();
+      }
+    });
   });
 
   it('the parts of the sequence batcher not implemented are refused at load, by name', () => {

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ExecutionPlugin } from '../../src/run/plugin-api.js';
-import { ROOT, fixture, runCli, tempDir } from '../helpers.js';
+import { builtCli, fixture, runCli, tempDir } from '../helpers.js';
 import { buildStandInBackends, linkPythonBackend, startTriton, type RunningTriton } from '../triton/oracle/tritonserver.js';
 
 /** `popef scaffold` of the MNIST fixture into `<dir>/models`, with the walkthrough's tensor names. */
@@ -41,7 +41,7 @@ export interface Serving {
 export async function serveCli(repo: string, extra: readonly string[] = []): Promise<Serving> {
   const child = spawn(
     process.execPath,
-    [join(ROOT, 'bin/popef.cjs'), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu', ...extra],
+    [builtCli(), 'serve', repo, '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--plugin', 'cpu', ...extra],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
@@ -127,6 +127,8 @@ export interface BesideTritonOptions {
  * `triton` binary) and `popef serve` (cpu plugin) started on the repository.
  */
 export async function serveBesideTriton(triton: string | undefined, options: BesideTritonOptions): Promise<BesideTriton> {
+  // Before Triton is started and has loaded the repository, which can take minutes on a loaded machine.
+  builtCli();
   const temp = await tempDir();
   let theirs: RunningTriton | undefined;
   let ours: Serving | undefined;
