@@ -1,5 +1,6 @@
 import { crc32 } from '../io/platform.js';
 import { ErrorCode, PopefError } from '../errors.js';
+import { u64AsNumberAt } from '../io/cursor.js';
 import { ALIGNMENT, BLOB_MAGIC, BlobType, Codec, HEADER_SIZE, HeaderField, LAYOUT_MAJOR, LAYOUT_MINOR, Limits } from './constants.js';
 
 /** Blob type code of the end-of-segment marker (see FORMAT.md). */
@@ -126,8 +127,8 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
   const codec = view.getUint8(HeaderField.codec);
   const reserved0 = view.getUint16(HeaderField.reserved0, true);
   const descriptorLength = view.getUint32(HeaderField.descriptorLength, true);
-  const totalSize = u64AsNumber(view, HeaderField.totalSize, file, offset, 'total blob size');
-  const payloadLength = u64AsNumber(view, HeaderField.payloadLength, file, offset, 'payload length');
+  const totalSize = u64AsNumberAt(view, HeaderField.totalSize, file, offset + HeaderField.totalSize, 'total blob size');
+  const payloadLength = u64AsNumberAt(view, HeaderField.payloadLength, file, offset + HeaderField.payloadLength, 'payload length');
   const descriptorCrc = view.getUint32(HeaderField.descriptorCrc, true);
   const payloadCrc = view.getUint32(HeaderField.payloadCrc, true);
   const reserved1 = view.getUint32(HeaderField.reserved1, true);
@@ -173,23 +174,6 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
     descriptorCrc,
     payloadCrc,
   };
-}
-
-/** Past this, a u64 size is no JS number: 2^53 - 1 is 2^21 - 1 in its upper half. */
-const MAX_SAFE_HIGH_WORD = 0x1fffff;
-
-/** The u64 at `at` of a header as a number, as Cursor.u64AsNumber gives it, from two 32-bit halves rather than a bigint. */
-function u64AsNumber(view: DataView, at: number, file: string, blobOffset: number, field: string): number {
-  const low = view.getUint32(at, true);
-  const high = view.getUint32(at + 4, true);
-  if (high > MAX_SAFE_HIGH_WORD) {
-    throw new PopefError(ErrorCode.LimitExceeded, `${field} is ${view.getBigUint64(at, true)}, larger than any file this reader can address`, {
-      file,
-      offset: blobOffset + at,
-      field,
-    });
-  }
-  return high * 2 ** 32 + low;
 }
 
 /** The version field as this code writes it ("1.0" and NUL padding), met in nearly every header read. */

@@ -55,19 +55,32 @@ export class Cursor {
   /** A u64 that must fit in a JS number (sizes and offsets within a file). */
   u64AsNumber(field: string): number {
     const at = this.offset;
-    const value = this.u64(field);
-    if (value > BigInt(Number.MAX_SAFE_INTEGER)) {
-      throw new PopefError(ErrorCode.LimitExceeded, `${field} is ${value}, larger than any file this reader can address`, {
-        file: this.file,
-        offset: at,
-        field,
-      });
-    }
-    return Number(value);
+    return u64AsNumberAt(this.view, this.need(8, field), this.file, at, field);
   }
 
   bytesOf(length: number, field: string): Uint8Array {
     const at = this.need(length, field);
     return this.bytes.subarray(at, at + length);
   }
+}
+
+/** Past this, a u64 is no JS number: 2^53 - 1 is 2^21 - 1 in its upper half. */
+const MAX_SAFE_HIGH_WORD = 0x1fffff;
+
+/**
+ * The little-endian u64 at `at` of `view` as a number, from its two 32-bit
+ * halves (no bigint: the blob header reads two per blob, issue 26); a
+ * LimitExceeded error naming `field` at absolute `offset` past 2^53 - 1.
+ */
+export function u64AsNumberAt(view: DataView, at: number, file: string, offset: number, field: string): number {
+  const low = view.getUint32(at, true);
+  const high = view.getUint32(at + 4, true);
+  if (high > MAX_SAFE_HIGH_WORD) {
+    throw new PopefError(ErrorCode.LimitExceeded, `${field} is ${view.getBigUint64(at, true)}, larger than any file this reader can address`, {
+      file,
+      offset,
+      field,
+    });
+  }
+  return high * 2 ** 32 + low;
 }

@@ -72,10 +72,9 @@ export class FileSource implements ByteSource {
   }
 
   async read(offset: number, length: number, field: string): Promise<Uint8Array> {
-    checkRange(this.name, this.size, offset, length, field);
-    const w = this.window;
     // A copy: a caller may keep what it gets longer than the window lives.
-    if (offset >= w.offset && offset + length <= w.offset + w.bytes.byteLength) return w.bytes.slice(offset - w.offset, offset - w.offset + length);
+    const held = this.peek(offset, length, field);
+    if (held !== undefined) return held.slice();
     if (length <= OPEN_WINDOW) {
       await this.fill(offset, Math.min(Math.max(length, MISS_WINDOW), this.size - offset), field);
       return this.window.bytes.slice(0, length);

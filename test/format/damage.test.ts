@@ -76,3 +76,23 @@ describe('files shorter than one blob header', () => {
     assert.equal(await code(wrongSecond), 'E_NOT_POPEF');
   });
 });
+
+describe('a blob header whose 64-bit size no JS number holds', () => {
+  it('is refused as E_LIMIT at the field, with a valid header CRC (not mistaken for damage)', async () => {
+    const { crc32 } = await import('node:zlib');
+    const bytes = new Uint8Array(await readFile(fixture('mnist/executable.popef')));
+    const view = new DataView(bytes.buffer, bytes.byteOffset, 64);
+    // Total blob size (offset 32): 2^53, one past Number.MAX_SAFE_INTEGER.
+    view.setUint32(32, 0, true);
+    view.setUint32(36, 0x200000, true);
+    view.setUint32(60, crc32(bytes.subarray(0, 60)), true);
+    await assert.rejects(ModelSet.open([new MemorySource(bytes, 'huge.popef')]), (error: unknown) => {
+      assert.ok(error instanceof PopefError);
+      assert.equal(error.code, 'E_LIMIT');
+      assert.equal(error.offset, 32);
+      assert.equal(error.field, 'total blob size');
+      assert.match(error.message, /total blob size is 9007199254740992, larger than any file this reader can address/);
+      return true;
+    });
+  });
+});
