@@ -3,7 +3,8 @@
 // cache a validate run writes is still taken by the next run.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFER_UP_TO_MODELS, deferOptimizingCompiler, type DeferralContext } from '../../src/cli/optimizer-deferral.js';
+import { DEFER_UP_TO_MODELS, deferOptimizingCompiler, plannedThreads, type DeferralContext } from '../../src/cli/optimizer-deferral.js';
+import { LARGE_REPOSITORY_MODELS } from '../../src/triton/repository/pool-size.js';
 
 function recorded(context: DeferralContext = {}): { flags: string[]; deferral: ReturnType<typeof deferOptimizingCompiler> } {
   const flags: string[] = [];
@@ -28,9 +29,18 @@ describe('deferring the optimizing compiler for small validate runs', () => {
     assert.equal(deferral.threadsFor(DEFER_UP_TO_MODELS + 1), 1, 'on 2 cores, TurboFan takes the second');
     assert.deepEqual(flags, ['--no-turbofan', '--turbofan']);
     assert.equal(deferral.threadsFor(500), 1, 'and it stays on for the next repository');
+    assert.equal(deferral.threadsFor(LARGE_REPOSITORY_MODELS), 2, 'a repository this large is checked on both cores all the same');
     deferral.end();
     assert.deepEqual(flags, ['--no-turbofan', '--turbofan']);
     assert.equal(recorded({ cores: 8 }).deferral.threadsFor(DEFER_UP_TO_MODELS + 1), 8);
+  });
+
+  it('plans the threads the deferral will give, which the early workers are started on', () => {
+    for (const models of [1, DEFER_UP_TO_MODELS, DEFER_UP_TO_MODELS + 1, LARGE_REPOSITORY_MODELS - 1, LARGE_REPOSITORY_MODELS]) {
+      assert.equal(plannedThreads(models, 2, false), recorded().deferral.threadsFor(models), `${models} models`);
+    }
+    assert.equal(plannedThreads(LARGE_REPOSITORY_MODELS, 2, false), 2);
+    assert.equal(plannedThreads(LARGE_REPOSITORY_MODELS - 1, 2, false), 1);
   });
 
   it("leaves V8's flags alone when the user chose how code is compiled", () => {

@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { checkModel } from '../../src/triton/repository/model-check.js';
-import { PARALLEL_THRESHOLD, checkModelsInParallel, defaultThreads, type PoolOutcome } from '../../src/triton/repository/model-pool.js';
+import {
+  LARGE_REPOSITORY_MODELS,
+  PARALLEL_THRESHOLD,
+  checkModelsInParallel,
+  defaultThreads,
+  type PoolOutcome,
+} from '../../src/triton/repository/model-pool.js';
 import { validateRepository, validateRepositoryWith } from '../../src/triton/repository/validate.js';
 import { FIXTURES, inTempDir } from '../helpers.js';
 
@@ -158,10 +164,15 @@ describe('model pool: validate on several threads reports what one thread report
     assert.deepEqual(report, await validateRepository(repo, { threads: 1 }));
   });
 
-  it('by default, workers only for a large repository on a machine of 3 cores or more', () => {
+  it('by default, workers for a repository of 256 models on 3 cores or more, and of 10,000 on 2', () => {
     assert.equal(defaultThreads(PARALLEL_THRESHOLD - 1, 8), 1);
-    assert.equal(defaultThreads(100_000, 2), 1);
-    assert.equal(defaultThreads(100_000, 1), 1);
     assert.equal(defaultThreads(PARALLEL_THRESHOLD, 4), 4);
+    assert.equal(defaultThreads(LARGE_REPOSITORY_MODELS - 1, 2), 1);
+    assert.equal(defaultThreads(LARGE_REPOSITORY_MODELS, 2), 2);
+    assert.equal(defaultThreads(100_000, 2), 2);
+    assert.equal(defaultThreads(100_000, 1), 1);
+    // A caller that asks for more cores for its pool than a large repository needs gets 2 cores' pool too.
+    assert.equal(defaultThreads(LARGE_REPOSITORY_MODELS, 2, 4), 2);
+    assert.equal(defaultThreads(LARGE_REPOSITORY_MODELS - 1, 3, 4), 1);
   });
 });

@@ -4,7 +4,7 @@ import { FindingSink, type SinkState } from './finding-sink.js';
 import { checkedFields, sinkOptionsFor, type CheckedModel, type ValidateOptions } from './model-check.js';
 import { defaultThreads } from './pool-size.js';
 
-export { MIN_CORES_FOR_WORKERS, PARALLEL_THRESHOLD, defaultThreads } from './pool-size.js';
+export { LARGE_REPOSITORY_MODELS, MIN_CORES_FOR_WORKERS, PARALLEL_THRESHOLD, defaultThreads } from './pool-size.js';
 
 /**
  * Checks the models of a repository on every core: the calling thread and
