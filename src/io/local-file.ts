@@ -147,26 +147,34 @@ const firstRead = Buffer.allocUnsafe(LISTED_FIRST_READ);
 
 /**
  * A file the caller's listing called regular, opened and read from its
- * start: `head` holds a copy of its first bytes, up to LISTED_FIRST_READ,
- * and `whole` says whether that is all of it (a shorter read). A file not
- * known whole keeps the descriptor `fd` open for the caller to measure and
- * read on from the end of `head`, which it need not read again. Should the
- * entry have been replaced since it was listed, nothing blocks and nothing
- * else is read: open does not wait for a FIFO's writer (O_NONBLOCK), and
- * reading a FIFO at an offset fails (ESPIPE), as reading a directory does
- * (EISDIR).
+ * start: `head` holds its first bytes, up to LISTED_FIRST_READ, and `whole`
+ * says whether that is all of it (a shorter read). `head` is a copy, unless
+ * the caller gives its own buffer `into` (LISTED_FIRST_READ bytes long) to
+ * read into: `head` is then a view of it. A file not known whole keeps the
+ * descriptor `fd` open for the caller to measure and read on from the end
+ * of `head`, which it need not read again. Should the entry have been
+ * replaced since it was listed, nothing blocks and nothing else is read:
+ * open does not wait for a FIFO's writer (O_NONBLOCK), and reading a FIFO
+ * at an offset fails (ESPIPE), as reading a directory does (EISDIR).
  */
-export function openListedFile(path: string, name: string, what: string): { readonly fd: number; readonly head: Buffer; readonly whole: boolean } {
+export function openListedFile(
+  path: string,
+  name: string,
+  what: string,
+  into?: Buffer,
+): { readonly fd: number; readonly head: Buffer; readonly whole: boolean } {
   const fd = openNonBlocking(path, name, what);
+  const target = into ?? firstRead;
   let length: number;
   try {
-    length = readSync(fd, firstRead, 0, LISTED_FIRST_READ, 0);
+    length = readSync(fd, target, 0, LISTED_FIRST_READ, 0);
   } catch (error) {
     closeSync(fd);
     throw ioError(error, name, `read ${what}`);
   }
   // A read of a regular file returns less than was asked only at its end.
-  return { fd, head: Buffer.from(firstRead.subarray(0, length)), whole: length < LISTED_FIRST_READ };
+  const head = into === undefined ? Buffer.from(firstRead.subarray(0, length)) : into.subarray(0, length);
+  return { fd, head, whole: length < LISTED_FIRST_READ };
 }
 
 /** Reads up to `length` bytes at `position` into `out` at `at`: synchronously when `sync`, else through the pool. */

@@ -106,3 +106,35 @@ describe('FileSource: reads through the window', () => {
     });
   });
 });
+
+describe('FileSource: the windows of listed files are reused after close', () => {
+  it('a window read again by the next open leaves what the first source gave intact, and a closed source serves nothing', async () => {
+    await inTempDir(async (dir) => {
+      // Smaller than the window, so each is read whole into it at open.
+      const a = pattern(3000);
+      const b = a.map((x) => 255 - x);
+      await writeFile(join(dir, 'a.bin'), a);
+      await writeFile(join(dir, 'b.bin'), b);
+      const first = await FileSource.open(join(dir, 'a.bin'), 'a.bin', { listedRegular: true });
+      const copied = await first.read(0, a.byteLength, 'field');
+      await first.close();
+      assert.equal(first.peek(0, 16, 'field'), undefined, 'a closed source keeps no window');
+      await assert.rejects(
+        first.read(0, 16, 'blob header'),
+        (error: unknown) => error instanceof PopefError && error.message === 'file already closed',
+      );
+      // Several open at once (a version's files): each has its own window, whether reused or new.
+      const second = await FileSource.open(join(dir, 'b.bin'), 'b.bin', { listedRegular: true });
+      const third = await FileSource.open(join(dir, 'a.bin'), 'a.bin', { listedRegular: true });
+      try {
+        assert.deepEqual(copied, a);
+        assert.deepEqual(second.peek(0, b.byteLength, 'field'), b);
+        assert.deepEqual(third.peek(0, a.byteLength, 'field'), a);
+        await readsAs(second, b, 100, 50);
+      } finally {
+        await second.close();
+        await third.close();
+      }
+    });
+  });
+});
