@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { describe, it } from 'node:test';
 import { MemorySource, ModelSet, PopefError } from '../../src/index.js';
+import { HEADER_SIZE } from '../../src/format/constants.js';
+import { decodeHeader } from '../../src/format/header.js';
 import { fixture, fixtureManifest } from '../helpers.js';
 
 /** Opens bytes as a one-file model set and reads every byte of every blob. */
@@ -74,6 +76,24 @@ describe('files shorter than one blob header', () => {
     const wrongSecond = popef.slice(0, 20);
     wrongSecond[1] = (wrongSecond[1] ?? 0) ^ 0xff;
     assert.equal(await code(wrongSecond), 'E_NOT_POPEF');
+  });
+});
+
+describe('decodeHeader given fewer bytes than a header', () => {
+  it('refuses them as truncated, naming the offset, before reading a field (the reader never passes fewer; other callers may)', async () => {
+    const popef = new Uint8Array(await readFile(fixture('mnist/executable.popef')));
+    for (const cut of [8, 40, HEADER_SIZE - 1]) {
+      assert.throws(
+        () => decodeHeader(popef.subarray(0, cut), 'short.popef', 128, false),
+        (error: unknown) =>
+          error instanceof PopefError &&
+          error.code === 'E_TRUNCATED' &&
+          error.offset === 128 &&
+          error.message === `blob header needs ${HEADER_SIZE} bytes but only ${cut} remain`,
+        `cut at ${cut}`,
+      );
+    }
+    assert.equal(decodeHeader(popef.subarray(0, HEADER_SIZE), 'whole.popef', 0, true).totalSize > HEADER_SIZE, true);
   });
 });
 
