@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
 import { ErrorCode, PopefError } from '../errors.js';
 import type { ModelSet } from '../format/model-set.js';
 import { MAX_READ_CHUNK, type ByteSource } from '../io/byte-source.js';
+import { nodeCrypto } from '../io/node-crypto.js';
 import { schemaErrors } from '../json-schemas.js';
 import type { Anchor, Metadata } from '../schema/model.js';
 import { buildReport, metadataFields, type ModelReport } from './report.js';
@@ -57,7 +57,7 @@ export function isDescriptionArgument(name: string): boolean {
 
 /** SHA-256 of a whole source, hex, read in chunks (a PopEF can be gigabytes). */
 export async function sha256Of(source: ByteSource): Promise<string> {
-  const h = createHash('sha256');
+  const h = nodeCrypto().createHash('sha256');
   for (let at = 0; at < source.size; at += MAX_READ_CHUNK) h.update(await source.read(at, Math.min(MAX_READ_CHUNK, source.size - at), 'file bytes'));
   return h.digest('hex');
 }

@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { readdir, rename, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 // The PID names our temporary files and tells whether their writer still runs: identity, not configuration, so it is imported rather than taken as a parameter.
 import { kill, pid as ownPid } from 'node:process';
 import { basename, dirname, join } from 'node:path';
+import { nodeCrypto } from './node-crypto.js';
 import { recordTemporary } from './temp-registry.js';
 
 /**
@@ -28,7 +28,7 @@ export type TempKind = 'tmp' | 'staging';
 
 /** A fresh sibling name for a write to `path`, recorded for the exit hook (temp-registry.ts). */
 export function tempSibling(path: string, kind: TempKind): string {
-  const name = join(dirname(path), `.${basename(path)}.popef-${kind}-${HOST}-${ownPid}-${randomBytes(6).toString('hex')}`);
+  const name = join(dirname(path), `.${basename(path)}.popef-${kind}-${HOST}-${ownPid}-${nodeCrypto().randomBytes(6).toString('hex')}`);
   recordTemporary(name);
   return name;
 }

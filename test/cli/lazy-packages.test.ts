@@ -28,21 +28,37 @@ describe('packages load when a command needs them', () => {
           if (m) names.add(m[1]);
         }
         require('node:fs').writeSync(2, 'PACKAGES ' + JSON.stringify([...names].sort()) + '\\n');
+        const builtins = process.moduleLoadList.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length));
+        require('node:fs').writeSync(2, 'BUILTINS ' + JSON.stringify(builtins) + '\\n');
       });`,
     );
   });
   after(() => cleanup());
 
-  function loaded(args: string[]): string[] {
+  function run(args: string[]): string {
     const r = spawnSync(process.execPath, ['-r', hook, join(ROOT, 'bin/popef.cjs'), ...args], {
       cwd: dir,
       encoding: 'utf8',
       env: { ...process.env, NO_COLOR: '1' },
     });
     assert.ok(r.status === 0 || r.status === 1, `${args.join(' ')}: ${r.stderr}`);
-    const line = r.stderr.split('\n').find((l) => l.startsWith('PACKAGES '));
-    assert.ok(line !== undefined, r.stderr);
-    return (JSON.parse(line.slice('PACKAGES '.length)) as string[]).filter((name) => LAZY.includes(name));
+    return r.stderr;
+  }
+
+  /** The list the hook printed after `prefix`. */
+  function listed(stderr: string, prefix: string): string[] {
+    const line = stderr.split('\n').find((l) => l.startsWith(prefix));
+    assert.ok(line !== undefined, stderr);
+    return JSON.parse(line.slice(prefix.length)) as string[];
+  }
+
+  function loaded(args: string[]): string[] {
+    return listed(run(args), 'PACKAGES ').filter((name) => LAZY.includes(name));
+  }
+
+  /** Whether the command loaded Node's node:crypto. */
+  function loadsCrypto(args: string[]): boolean {
+    return listed(run(args), 'BUILTINS ').includes('crypto');
   }
 
   it('dump, config, scaffold, validate and diff load none of them', () => {
@@ -65,5 +81,15 @@ describe('packages load when a command needs them', () => {
     assert.deepEqual(loaded(['scaffold', fixture('mnist/executable.popef'), '-r', models, '-m', 'mnist']), []);
     writeFileSync(join(models, 'mnist/1/name_map.json'), '{"input": 7}');
     assert.deepEqual(loaded(['validate', models]), ['ajv']);
+  });
+
+  it('node:crypto loads only where something is hashed or a temporary file named: not for dump or validate', () => {
+    // About 5 ms of a one-model validate's start (src/io/node-crypto.ts).
+    const models = join(dir, 'crypto');
+    assert.equal(loadsCrypto(['scaffold', fixture('mnist/executable.popef'), '-r', models, '-m', 'mnist']), true);
+    assert.equal(loadsCrypto(['validate', models]), false);
+    assert.equal(loadsCrypto(['validate', models, '--format', 'json']), false);
+    assert.equal(loadsCrypto(['dump', fixture('mnist/executable.popef')]), false);
+    assert.equal(loadsCrypto(['describe', fixture('mnist/executable.popef'), '-o', join(dir, 'mnist.popef.json')]), true);
   });
 });
