@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { jsonChunks } from '../../src/present/json-chunks.js';
+import { ELEMENTS_PER_BATCH, jsonChunks } from '../../src/present/json-chunks.js';
 
 const text = (value: unknown, chunk?: number): string => [...jsonChunks(value, chunk)].join('');
 
@@ -26,12 +26,19 @@ describe('jsonChunks', () => {
     };
     assert.equal(text(value), JSON.stringify(value, null, 2));
     assert.equal(text(value, 10), JSON.stringify(value, null, 2));
+    // A large array at the top, split into batches with a short last one.
+    const top = Array.from({ length: 3 * 128 + 5 }, (_, i) => (i % 5 === 0 ? [i, { v: i }] : { i, s: `x${i}`, u: undefined }));
+    assert.equal(text(top), JSON.stringify(top, null, 2));
   });
 
-  it('never holds the whole text in one piece for a large array', () => {
-    const value = { anchors: Array.from({ length: 100_000 }, (_, i) => ({ name: `anchor_${i}` })) };
-    const chunks = [...jsonChunks(value, 1 << 16)];
+  it('never holds the whole text in one piece for a large array: a chunk is at most its size and one batch of elements', () => {
+    const anchors = Array.from({ length: 100_000 }, (_, i) => ({ name: `anchor_${i}` }));
+    const chunks = [...jsonChunks({ anchors }, 1 << 16)];
     assert.ok(chunks.length > 10);
-    assert.ok(chunks.every((c) => c.length < (1 << 16) + 200));
+    // The largest batch, as JSON.stringify writes it at this depth (its brackets and an indent per line more).
+    const batch = JSON.stringify(anchors.slice(-ELEMENTS_PER_BATCH), null, 4).length;
+    assert.ok(batch < 8 * 1024, `batch of ${batch} characters`);
+    const longest = Math.max(...chunks.map((c) => c.length));
+    assert.ok(longest <= (1 << 16) + batch, `longest chunk ${longest}`);
   });
 });
