@@ -52,8 +52,10 @@ await build({
   outExtension: { '.js': '.cjs' },
   plugins: [lazyChildProcessForCommander],
 });
-// validate's worker thread (src/triton/repository/model-pool.ts), beside the bundle that starts it.
-await build({ ...nodeBundle, entryPoints: ['src/triton/repository/validate-worker.ts'], outfile: 'dist/validate-worker.cjs' });
+// validate's worker thread (src/triton/repository/model-pool.ts), beside the bundle that starts it: the worker's code,
+// and the file a worker starts from, which loads that code through the launcher's cache (src/cli/validate-worker-launch.ts).
+await build({ ...nodeBundle, entryPoints: ['src/triton/repository/validate-worker.ts'], outfile: 'dist/validate-worker-body.cjs' });
+await build({ ...nodeBundle, entryPoints: ['src/cli/validate-worker-launch.ts'], outfile: 'dist/validate-worker.cjs' });
 
 // The viewer page, served by `popef view` and written by `popef view --export`.
 const { buildView } = await import('./build-view.mjs');

@@ -1,7 +1,8 @@
 import { readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { plannedThreads, userChoseCompiler } from './optimizer-deferral.js';
+import { defersFor, plannedThreads, userChoseCompiler } from './optimizer-deferral.js';
+import type { WorkerLaunchData } from './validate-worker-launch.js';
 
 /**
  * validate's worker threads, started by bin/popef.cjs as the process
@@ -41,7 +42,7 @@ export interface EarlyContext {
   readonly execArgv?: readonly string[];
   readonly nodeOptions?: string;
   /** Starts a worker: the validate worker's file, or a test's. */
-  readonly newWorker?: (file: string) => Worker;
+  readonly newWorker?: (file: string, workerData: WorkerLaunchData) => Worker;
 }
 
 /** The repositories a validate command line names, in its order (what follows the command word). */
@@ -78,12 +79,15 @@ export function startEarlyWorkers(args: readonly string[], workerFile: string, c
     return none;
   }
   const cores = context.cores ?? availableParallelism();
-  const count = plannedThreads(entries, cores, userChoseCompiler(context.execArgv, context.nodeOptions)) - 1;
-  const start = context.newWorker ?? ((file: string) => new Worker(file));
+  const compilerChosen = userChoseCompiler(context.execArgv, context.nodeOptions);
+  const count = plannedThreads(entries, cores, compilerChosen) - 1;
+  // Whether the worker will compile with TurboFan off, for its code cache (validate-worker-launch.ts).
+  const workerData: WorkerLaunchData = { turbofanOff: defersFor(entries, compilerChosen) };
+  const start = context.newWorker ?? ((file: string, data: WorkerLaunchData) => new Worker(file, { workerData: data }));
   const workers: { worker: Worker; exited: boolean }[] = [];
   for (let i = 0; i < count; i++) {
     try {
-      const worker = start(workerFile);
+      const worker = start(workerFile, workerData);
       const held = { worker, exited: false };
       // Until the pool takes it: its failure is the pool's to meet (it falls back on its own), not an uncaught error here.
       worker.on('error', () => undefined);

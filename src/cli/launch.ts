@@ -47,6 +47,11 @@ export interface LaunchResult {
   readonly cache: 'hit' | 'miss' | 'rejected' | 'off';
   /** Why the cache is off, or where it is. */
   readonly detail: string;
+  /**
+   * Writes the cache now, with what has been compiled so far, after a miss
+   * or a rejection (once; otherwise nothing). For `saveAt: 'caller'`.
+   */
+  readonly saveCache: () => void;
 }
 
 export interface LaunchOptions {
@@ -55,6 +60,14 @@ export interface LaunchOptions {
   readonly argv?: readonly string[];
   /** Where cache files go; default $XDG_CACHE_HOME/popef-toolkit or ~/.cache/popef-toolkit. */
   readonly cacheDir?: string;
+  /** The cache file's name in place of the one the command line gives (lower-case letters, digits, '.' and '-'). */
+  readonly cacheName?: string;
+  /**
+   * When the cache is written: at the process's exit (the default), or when
+   * the caller calls saveCache. A worker thread that is terminated has no
+   * exit of its own to write at.
+   */
+  readonly saveAt?: 'exit' | 'caller';
 }
 
 /** Caches larger than this are not read (ours are about 0.35 MiB). */
@@ -69,7 +82,12 @@ const WRAPPER_TAIL = '\n})';
 
 export function launch(file: string, options: LaunchOptions = {}): LaunchResult {
   const env = options.env ?? process.env;
-  const plain = (detail: string): LaunchResult => ({ exports: module.createRequire(file)(file) as Record<string, unknown>, cache: 'off', detail });
+  const plain = (detail: string): LaunchResult => ({
+    exports: module.createRequire(file)(file) as Record<string, unknown>,
+    cache: 'off',
+    detail,
+    saveCache: () => undefined,
+  });
   const disabled = env.POPEF_NO_COMPILE_CACHE ?? env.NODE_DISABLE_COMPILE_CACHE;
   if (disabled !== undefined && disabled !== '' && disabled !== '0') return plain('disabled by the environment');
   const nodeCache = (module as { enableCompileCache?: () => unknown }).enableCompileCache;
@@ -85,7 +103,9 @@ export function launch(file: string, options: LaunchOptions = {}): LaunchResult 
   const bytes = readFileSync(file);
   // esbuild writes ASCII (it escapes the rest), which decodes faster as Latin-1, to the same string.
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
-  const key = `${cacheName(options.argv ?? process.argv.slice(2))}-${crc32(bytes).toString(16).padStart(8, '0')}-${bytes.length}-v8-${process.versions.v8}-${process.arch}.bin`;
+  const name =
+    options.cacheName !== undefined && CACHE_NAME.test(options.cacheName) ? options.cacheName : cacheName(options.argv ?? process.argv.slice(2));
+  const key = `${name}-${crc32(bytes).toString(16).padStart(8, '0')}-${bytes.length}-v8-${process.versions.v8}-${process.arch}.bin`;
   const cachePath = join(dir, key);
   const cachedData = readPrivateFile(cachePath);
   const script = new vm.Script(WRAPPER_HEAD + source + WRAPPER_TAIL, {
@@ -94,14 +114,20 @@ export function launch(file: string, options: LaunchOptions = {}): LaunchResult 
   });
   const cache = cachedData === undefined ? 'miss' : script.cachedDataRejected === true ? 'rejected' : 'hit';
   const exports = runWrapped(script, file);
-  if (cache !== 'hit') {
+  let pending = cache !== 'hit';
+  const saveCache = (): void => {
+    if (!pending) return;
+    pending = false;
+    writeCache(dir, cachePath, script);
+  };
+  if (pending && options.saveAt !== 'caller') {
     // At exit the cache holds everything this run compiled, not only the top level.
     process.once('exit', (code) => {
       // A run that failed (exit 2 and up) took an error path: the next one is likelier to show what the command usually compiles.
-      if (code < 2) writeCache(dir, cachePath, script);
+      if (code < 2) saveCache();
     });
   }
-  return { exports, cache, detail: cachePath };
+  return { exports, cache, detail: cachePath, saveCache };
 }
 
 /** Runs the compiled wrapper as Node runs a CommonJS module. */
@@ -131,6 +157,9 @@ function defaultCacheDir(env: NodeJS.ProcessEnv): string | undefined {
   }
   return home === '' ? undefined : join(home, '.cache', 'popef-toolkit');
 }
+
+/** A cache name a caller may give (LaunchOptions.cacheName): it becomes part of a file name. */
+const CACHE_NAME = /^[a-z][a-z0-9.-]{0,39}$/;
 
 /**
  * The cache file for a run: the command's word when it looks like one, else

@@ -47,7 +47,12 @@ export function userChoseCompiler(execArgv: readonly string[] = process.execArgv
  * deferred (the early workers are started on it: early-workers.ts).
  */
 export function plannedThreads(models: number, cores: number, compilerChosen: boolean): number {
-  return !compilerChosen && models <= DEFER_UP_TO_MODELS ? defaultThreads(models, cores, MIN_CORES_WITHOUT_TURBOFAN) : defaultThreads(models, cores);
+  return defersFor(models, compilerChosen) ? defaultThreads(models, cores, MIN_CORES_WITHOUT_TURBOFAN) : defaultThreads(models, cores);
+}
+
+/** Whether validate checks a first repository of `models` models with TurboFan off (the V8 flags its worker threads then compile under). */
+export function defersFor(models: number, compilerChosen: boolean): boolean {
+  return !compilerChosen && models <= DEFER_UP_TO_MODELS;
 }
 
 export interface OptimizerDeferral {

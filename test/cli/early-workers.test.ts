@@ -5,22 +5,25 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import { readdirSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import { Command } from 'commander';
 import { registerValidate } from '../../src/cli/commands/validate.js';
 import { VALUE_OPTIONS, repositoriesOf, startEarlyWorkers } from '../../src/cli/early-workers.js';
+import type { WorkerLaunchData } from '../../src/cli/validate-worker-launch.js';
 import type { CliIo } from '../../src/cli/io.js';
 import { PARALLEL_THRESHOLD } from '../../src/triton/repository/model-pool.js';
 import { DEFER_UP_TO_MODELS } from '../../src/cli/optimizer-deferral.js';
 import { ROOT, runCli } from '../helpers.js';
 
-/** A stand-in worker: records unref and terminate, and can be made to exit. */
+/** A stand-in worker: records unref, terminate and its workerData, and can be made to exit. */
 class FakeWorker extends EventEmitter {
   unrefs = 0;
+  data: WorkerLaunchData | undefined;
   terminated = false;
   unref(): void {
     this.unrefs += 1;
@@ -57,8 +60,9 @@ function started(args: string[], context: Parameters<typeof startEarlyWorkers>[2
     execArgv: [],
     nodeOptions: '',
     ...context,
-    newWorker: () => {
+    newWorker: (_file, data) => {
       const w = new FakeWorker();
+      w.data = data;
       made.push(w);
       return w as unknown as Worker;
     },
@@ -80,6 +84,19 @@ describe('early validate workers', () => {
     assert.equal(started([small, big]).length, 0, 'the first repository decides');
     assert.equal(started([big], { cores: 1 }).length, 0);
     for (const w of started([big])) assert.equal(w.unrefs, 1, 'a worker not taken never holds the process');
+    // What the worker compiles under, for its code cache (src/cli/validate-worker-launch.ts).
+    assert.deepEqual(
+      started([big]).map((w) => w.data),
+      [{ turbofanOff: true }],
+    );
+    assert.deepEqual(
+      started([huge], { cores: 4 }).map((w) => w.data?.turbofanOff),
+      [false, false, false],
+    );
+    assert.deepEqual(
+      started([big], { cores: 4, execArgv: ['--jitless'] }).map((w) => w.data?.turbofanOff),
+      [false, false, false],
+    );
   });
 
   it('reads the repositories past the value options', () => {
@@ -130,4 +147,34 @@ describe('early validate workers', () => {
     assert.deepEqual(strip(cli.stdout), strip(inProcess.stdout));
     assert.equal((JSON.parse(cli.stdout) as { summary: { models: number } }).summary.models, PARALLEL_THRESHOLD);
   });
+
+  it(
+    'the early worker writes its code cache after its first reply, and the next run takes it, with the same report',
+    { skip: availableParallelism() < 2 },
+    async () => {
+      for (let i = 0; i < PARALLEL_THRESHOLD; i++) await writeFile(join(big, `m${i}`, 'config.pbtxt'), `name: "m${i}"\nbackend: "onnxruntime"\n`);
+      const cache = join(dir, 'cache');
+      const run = (): string => {
+        const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'validate', big, '--format', 'json'], {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '', XDG_CACHE_HOME: cache },
+        });
+        assert.equal(r.status, 1, r.stderr);
+        return JSON.stringify({ ...(JSON.parse(r.stdout) as object), durationMs: undefined });
+      };
+      const workerCache = (): { name: string; ino: number; mtimeMs: number }[] =>
+        readdirSync(join(cache, 'popef-toolkit'))
+          .filter((f) => f.startsWith('validate-worker-'))
+          .map((name) => {
+            const { ino, mtimeMs } = statSync(join(cache, 'popef-toolkit', name));
+            return { name, ino, mtimeMs };
+          });
+      const first = run();
+      const written = workerCache();
+      assert.equal(written.length, 1, 'the worker replied, then wrote its cache');
+      assert.equal(run(), first);
+      // A rejected cache would have been written again, as a new file renamed over the old.
+      assert.deepEqual(workerCache(), written, 'the second run took the cache and wrote none');
+    },
+  );
 });

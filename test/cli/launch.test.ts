@@ -17,14 +17,25 @@ interface Outcome {
 }
 
 /** Launches `bundle` in a new process and reports what the launcher did and what the bundle computed. */
-function launchIn(bundle: string, cacheDir: string, env: Record<string, string> = {}, argv: string[] = ['dump'], status = 0): Outcome {
+function launchIn(
+  bundle: string,
+  cacheDir: string,
+  env: Record<string, string> = {},
+  argv: string[] = ['dump'],
+  status = 0,
+  options: { cacheName?: string; saveAt?: 'caller'; save?: boolean } = {},
+): Outcome {
   // As in the package, the launcher sits beside the bundle (package names resolve from there).
   const launcher = join(dirname(bundle), 'launch.cjs');
   copyFileSync(LAUNCH, launcher);
   const driver = `
     const { launch } = require(${JSON.stringify(launcher)});
-    const r = launch(${JSON.stringify(bundle)}, { cacheDir: ${JSON.stringify(cacheDir)}, argv: ${JSON.stringify(argv)}, env: process.env });
-    Promise.resolve(r.exports.value()).then((value) => console.log(JSON.stringify({ cache: r.cache, detail: r.detail, value })));`;
+    const { save, ...extra } = ${JSON.stringify(options)};
+    const r = launch(${JSON.stringify(bundle)}, { cacheDir: ${JSON.stringify(cacheDir)}, argv: ${JSON.stringify(argv)}, env: process.env, ...extra });
+    Promise.resolve(r.exports.value()).then((value) => {
+      if (save) for (let i = 0; i < 2; i++) r.saveCache();
+      console.log(JSON.stringify({ cache: r.cache, detail: r.detail, value }));
+    });`;
   const r = spawnSync(process.execPath, ['-e', driver], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: cacheDir, ...env } });
   assert.equal(r.status, status, r.stderr);
   return JSON.parse(r.stdout) as Outcome;
@@ -60,6 +71,26 @@ describe('the launcher keeps compiled code between runs', () => {
     assert.equal(statSync(cache).mode & 0o777, 0o700);
     const second = launchIn(bundle, cache);
     assert.deepEqual([second.cache, second.value], ['hit', 'bundle.cjs:true:2,4,6']);
+  });
+
+  it('writes the cache when the caller says, under the name it gives, for a worker thread that has no exit to write at', () => {
+    const { bundle, cache } = setUp(`exports.value = () => [3, 4].map((x) => x * x).join('+');`);
+    const caller = { cacheName: 'validate-worker', saveAt: 'caller' as const };
+    assert.equal(launchIn(bundle, cache, {}, ['dump'], 0, caller).cache, 'miss');
+    assert.deepEqual(cacheFiles(cache), [], 'nothing at exit');
+    assert.equal(launchIn(bundle, cache, {}, ['dump'], 0, { ...caller, save: true }).cache, 'miss');
+    const files = cacheFiles(cache);
+    assert.equal(files.length, 1);
+    assert.ok(files[0]?.startsWith('validate-worker-'), files.join(', '));
+    const again = launchIn(bundle, cache, {}, ['dump'], 0, { ...caller, save: true });
+    assert.deepEqual([again.cache, again.value], ['hit', '9+16']);
+    assert.deepEqual(cacheFiles(cache), files, 'a hit writes nothing');
+    // A name that could leave the directory is not used: the command line names the file.
+    launchIn(bundle, cache, {}, ['dump'], 0, { cacheName: '../x' });
+    assert.ok(
+      cacheFiles(cache).some((f) => f.startsWith('dump-')),
+      cacheFiles(cache).join(', '),
+    );
   });
 
   it('never runs the cache of other code of the same length (V8 checks only the length)', () => {

@@ -25,6 +25,7 @@ describe('npm pack', () => {
       'dist/launch.cjs',
       // validate's worker threads, beside the bundle and beside the library's module that starts them.
       'dist/validate-worker.cjs',
+      'dist/validate-worker-body.cjs',
       'dist/triton/repository/validate-worker.js',
       'dist/index.js',
       'dist/index.d.ts',

@@ -78,7 +78,9 @@ function fromPoolResult(r: NonNullable<PoolResult>, options: ValidateOptions): C
 /**
  * The worker's file beside this module: validate-worker.mjs when run from
  * the sources (tsx), .js in the library's build, and dist/validate-worker.cjs
- * beside the CLI's bundle (whose import.meta.url is the bundle's).
+ * beside the CLI's bundle (whose import.meta.url is the bundle's), which
+ * loads the worker's code from dist/validate-worker-body.cjs
+ * (src/cli/validate-worker-launch.ts).
  */
 export function newValidateWorker(): Worker {
   const here = import.meta.url;

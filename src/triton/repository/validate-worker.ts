@@ -34,6 +34,23 @@ async function run(job: PoolJob): Promise<PoolReply> {
   return { first: job.first, results };
 }
 
+let afterFirstReply: (() => void) | undefined;
+
+/**
+ * Calls `callback` once, after this worker has posted its first reply: by
+ * then it has compiled what checking a model takes. The CLI's worker
+ * launcher (src/cli/validate-worker-launch.ts) writes its code cache then,
+ * as a terminated worker has no exit to write it at.
+ */
+export function onFirstReply(callback: () => void): void {
+  afterFirstReply = callback;
+}
+
 parentPort?.on('message', (job: PoolJob) => {
-  void run(job).then((reply) => parentPort?.postMessage(reply));
+  void run(job).then((reply) => {
+    parentPort?.postMessage(reply);
+    const callback = afterFirstReply;
+    afterFirstReply = undefined;
+    callback?.();
+  });
 });

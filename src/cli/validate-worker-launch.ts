@@ -1,0 +1,38 @@
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { workerData } from 'node:worker_threads';
+import { launch } from './launch.js';
+
+/**
+ * The CLI's validate worker thread (dist/validate-worker.cjs): it loads the
+ * worker's own bundle (dist/validate-worker-body.cjs) through the
+ * launcher's code cache, as bin/popef.cjs loads the CLI's. A worker
+ * compiles its code from cold: its first chunk of 32 models took 22-23 ms
+ * against 7-8 ms for the next ones, and 14-15 ms from the cache (issue 26).
+ *
+ * V8 takes a cache only under the flags it was written with, and validate
+ * turns TurboFan off for small repositories and back on for large ones
+ * once the repository is listed (src/cli/optimizer-deferral.ts), which a
+ * worker's compile may fall either side of. So only a worker its starter
+ * knows to run with TurboFan off (WorkerLaunchData) uses the cache: its
+ * first chunk is a sizeable part of a short run. Any other worker (a large
+ * repository's, one the pool starts itself, or one under V8 flags of the
+ * user's) loads its bundle as any module does. The cache is written after
+ * the worker's first reply (validate-worker.ts, onFirstReply): a worker is
+ * terminated, not exited, so it has no exit to write at.
+ */
+
+/** What a worker's starter passes as workerData. */
+export interface WorkerLaunchData {
+  /** The worker compiles with TurboFan off (validate's deferral is on for its repository). */
+  readonly turbofanOff?: boolean;
+}
+
+const body = fileURLToPath(new URL('./validate-worker-body.cjs', import.meta.url));
+if ((workerData as WorkerLaunchData | null | undefined)?.turbofanOff === true) {
+  const launched = launch(body, { cacheName: 'validate-worker', saveAt: 'caller' });
+  const onFirstReply = launched.exports.onFirstReply;
+  if (launched.cache !== 'hit' && typeof onFirstReply === 'function') (onFirstReply as (callback: () => void) => void)(launched.saveCache);
+} else {
+  createRequire(import.meta.url)(body);
+}
