@@ -60,6 +60,12 @@ export interface ErrorLocation {
 export interface PopefErrorOptions extends ErrorLocation {
   /** One sentence telling the user what to do about it. */
   readonly suggestion?: string;
+  /**
+   * The option of the library call that the suggestion names as the way out
+   * (`force: true`), so that a front end with its own spelling of it (the
+   * CLI's --force) can say that instead, without reading the sentence.
+   */
+  readonly suggestedOption?: 'force';
   readonly cause?: unknown;
 }
 
@@ -71,6 +77,7 @@ export class PopefError extends Error {
   readonly column: number | undefined;
   readonly field: string | undefined;
   readonly suggestion: string | undefined;
+  readonly suggestedOption: 'force' | undefined;
 
   constructor(code: ErrorCode, message: string, options: PopefErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -82,6 +89,7 @@ export class PopefError extends Error {
     this.column = options.column;
     this.field = options.field;
     this.suggestion = options.suggestion;
+    this.suggestedOption = options.suggestedOption;
   }
 
   /** The same error, attributed to a file (used when a source learns its name late). */
@@ -94,6 +102,7 @@ export class PopefError extends Error {
       column: this.column,
       field: this.field,
       suggestion: this.suggestion,
+      suggestedOption: this.suggestedOption,
       cause: this.cause,
     });
   }

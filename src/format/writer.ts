@@ -91,6 +91,7 @@ export class PopefWriter {
       throw new PopefError(ErrorCode.Exists, 'destination already exists', {
         file: path,
         suggestion: 'choose another name, or pass force: true to replace it',
+        suggestedOption: 'force',
       });
     }
     await removeStaleSiblings(path);

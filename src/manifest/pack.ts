@@ -85,7 +85,12 @@ export async function packManifest(manifestPath: string, outPath: string, option
         await writeOne(writer, blob, stream, payloadPath);
       } catch (error) {
         if (error instanceof PopefError && error.file === undefined) {
-          throw new PopefError(error.code, error.message, { file: `${manifestPath}#/blobs/${i}`, field: error.field, suggestion: error.suggestion });
+          throw new PopefError(error.code, error.message, {
+            file: `${manifestPath}#/blobs/${i}`,
+            field: error.field,
+            suggestion: error.suggestion,
+            suggestedOption: error.suggestedOption,
+          });
         }
         throw error;
       }

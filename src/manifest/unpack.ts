@@ -55,6 +55,7 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
     throw new PopefError(ErrorCode.Exists, 'output directory already exists', {
       file: outDir,
       suggestion: 'choose another directory, or pass force: true to replace it',
+      suggestedOption: 'force',
     });
   }
   if (existing) await checkReplaceable(path, outDir, options.workingDirectory);

@@ -199,6 +199,7 @@ export async function exportToSdk(
       throw new PopefError(ErrorCode.Exists, 'destination already exists', {
         file: out,
         suggestion: 'choose another name, or pass force: true to replace it',
+        suggestedOption: 'force',
       });
   }
   await removeStaleSiblings(out);

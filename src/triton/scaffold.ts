@@ -90,6 +90,7 @@ export class ConfigMismatchError extends PopefError {
     super(ErrorCode.Exists, `${configPath} already exists and ${what}`, {
       file: modelDir,
       suggestion: 'edit config.pbtxt so that it matches, or pass force: true to replace it (other versions are kept and served with the new config)',
+      suggestedOption: 'force',
     });
     this.name = 'ConfigMismatchError';
     this.differences = differences;
@@ -217,6 +218,7 @@ function refuseReplacing(modelDir: string, replaces: readonly string[], versionE
     throw new PopefError(ErrorCode.Exists, `${replaces.join(' and ')} already exist${replaces.length === 1 ? 's' : ''}`, {
       file: modelDir,
       suggestion: 'choose another model name or version, or pass force: true to replace them',
+      suggestedOption: 'force',
     });
   }
   if (misfit !== undefined) throw new ConfigMismatchError(modelDir, join(modelDir, 'config.pbtxt'), misfit.differences, misfit.unreadable);

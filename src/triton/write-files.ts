@@ -26,6 +26,7 @@ export async function writeFilesAtomically(
         throw new PopefError(ErrorCode.Exists, 'file already exists', {
           file: f.path,
           suggestion: 'choose another path, or pass force: true to replace it',
+          suggestedOption: 'force',
         });
     }
   }

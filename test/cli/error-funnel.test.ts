@@ -4,7 +4,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ErrorCode, PopefWriter, isPopefError } from '../../src/index.js';
+import type { CliIo } from '../../src/cli/io.js';
+import { reportError } from '../../src/cli/report-error.js';
+import { ErrorCode, PopefError, PopefWriter, isPopefError } from '../../src/index.js';
 import { fixture, inTempDir, runCli } from '../helpers.js';
 
 const USAGE = /^popef: error: (.+) \[E_USAGE\]\n {2}hint: (.+)\n$/;
@@ -97,6 +99,8 @@ describe('library errors speak the library, the CLI adds its flags', () => {
         assert.ok(isPopefError(error));
         assert.equal(error.code, ErrorCode.Exists);
         assert.equal(error.suggestion, 'choose another name, or pass force: true to replace it');
+        assert.equal(error.suggestedOption, 'force');
+        assert.equal(error.withFile('other').suggestedOption, 'force', 'kept when the error is attributed');
         return true;
       });
       const config = ['config', fixture('mnist/executable.popef'), '-o', join(dir, 'config.pbtxt')];
@@ -105,5 +109,25 @@ describe('library errors speak the library, the CLI adds its flags', () => {
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, /\[E_EXISTS\]\n {2}hint: use --force to replace it, or choose another name\n$/);
     });
+  });
+
+  it('the CLI goes by the option an error names, not by the words of its hint', () => {
+    const printed = (error: PopefError): string => {
+      let text = '';
+      reportError(error, { stderr: (s: string) => (text += s) } as unknown as CliIo);
+      return text.split('\n')[1] ?? '';
+    };
+    const words = 'pass force: true to merge the two';
+    assert.equal(printed(new PopefError(ErrorCode.Exists, 'x', { suggestion: words })), `  hint: ${words}`);
+    assert.equal(
+      printed(new PopefError(ErrorCode.Exists, 'x', { suggestion: words, suggestedOption: 'force' })),
+      '  hint: use --force to replace it, or choose another name',
+    );
+    assert.equal(
+      printed(new PopefError(ErrorCode.Exists, 'x')),
+      '  hint: use --force to replace it, or choose another name',
+      'an error with no hint of its own',
+    );
+    assert.equal(printed(new PopefError(ErrorCode.Io, 'x')), '');
   });
 });
