@@ -297,9 +297,12 @@ describe('misbehaving plugins', () => {
       // A shell that starts a child of its own and waits for it: the child holds popef's pipes, and carries the marker.
       await writeFile(program, `#!/bin/sh\n'${process.execPath}' -e 'setInterval(() => {}, 1000)' ${marker} &\nwait\n`);
       await chmod(program, 0o755);
-      const timedOut = await spawnPopef(['run', MNIST, '--plugin', program, '--random', '--timeout', '1'], { timeoutMs: 30_000 });
+      const timing = spawnPopef(['run', MNIST, '--plugin', program, '--random', '--timeout', '1'], { timeoutMs: 30_000 });
+      // The descendant is seen running first, so that its absence afterwards says it was stopped, not that it never started.
+      await until(() => processRunning(marker), 10_000, "the plugin's own child should run before the timeout");
+      const timedOut = await timing;
       assertCleanError(timedOut, 2, /did not answer "hello" within \d+ s and was stopped \[E_TIMEOUT\]/);
-      assert.equal(await processRunning(marker), false, 'a descendant of the plugin survived');
+      await until(async () => !(await processRunning(marker)), 2000, 'a descendant of the plugin survived the timeout');
       const interrupted = await spawnPopef(['run', MNIST, '--plugin', program, '--random'], {
         interrupt: { signal: 'SIGINT', when: () => until(() => processRunning(marker)) },
       });
