@@ -1,37 +1,48 @@
-import { mkdir, rmdir } from 'node:fs/promises';
-import { dirname, relative, sep, join } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { mkdir, rmdir, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 
 /**
- * mkdir -p that can be taken back, with the real reason when it fails.
+ * mkdir -p that can be taken back, with the real reason when it fails, and
+ * that always returns.
  *
- * Node's recursive mkdir reports ENOENT when the directory cannot be made
- * on a read-only file system (it looks for the path after the EROFS), so
- * then the first missing directory is made alone, which gives EROFS, EACCES
- * or ENOSPC as it is. And a write that fails after its directories were made
- * (disk full) must not leave them behind empty: `undo` removes, deepest
- * first, those this call made that are still empty.
+ * Node's own recursive mkdir is not used: on Node 20 it never returns for a
+ * path under /proc (mkdir there says ENOENT, and it tries again forever:
+ * `popef scaffold ... -r /proc/x` spun at 100% CPU), and on a read-only
+ * file system it reports ENOENT rather than EROFS. Here the missing
+ * directories are found first, from the path up to the first that exists,
+ * and made one at a time, each failure as the system gave it (EROFS,
+ * EACCES, ENOSPC, ENOENT, ENOTDIR). A write that fails after its
+ * directories were made (disk full) must not leave them behind empty:
+ * `undo` removes, deepest first, those this call made that are still empty.
  */
 export interface MadeDirectories {
   /** Removes the directories this call created, where still empty; never throws. */
   undo(): Promise<void>;
 }
 
+const code = (error: unknown): string | undefined => (error as NodeJS.ErrnoException).code;
+
 export async function makeDirectories(path: string): Promise<MadeDirectories> {
-  let first: string | undefined;
-  try {
-    first = await mkdir(path, { recursive: true });
-  } catch (error) {
-    throw (error as NodeJS.ErrnoException).code === 'ENOENT' ? await realReason(path, error) : error;
+  const missing: string[] = [];
+  for (let at = resolve(path); ; at = dirname(at)) {
+    try {
+      // Anything there ends the search: a file in the way then fails the mkdir below it with ENOTDIR.
+      await stat(at);
+      break;
+    } catch (error) {
+      if (code(error) !== 'ENOENT' || dirname(at) === at) throw error;
+      missing.unshift(at);
+    }
   }
   const made: string[] = [];
-  if (first !== undefined) {
-    let at = first;
-    made.push(at);
-    for (const part of relative(first, path)
-      .split(sep)
-      .filter((p) => p !== '')) {
-      at = join(at, part);
-      made.push(at);
+  for (const dir of missing) {
+    try {
+      await mkdir(dir);
+      made.push(dir);
+    } catch (error) {
+      // Made meanwhile by someone else: theirs, not ours to undo.
+      if (code(error) !== 'EEXIST') throw error;
     }
   }
   return {
@@ -47,20 +58,15 @@ export async function makeDirectories(path: string): Promise<MadeDirectories> {
   };
 }
 
-/** The error of making the first missing ancestor of `path` by itself; `fallback` if that works or says ENOENT too. */
-async function realReason(path: string, fallback: unknown): Promise<unknown> {
-  const chain: string[] = [];
-  for (let at = path; dirname(at) !== at; at = dirname(at)) chain.unshift(at);
-  for (const dir of chain) {
+/** makeDirectories, synchronously and with `mode` for the directories it makes, without undo (the launcher's cache directory). */
+export function makeDirectoriesSync(path: string, mode: number): void {
+  const missing: string[] = [];
+  for (let at = resolve(path); !existsSync(at) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
+  for (const dir of missing) {
     try {
-      await mkdir(dir);
-      await rmdir(dir);
-      return fallback;
+      mkdirSync(dir, { mode });
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') continue;
-      return code === 'ENOENT' ? fallback : error;
+      if (code(error) !== 'EEXIST') throw error;
     }
   }
-  return fallback;
 }
