@@ -2,7 +2,6 @@ import {
   closeSync,
   fstatSync,
   lstatSync,
-  mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -16,8 +15,10 @@ import { isAscii } from 'node:buffer';
 import module from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import type * as V8 from 'node:v8';
 import vm from 'node:vm';
 import { crc32 } from 'node:zlib';
+import { makeDirectoriesSync } from '../io/make-directories.js';
 
 /**
  * Loads the bundled CLI (dist/bin.cjs) for bin/popef.cjs, keeping V8's
@@ -113,12 +114,17 @@ export function launch(file: string, options: LaunchOptions = {}): LaunchResult 
     ...(cachedData === undefined ? {} : { cachedData }),
   });
   const cache = cachedData === undefined ? 'miss' : script.cachedDataRejected === true ? 'rejected' : 'hit';
+  // V8 takes a cache only under the flags it was made with, and the run that compiles the next time compiles as this
+  // one did: a cache made after the flags changed (validate's worker, when TurboFan came back on before its first
+  // reply) would be refused every time, and rewritten. The tag says which flags are in force; it is read only on a
+  // miss, as node:v8 costs a millisecond to load.
+  const flagsAtCompile = cache === 'hit' ? undefined : v8Tag();
   const exports = runWrapped(script, file);
   let pending = cache !== 'hit';
   const saveCache = (): void => {
     if (!pending) return;
     pending = false;
-    writeCache(dir, cachePath, script);
+    if (v8Tag() === flagsAtCompile) writeCache(dir, cachePath, script);
   };
   if (pending && options.saveAt !== 'caller') {
     // At exit the cache holds everything this run compiled, not only the top level.
@@ -128,6 +134,11 @@ export function launch(file: string, options: LaunchOptions = {}): LaunchResult 
     });
   }
   return { exports, cache, detail: cachePath, saveCache };
+}
+
+/** V8's cachedDataVersionTag: its version and the flags in force, as a cache is checked against them. */
+function v8Tag(): number {
+  return (module.createRequire(import.meta.url)('node:v8') as typeof V8).cachedDataVersionTag();
 }
 
 /** Runs the compiled wrapper as Node runs a CommonJS module. */
@@ -179,7 +190,8 @@ const uid = (): number | undefined => process.getuid?.();
 /** Makes the directory if needed; true when it belongs to this user and no one else may write to it, else why not. */
 function privateDirectory(dir: string): true | string {
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // Not Node's recursive mkdir, which never returns for a path under /proc (make-directories.ts).
+    makeDirectoriesSync(dir, 0o700);
     const st = lstatSync(dir);
     if (!st.isDirectory()) return `${dir} is not a directory`;
     if (st.uid !== uid() && uid() !== undefined) return `${dir} belongs to another user`;

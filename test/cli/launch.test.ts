@@ -3,7 +3,7 @@
 // within one process and would hide what a cache did or did not hold.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ROOT, fixture, tempDir } from '../helpers.js';
@@ -36,7 +36,11 @@ function launchIn(
       if (save) for (let i = 0; i < 2; i++) r.saveCache();
       console.log(JSON.stringify({ cache: r.cache, detail: r.detail, value }));
     });`;
-  const r = spawnSync(process.execPath, ['-e', driver], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: cacheDir, ...env } });
+  const r = spawnSync(process.execPath, ['-e', driver], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', HOME: cacheDir, ...env },
+    timeout: 30_000,
+  });
   assert.equal(r.status, status, r.stderr);
   return JSON.parse(r.stdout) as Outcome;
 }
@@ -92,6 +96,30 @@ describe('the launcher keeps compiled code between runs', () => {
       cacheFiles(cache).join(', '),
     );
   });
+
+  it('writes no cache made after V8’s flags changed, which the next run, compiling as this one did, would refuse', () => {
+    // As validate's worker: compiled with TurboFan off, and TurboFan back on (a larger second repository) by its first reply.
+    const { bundle, cache } = setUp(
+      `exports.value = () => { const v8 = require('node:v8'); v8.setFlagsFromString(process.env.FLIP === '1' ? '--no-turbofan' : '--turbofan'); return 1; };`,
+    );
+    const caller = { cacheName: 'validate-worker', saveAt: 'caller' as const, save: true };
+    assert.equal(launchIn(bundle, cache, { FLIP: '1' }, ['dump'], 0, caller).cache, 'miss');
+    assert.deepEqual(cacheFiles(cache), [], 'the flags changed between compile and save');
+    assert.equal(launchIn(bundle, cache, {}, ['dump'], 0, caller).cache, 'miss');
+    assert.equal(cacheFiles(cache).length, 1, 'the flags at save are those at compile');
+    assert.equal(launchIn(bundle, cache, {}, ['dump'], 0, caller).cache, 'hit');
+  });
+
+  it(
+    'runs without a cache, at once, when its directory is under /proc (where Node’s recursive mkdir never returns)',
+    { skip: !existsSync('/proc/self') },
+    () => {
+      const { bundle } = setUp(`exports.value = () => 'ran';`);
+      const r = launchIn(bundle, join('/proc', `popef-${process.pid}`, 'cache'));
+      assert.deepEqual([r.cache, r.value], ['off', 'ran']);
+      assert.match(r.detail, /ENOENT/);
+    },
+  );
 
   it('never runs the cache of other code of the same length (V8 checks only the length)', () => {
     const { bundle, cache } = setUp(`exports.value = () => 'first';`);
