@@ -2,24 +2,33 @@
  * JSON.stringify(value, null, 2), produced in pieces. A report of a million
  * anchors is some 400 MB of indented JSON: built as one string it costs that
  * much again on top of the report, and V8 refuses strings past ~512 MB.
- * Large arrays are therefore written a batch of elements at a time (each
- * element is small; a batch goes through JSON.stringify as an array of its
- * own and is re-indented); everything else is written whole. The text is
- * byte for byte what JSON.stringify gives (test/present/json-chunks.test.ts
- * holds it to that).
+ * Large arrays are therefore written a batch of elements at a time (a batch
+ * goes through JSON.stringify as an array of its own and is re-indented);
+ * everything else is written whole. The text is byte for byte what
+ * JSON.stringify gives (test/present/json-chunks.test.ts holds it to that),
+ * but for one thing no value this project writes has: an element's own
+ * toJSON(key) is given its index within its batch.
  */
 
 /** Arrays longer than this are written in batches. */
 const SPLIT_ABOVE = 256;
 
 /**
- * Elements of a large array stringified together. One JSON.stringify per
- * element, each re-indented, made validate's JSON report of 1,000 models
- * (80 KB) take 2 to 7 ms where one JSON.stringify of it takes 0.2 ms (issue
- * 26); a batch costs about what its share of one call does, and still
- * bounds the text held at once.
+ * Elements of a large array stringified together, at most. One
+ * JSON.stringify per element, each re-indented, made validate's JSON report
+ * of 1,000 models (80 KB) take 2 to 7 ms where one JSON.stringify of it
+ * takes 0.2 ms (issue 26); a batch costs about what its share of one call
+ * does.
  */
 export const ELEMENTS_PER_BATCH = 128;
+
+/**
+ * The text a batch aims at, in characters: the next batch takes as many
+ * elements as would fill it at the size of the last one's, so that a batch
+ * of large elements (models with thousands of findings each) stays as small
+ * as one element would be.
+ */
+export const BATCH_TEXT = 64 * 1024;
 
 function omittedInObject(v: unknown): boolean {
   return v === undefined || typeof v === 'function' || typeof v === 'symbol';
@@ -56,13 +65,7 @@ function* pieces(value: unknown, indent: string): Generator<string> {
   if (Array.isArray(value)) {
     yield '[\n';
     if (value.length > SPLIT_ABOVE) {
-      for (let i = 0; i < value.length; i += ELEMENTS_PER_BATCH) {
-        // "[\n  a,\n  b\n]": the elements, each line indented by two more than the batch's own brackets.
-        const text = JSON.stringify(value.slice(i, i + ELEMENTS_PER_BATCH), null, 2);
-        const lines = text.slice(2, -2);
-        yield indent === '' ? lines : `${indent}${lines.replace(/\n/g, `\n${indent}`)}`;
-        yield i + ELEMENTS_PER_BATCH < value.length ? ',\n' : '\n';
-      }
+      yield* batches(value, indent);
       yield `${indent}]`;
       return;
     }
@@ -84,6 +87,32 @@ function* pieces(value: unknown, indent: string): Generator<string> {
     yield i < keys.length - 1 ? ',\n' : '\n';
   }
   yield `${indent}}`;
+}
+
+/** The elements of a large array, a batch at a time; the first alone, so that its size picks the second batch's. */
+function* batches(value: readonly unknown[], indent: string): Generator<string> {
+  let size = 1;
+  // Lowered for good by a batch too long for one string: the elements that follow are likely as large.
+  let cap = ELEMENTS_PER_BATCH;
+  for (let i = 0; i < value.length;) {
+    const n = Math.min(size, value.length - i);
+    let text: string;
+    try {
+      text = JSON.stringify(value.slice(i, i + n), null, 2);
+    } catch (error) {
+      // Too long for one string (or nested too deep): fewer at a time, down to one element, whose error stands.
+      if (!(error instanceof RangeError) || n === 1) throw error;
+      cap = Math.max(1, n >> 1);
+      size = cap;
+      continue;
+    }
+    // "[\n  a,\n  b\n]": the elements, each line indented by two more than the batch's own brackets.
+    const lines = text.slice(2, -2);
+    yield indent === '' ? lines : `${indent}${lines.replace(/\n/g, `\n${indent}`)}`;
+    i += n;
+    yield i < value.length ? ',\n' : '\n';
+    size = Math.max(1, Math.min(cap, Math.floor((BATCH_TEXT * n) / text.length)));
+  }
 }
 
 /** The JSON text of `value` (as JSON.stringify(value, null, 2)), in pieces of about `chunkBytes` characters. */

@@ -41,4 +41,44 @@ describe('jsonChunks', () => {
     const longest = Math.max(...chunks.map((c) => c.length));
     assert.ok(longest <= (1 << 16) + batch, `longest chunk ${longest}`);
   });
+
+  it('keeps a batch of large elements as small as one of them: the batch size follows the elements’ size', () => {
+    // 300 models of 250 findings each, some 100 KB of JSON apiece (validate --max-findings-per-rule all).
+    const models = Array.from({ length: 300 }, (_, i) => ({
+      name: `m${i}`,
+      findings: Array.from({ length: 250 }, (_, j) => ({ message: `f${j} `.repeat(80) })),
+    }));
+    const value = { models };
+    const chunks = [...jsonChunks(value)];
+    assert.equal(chunks.join(''), JSON.stringify(value, null, 2));
+    const element = JSON.stringify(models[0], null, 4).length;
+    assert.ok(element > 90_000, `element of ${element} characters`);
+    const longest = Math.max(...chunks.map((c) => c.length));
+    assert.ok(longest <= (1 << 16) + 2 * element, `longest chunk ${longest}, an element ${element}`);
+  });
+
+  it('writes fewer elements at a time when a batch is too long for one string, down to one', () => {
+    const stringify = JSON.stringify;
+    const sizes: number[] = [];
+    // A stand-in for V8's string limit: any array of more than 3 of these elements is "too long".
+    JSON.stringify = ((v: unknown, r?: never, s?: number) => {
+      if (Array.isArray(v) && v.length > 0 && (v[0] as { big?: true } | undefined)?.big === true) {
+        sizes.push(v.length);
+        if (v.length > 3) throw new RangeError('Invalid string length');
+      }
+      return stringify(v, r, s);
+    }) as typeof JSON.stringify;
+    try {
+      const value = Array.from({ length: 300 }, (_, i) => ({ big: true as const, i }));
+      assert.equal(text(value), stringify(value, null, 2));
+      // The first element alone, then one descent from a full batch to one that fits, and no full batch tried again.
+      assert.deepEqual(sizes.slice(0, 9), [1, 128, 64, 32, 16, 8, 4, 2, 2]);
+      assert.ok(
+        sizes.slice(8).every((n) => n <= 2),
+        sizes.join(','),
+      );
+    } finally {
+      JSON.stringify = stringify;
+    }
+  });
 });
