@@ -18,7 +18,8 @@ export interface ByteSource {
    * The bytes read() would give, when the source holds them already (in
    * memory, or in a file's read-ahead), without waiting for a promise;
    * undefined when they would have to be read. A view, valid until the
-   * next read: a caller copies what it keeps. Throws as read() does for a
+   * next read or the source's close (a file source's memory then serves
+   * another file): a caller copies what it keeps. Throws as read() does for a
    * range past the end. Optional: a reader falls back on read(). Why it
    * exists: the reader walks a small file's headers and descriptors in
    * some thirty reads, and before V8 optimises the code each awaited
