@@ -32,7 +32,8 @@ const body = fileURLToPath(new URL('./validate-worker-body.cjs', import.meta.url
 if ((workerData as WorkerLaunchData | null | undefined)?.turbofanOff === true) {
   const launched = launch(body, { cacheName: 'validate-worker', saveAt: 'caller' });
   const onFirstReply = launched.exports.onFirstReply;
-  if (launched.cache !== 'hit' && typeof onFirstReply === 'function') (onFirstReply as (callback: () => void) => void)(launched.saveCache);
+  // saveCache writes only after a miss or a rejection, and only once.
+  if (typeof onFirstReply === 'function') (onFirstReply as (callback: () => void) => void)(launched.saveCache);
 } else {
   createRequire(import.meta.url)(body);
 }

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync } from 'node:fs';
-import { mkdir, rmdir, stat } from 'node:fs/promises';
+import { mkdir, rmdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 
 /**
@@ -23,18 +23,15 @@ export interface MadeDirectories {
 
 const code = (error: unknown): string | undefined => (error as NodeJS.ErrnoException).code;
 
-export async function makeDirectories(path: string): Promise<MadeDirectories> {
+/** The directories of `path` that do not exist, outermost first: up to the first that does (a file in the way then fails the mkdir below it with ENOTDIR). */
+function missingDirectories(path: string): string[] {
   const missing: string[] = [];
-  for (let at = resolve(path); ; at = dirname(at)) {
-    try {
-      // Anything there ends the search: a file in the way then fails the mkdir below it with ENOTDIR.
-      await stat(at);
-      break;
-    } catch (error) {
-      if (code(error) !== 'ENOENT' || dirname(at) === at) throw error;
-      missing.unshift(at);
-    }
-  }
+  for (let at = resolve(path); !existsSync(at) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
+  return missing;
+}
+
+export async function makeDirectories(path: string): Promise<MadeDirectories> {
+  const missing = missingDirectories(path);
   const made: string[] = [];
   for (const dir of missing) {
     try {
@@ -60,9 +57,7 @@ export async function makeDirectories(path: string): Promise<MadeDirectories> {
 
 /** makeDirectories, synchronously and with `mode` for the directories it makes, without undo (the launcher's cache directory). */
 export function makeDirectoriesSync(path: string, mode: number): void {
-  const missing: string[] = [];
-  for (let at = resolve(path); !existsSync(at) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
-  for (const dir of missing) {
+  for (const dir of missingDirectories(path)) {
     try {
       mkdirSync(dir, { mode });
     } catch (error) {
