@@ -180,4 +180,32 @@ describe('early validate workers', () => {
       assert.deepEqual(workerCache(), written, 'the second run took the cache and wrote none');
     },
   );
+
+  it(
+    'a worker the pool starts itself (no early one: the first repository is small) loads its code plainly, with the in-process report',
+    {
+      skip: availableParallelism() < 2,
+    },
+    async () => {
+      for (let i = 0; i < PARALLEL_THRESHOLD; i++) await writeFile(join(big, `m${i}`, 'config.pbtxt'), `name: "m${i}"\nbackend: "onnxruntime"\n`);
+      const cache = join(dir, 'cache-plain');
+      // A preload runs in worker threads too (they inherit execArgv): it says so from each worker it runs in.
+      const hook = join(dir, 'say-worker.cjs');
+      await writeFile(hook, "if (!require('node:worker_threads').isMainThread) require('node:fs').writeSync(2, 'IN A WORKER\\n');");
+      const cli = spawnSync(process.execPath, ['-r', hook, join(ROOT, 'bin/popef.cjs'), 'validate', small, big, '--format', 'json'], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '', XDG_CACHE_HOME: cache },
+      });
+      assert.match(cli.stderr, /IN A WORKER/, 'the pool started a worker');
+      const inProcess = await runCli(['validate', small, big, '--format', 'json']);
+      assert.equal(cli.status, inProcess.code, cli.stderr);
+      const strip = (text: string): string => JSON.stringify({ ...(JSON.parse(text) as object), durationMs: undefined });
+      assert.equal(strip(cli.stdout), strip(inProcess.stdout));
+      assert.deepEqual(
+        readdirSync(join(cache, 'popef-toolkit')).filter((f) => f.startsWith('validate-worker-')),
+        [],
+        'no code cache for a worker whose flags its starter could not know',
+      );
+    },
+  );
 });
