@@ -264,8 +264,101 @@ export class TokenScanner {
     }
   }
 
-  /** The next token; after the end, the 'end' token again. */
+  /**
+   * The next token; after the end, the 'end' token again.
+   *
+   * Most of a config is spaces, newlines, identifiers, plain strings, small
+   * decimal integers and one-byte symbols: those are scanned here with the
+   * cursor in local variables, and anything else (tabs, comments, escapes,
+   * other numbers, bytes past ASCII, errors) is left to the byte-by-byte
+   * scanners below. Unoptimized, every read and write of a field costs an
+   * inline-cache lookup, and the scan of a small config took longer than
+   * the parse built on it (issue 26).
+   */
   next(): Token {
+    const text = this.text;
+    let i = this.i;
+    let line = this.line;
+    let column = this.column;
+    // charCodeAt past the end is NaN, which ends each loop below.
+    for (let c = text.charCodeAt(i); c === SPACE || c === NEWLINE; c = text.charCodeAt(i)) {
+      i += 1;
+      if (c === SPACE) {
+        column += 1;
+      } else {
+        line += 1;
+        column = 0;
+      }
+    }
+    const c = text.charCodeAt(i);
+    if (c < SPACE || c === HASH) {
+      // Another kind of whitespace, a comment or a control byte: the full gap scanner, from here.
+      this.i = i;
+      this.line = line;
+      this.column = column;
+      return this.slowNext();
+    }
+    const start = i;
+    let type: TokenType;
+    if (isLetter(c)) {
+      i += 1;
+      // isAlnum spelt out: a call per byte is much of the cost of unoptimized code.
+      for (
+        let c2 = text.charCodeAt(i);
+        (c2 >= 0x61 && c2 <= 0x7a) || (c2 >= 0x41 && c2 <= 0x5a) || (c2 >= 0x30 && c2 <= 0x39) || c2 === 0x5f;
+        c2 = text.charCodeAt(i)
+      )
+        i += 1;
+      type = 'identifier';
+    } else if (c === DOUBLE_QUOTE) {
+      // A string of printable ASCII without escapes; anything else goes to scanString.
+      i += 1;
+      let c2 = text.charCodeAt(i);
+      while (c2 >= SPACE && c2 < 0x7f && c2 !== DOUBLE_QUOTE && c2 !== BACKSLASH) c2 = text.charCodeAt((i += 1));
+      if (c2 !== DOUBLE_QUOTE) return this.slowNextFrom(start, line, column);
+      i += 1;
+      type = 'string';
+    } else if (c > ZERO && c <= 0x39) {
+      // A decimal integer that no '.', exponent, suffix or letter follows.
+      i += 1;
+      let c2 = text.charCodeAt(i);
+      while (c2 >= ZERO && c2 <= 0x39) c2 = text.charCodeAt((i += 1));
+      if (c2 === DOT || isLetter(c2)) return this.slowNextFrom(start, line, column);
+      type = 'integer';
+    } else if (c > SPACE && c < 0x7f && c !== DOT && c !== ZERO && c !== SINGLE_QUOTE) {
+      // A one-byte symbol: braces, brackets, ':' and ','.
+      i += 1;
+      type = 'symbol';
+    } else {
+      // The end, '.', '0', a single-quoted string or a byte past ASCII.
+      this.i = i;
+      this.line = line;
+      this.column = column;
+      return this.slowNext();
+    }
+    const startColumn = column + 1;
+    // The token holds no tab or newline: each byte is one column.
+    column += i - start;
+    this.i = i;
+    this.line = line;
+    this.column = column;
+    this.previousType = type;
+    this.previousLine = line;
+    this.previousEndColumn = column;
+    // Only ASCII was scanned here, which is its own UTF-8; the pending errors are empty (they are taken with each token).
+    return { type, text: text.slice(start, i), line, column: startColumn, errors: NO_ERRORS };
+  }
+
+  /** slowNext from the start of a token the fast path began and gave up on. */
+  private slowNextFrom(start: number, line: number, column: number): Token {
+    this.i = start;
+    this.line = line;
+    this.column = column;
+    return this.slowNext();
+  }
+
+  /** The next token, scanned byte by byte: every case, errors included. */
+  private slowNext(): Token {
     this.skipGap();
     const text = this.text;
     const startLine = this.line;
