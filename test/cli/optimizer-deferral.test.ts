@@ -17,11 +17,23 @@ describe('deferring the optimizing compiler for small validate runs', () => {
     const { flags, deferral } = recorded();
     assert.deepEqual(flags, ['--no-turbofan']);
     assert.equal(deferral.threadsFor(1), 1, 'one model: no worker');
+    assert.deepEqual(flags, ['--no-turbofan'], 'one thread on two cores: scavenges keep their helper');
     assert.equal(deferral.threadsFor(DEFER_UP_TO_MODELS), 2, 'the second core is free while TurboFan is off');
-    assert.deepEqual(flags, ['--no-turbofan']);
+    assert.deepEqual(flags, ['--no-turbofan', '--no-parallel-scavenge'], 'two threads on two cores: each scavenges alone');
     deferral.end();
     deferral.end();
-    assert.deepEqual(flags, ['--no-turbofan', '--turbofan']);
+    assert.deepEqual(flags, ['--no-turbofan', '--no-parallel-scavenge', '--parallel-scavenge', '--turbofan']);
+  });
+
+  it('turns parallel scavenging off only while the threads take every core, repository by repository', () => {
+    const { flags, deferral } = recorded();
+    deferral.threadsFor(DEFER_UP_TO_MODELS);
+    deferral.threadsFor(DEFER_UP_TO_MODELS);
+    assert.deepEqual(flags, ['--no-turbofan', '--no-parallel-scavenge'], 'set once');
+    assert.equal(deferral.threadsFor(1), 1);
+    assert.deepEqual(flags, ['--no-turbofan', '--no-parallel-scavenge', '--parallel-scavenge'], 'a one-thread repository gets it back');
+    deferral.end();
+    assert.deepEqual(flags, ['--no-turbofan', '--no-parallel-scavenge', '--parallel-scavenge', '--turbofan']);
   });
 
   it('turns TurboFan back on for a large repository before its models are checked, with the default threads', () => {
@@ -30,8 +42,9 @@ describe('deferring the optimizing compiler for small validate runs', () => {
     assert.deepEqual(flags, ['--no-turbofan', '--turbofan']);
     assert.equal(deferral.threadsFor(500), 1, 'and it stays on for the next repository');
     assert.equal(deferral.threadsFor(LARGE_REPOSITORY_MODELS), 2, 'a repository this large is checked on both cores all the same');
+    assert.deepEqual(flags, ['--no-turbofan', '--turbofan', '--no-parallel-scavenge']);
     deferral.end();
-    assert.deepEqual(flags, ['--no-turbofan', '--turbofan']);
+    assert.deepEqual(flags, ['--no-turbofan', '--turbofan', '--no-parallel-scavenge', '--parallel-scavenge']);
     assert.equal(recorded({ cores: 8 }).deferral.threadsFor(DEFER_UP_TO_MODELS + 1), 8);
   });
 
@@ -59,6 +72,26 @@ describe('deferring the optimizing compiler for small validate runs', () => {
       assert.equal(deferral.threadsFor(1000), 1, JSON.stringify(context));
       deferral.end();
       assert.deepEqual(flags, [], JSON.stringify(context));
+    }
+    // How collections are threaded is another choice: a compiler flag leaves it to this.
+    const { flags, deferral } = recorded({ execArgv: ['--jitless'] });
+    assert.equal(deferral.threadsFor(LARGE_REPOSITORY_MODELS), 2);
+    deferral.end();
+    assert.deepEqual(flags, ['--no-parallel-scavenge', '--parallel-scavenge']);
+  });
+
+  it("leaves scavenging alone when the user chose how V8's collections are threaded", () => {
+    for (const context of [
+      { execArgv: ['--single-threaded-gc'] },
+      { execArgv: ['--single_threaded'] },
+      { nodeOptions: '--parallel-scavenge' },
+      { nodeOptions: '--noparallel_scavenge' },
+      { execArgv: ['--predictable'] },
+    ]) {
+      const { flags, deferral } = recorded(context);
+      assert.equal(deferral.threadsFor(DEFER_UP_TO_MODELS), 2, JSON.stringify(context));
+      deferral.end();
+      assert.deepEqual(flags, ['--no-turbofan', '--turbofan'], JSON.stringify(context));
     }
   });
 });
