@@ -67,22 +67,58 @@ const SCALAR_POSITIONS = 64;
 const FINE_ELEMENTS = 1000;
 const DECIMAL = /^(?:0|[1-9]\d*)$/;
 
-let mapEntryTable: ReadonlyMap<string, FieldSpec> | undefined;
+/** What the parser needs of one field, looked up once per field occurrence. */
+interface FieldPlan {
+  readonly spec: FieldSpec;
+  /** A repeated or map field. */
+  readonly repeated: boolean;
+  /** Its values are messages (a map field's are its entries). */
+  readonly isMessage: boolean;
+  /** The message type of its values: a map field's entry type, or `spec.t`. */
+  readonly valueType: string;
+}
+
+let fieldPlans: ReadonlyMap<string, ReadonlyMap<string, FieldPlan>> | undefined;
 
 /**
- * Map entry type name -> the map field's spec. Built once, on first use: it
- * walks every message of the schema, which cost more than parsing a small
- * config when every parse built it (issue 26).
+ * Message type -> field name -> plan, map entry types (with their key and
+ * value fields) included. Built once, on first use: unoptimized, the
+ * lookups it replaces (the schema's tables, the map entry table, the
+ * message-name test) cost more per field than the rest of consumeField
+ * (issue 26).
  */
-function mapEntries(): ReadonlyMap<string, FieldSpec> {
-  mapEntryTable ??= new Map<string, FieldSpec>(
-    Object.entries(MESSAGES).flatMap(([msg, fields]) =>
-      Object.entries(fields as Record<string, FieldSpec>).flatMap(([field, spec]) =>
-        spec.map === undefined ? [] : [[mapEntryTypeName(msg, field), spec] as const],
-      ),
-    ),
-  );
-  return mapEntryTable;
+function plans(): ReadonlyMap<string, ReadonlyMap<string, FieldPlan>> {
+  if (fieldPlans !== undefined) return fieldPlans;
+  const table = new Map<string, Map<string, FieldPlan>>();
+  const plan = (spec: FieldSpec, valueType: string): FieldPlan => ({
+    spec,
+    repeated: spec.repeated === true || spec.map !== undefined,
+    isMessage: spec.map !== undefined || isMessageName(spec.t),
+    valueType,
+  });
+  for (const [msg, fields] of Object.entries(MESSAGES)) {
+    const byName = new Map<string, FieldPlan>();
+    for (const [field, spec] of Object.entries(fields as Record<string, FieldSpec>)) {
+      if (spec.map === undefined) {
+        byName.set(field, plan(spec, spec.t));
+        continue;
+      }
+      const entryType = mapEntryTypeName(msg, field);
+      byName.set(field, plan(spec, entryType));
+      const key: FieldSpec = { n: 1, t: spec.map };
+      const value: FieldSpec = { n: 2, t: spec.t };
+      table.set(
+        entryType,
+        new Map([
+          ['key', plan(key, key.t)],
+          ['value', plan(value, value.t)],
+        ]),
+      );
+    }
+    table.set(msg, byName);
+  }
+  fieldPlans = table;
+  return table;
 }
 const INT_MAX: Record<'int32' | 'int64' | 'uint32' | 'uint64', number> = {
   int32: 2 ** 31 - 1,
@@ -118,11 +154,7 @@ class Parser {
 
   /** The current token's type, read afresh (advancing changes it). */
   private currentType(): Token['type'] {
-    return this.current.type;
-  }
-
-  private get current(): Token {
-    return this.token;
+    return this.token.type;
   }
 
   /** The current token's scan errors surface when it becomes current, as in protoc. */
@@ -137,7 +169,7 @@ class Parser {
     if (this.token.errors.length > 0) this.enter();
   }
 
-  private fail(message: string, at: SourcePos = this.current): never {
+  private fail(message: string, at: SourcePos = this.token): never {
     throw new PopefError(ErrorCode.Parse, message, {
       file: this.file,
       line: at.line,
@@ -161,11 +193,11 @@ class Parser {
   }
 
   private consume(symbol: string): void {
-    if (!this.tryConsume(symbol)) this.fail(`Expected "${symbol}", found "${this.current.text}".`);
+    if (!this.tryConsume(symbol)) this.fail(`Expected "${symbol}", found "${this.token.text}".`);
   }
 
   private consumeIdentifier(): string {
-    const t = this.current;
+    const t = this.token;
     if (t.type !== 'identifier') this.fail(`Expected identifier, got: ${t.text}`);
     this.advance();
     return t.text;
@@ -174,21 +206,18 @@ class Parser {
   parseTop(type: MessageName): ParsedMessage {
     const message: ParsedMessage = {};
     const set = new Set<string>();
-    while (this.current.type !== 'end') this.consumeField(type, message, set, '');
+    while (this.token.type !== 'end') this.consumeField(type, message, set, '');
     return message;
   }
 
   private consumeMessage(type: string, path: string, delimiter: string): ParsedMessage {
     const message: ParsedMessage = {};
     const set = new Set<string>();
-    while (!this.lookingAt('>') && !this.lookingAt('}')) this.consumeField(type, message, set, path);
+    // lookingAt('>') and lookingAt('}') spelt out, as in consumeField: this runs once per field.
+    for (let t = this.token; !((t.text === '}' || t.text === '>') && t.type === 'symbol'); t = this.token)
+      this.consumeField(type, message, set, path);
     this.consume(delimiter);
     return message;
-  }
-
-  private fieldsFor(type: string): Readonly<Record<string, FieldSpec>> | undefined {
-    if (isMessageName(type)) return MESSAGES[type];
-    return undefined;
   }
 
   private consumeField(type: string, message: ParsedMessage, set: Set<string>, path: string): void {
@@ -203,9 +232,9 @@ class Parser {
       this.fail(`Extension "${name}" is not defined or is not an extension of "${type}".`);
     }
     const name = this.consumeIdentifier();
-    const spec = this.specFor(type, name);
-    if (spec === undefined) this.fail(`Message type "${type}" has no field named "${name}".`);
-    const repeated = spec.repeated === true || spec.map !== undefined;
+    const plan = plans().get(type)?.get(name);
+    if (plan === undefined) this.fail(`Message type "${type}" has no field named "${name}".`);
+    const { spec, repeated, isMessage, valueType } = plan;
     if (!repeated && set.has(name)) this.fail(`Non-repeated field "${name}" is specified multiple times.`);
     if (spec.oneof !== undefined) {
       const other = Object.keys(message).find((k) => k !== name && this.specFor(type, k)?.oneof === spec.oneof && set.has(k));
@@ -215,8 +244,6 @@ class Parser {
     }
     const fieldPath = path === '' ? name : `${path}.${name}`;
     if (this.coarse === 0 && !this.positions.has(fieldPath)) this.positions.set(fieldPath, { line: start.line, column: start.column });
-    const valueType = spec.map !== undefined ? mapEntryTypeName(type, name) : spec.t;
-    const isMessage = spec.map !== undefined || isMessageName(spec.t);
     const field: FieldInProgress = { message, set, name, spec, fieldPath, repeated, isMessage };
 
     if (isMessage) {
@@ -224,33 +251,33 @@ class Parser {
       if (repeated && this.tryConsume('[')) {
         if (!this.tryConsume(']')) {
           for (;;) {
-            const at = this.current;
-            this.store(field, this.element(valueType, spec, fieldPath, this.countOf(message, name)), at);
+            const at = this.token;
+            this.storeElement(field, valueType, at);
             if (this.tryConsume(']')) break;
             this.consume(',');
           }
         }
+      } else if (repeated) {
+        this.storeElement(field, valueType, this.token);
       } else {
-        const at = this.current;
-        this.store(
-          field,
-          repeated ? this.element(valueType, spec, fieldPath, this.countOf(message, name)) : this.consumeMessageValue(valueType, spec, fieldPath),
-          at,
-        );
+        const at = this.token;
+        this.store(field, this.consumeMessageValue(valueType, spec, fieldPath), at);
       }
     } else {
-      this.consume(':');
+      const colon = this.token;
+      if (colon.text === ':' && colon.type === 'symbol') this.advance();
+      else this.consume(':');
       if (repeated && this.tryConsume('[')) {
         if (!this.tryConsume(']')) {
           for (;;) {
-            const at = this.current;
+            const at = this.token;
             this.store(field, this.consumeScalar(spec, name), at);
             if (this.tryConsume(']')) break;
             this.consume(',');
           }
         }
       } else {
-        const at = this.current;
+        const at = this.token;
         this.store(field, this.consumeScalar(spec, name), at);
       }
     }
@@ -258,14 +285,21 @@ class Parser {
     if ((after.text === ';' || after.text === ',') && after.type === 'symbol') this.advance();
   }
 
-  /** Puts one value of `field` into its message. */
-  private store(field: FieldInProgress, value: unknown, at: SourcePos): void {
+  /** Parses one element of a repeated message field and stores it, its path built once for both. */
+  private storeElement(field: FieldInProgress, valueType: string, at: SourcePos): void {
+    const index = this.countOf(field.message, field.name);
+    const path = `${field.fieldPath}[${index}]`;
+    this.store(field, this.element(valueType, field.spec, path, index), at, path);
+  }
+
+  /** Puts one value of `field` into its message; `elementPath` is a repeated value's path when the caller has it. */
+  private store(field: FieldInProgress, value: unknown, at: SourcePos, elementPath?: string): void {
     const { message, name } = field;
     if (field.repeated) {
       const list = (message[name] ?? []) as unknown[];
       // Positions, not tokens, are kept; for a long list of scalars only the first few.
       if (this.coarse === 0 && (field.isMessage || list.length < SCALAR_POSITIONS))
-        this.positions.set(`${field.fieldPath}[${list.length}]`, { line: at.line, column: at.column });
+        this.positions.set(elementPath ?? `${field.fieldPath}[${list.length}]`, { line: at.line, column: at.column });
       list.push(value);
       message[name] = list;
     } else {
@@ -275,12 +309,12 @@ class Parser {
     }
   }
 
-  /** One element of a repeated message field; past FINE_ELEMENTS its fields keep no positions. */
-  private element(type: string, spec: FieldSpec, fieldPath: string, index: number): ParsedMessage {
+  /** One element (at `path`) of a repeated message field; past FINE_ELEMENTS its fields keep no positions. */
+  private element(type: string, spec: FieldSpec, path: string, index: number): ParsedMessage {
     const coarse = index >= FINE_ELEMENTS;
     if (coarse) this.coarse += 1;
     try {
-      return this.consumeMessageValue(type, spec, `${fieldPath}[${index}]`);
+      return this.consumeMessageValue(type, spec, path);
     } finally {
       if (coarse) this.coarse -= 1;
     }
@@ -303,13 +337,7 @@ class Parser {
 
   /** A field's spec, including the synthetic key/value fields of map entries. */
   private specFor(type: string, name: string): FieldSpec | undefined {
-    const entry = mapEntries().get(type);
-    if (entry !== undefined) {
-      if (name === 'key') return { n: 1, t: entry.map ?? 'string' };
-      if (name === 'value') return { n: 2, t: entry.t };
-      return undefined;
-    }
-    return this.fieldsFor(type)?.[name];
+    return plans().get(type)?.get(name)?.spec;
   }
 
   private consumeMessageValue(type: string, spec: FieldSpec, path: string): ParsedMessage {
@@ -347,8 +375,8 @@ class Parser {
   }
 
   private consumeString(): string {
-    if (this.current.type !== 'string') this.fail(`Expected string, got: ${this.current.text}`);
-    const first = this.current.text;
+    if (this.token.type !== 'string') this.fail(`Expected string, got: ${this.token.text}`);
+    const first = this.token.text;
     if (!first.includes('\\')) {
       // No escapes: the text between the quotes is the value, unless literals follow to be joined.
       this.advance();
@@ -358,14 +386,14 @@ class Parser {
     const parts: Uint8Array[] = [];
     // Adjacent string literals concatenate.
     while (this.currentType() === 'string') {
-      parts.push(unescapeString(this.current.text));
+      parts.push(unescapeString(this.token.text));
       this.advance();
     }
     return Buffer.concat(parts).toString('utf8');
   }
 
   private consumeBool(name: string): boolean {
-    if (this.current.type === 'integer') return this.consumeUnsigned(1n) === 1n;
+    if (this.token.type === 'integer') return this.consumeUnsigned(1n) === 1n;
     const word = this.consumeIdentifier();
     if (word === 'true' || word === 'True' || word === 't') return true;
     if (word === 'false' || word === 'False' || word === 'f') return false;
@@ -373,7 +401,7 @@ class Parser {
   }
 
   private consumeUnsigned(max: bigint): bigint {
-    const t = this.current;
+    const t = this.token;
     if (t.type !== 'integer') this.fail(`Expected integer, got: ${t.text}`);
     const value = parseInteger(t.text);
     if (value === undefined || value > max) this.fail(`Integer out of range (${t.text})`);
@@ -389,7 +417,7 @@ class Parser {
 
   private consumeDouble(): number {
     const negative = this.tryConsume('-');
-    const t = this.current;
+    const t = this.token;
     let value: number;
     if (t.type === 'integer') {
       if (/^0[xX]/.test(t.text) || (t.text.length > 1 && t.text.startsWith('0'))) this.fail(`Expect a decimal number, got: ${t.text}`);
@@ -414,17 +442,17 @@ class Parser {
 
   private consumeEnum(type: keyof typeof ENUMS, name: string): string | number {
     const values: readonly string[] = ENUMS[type];
-    if (this.current.type === 'identifier') {
+    if (this.token.type === 'identifier') {
       const word = this.consumeIdentifier();
       if (values.includes(word)) return word;
       this.fail(`Unknown enumeration value of "${word}" for field "${name}".`);
     }
-    if (this.lookingAt('-') || this.current.type === 'integer') {
+    if (this.lookingAt('-') || this.token.type === 'integer') {
       const number = Number(this.consumeSigned(INT_LIMITS.int32));
       // Proto3 enums are open: a number the enum does not name is kept as is.
       return values[number] ?? number;
     }
-    this.fail(`Expected integer or identifier, got: ${this.current.text}`);
+    this.fail(`Expected integer or identifier, got: ${this.token.text}`);
   }
 
   get positionMap(): ReadonlyMap<string, SourcePos> {
