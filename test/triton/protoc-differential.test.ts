@@ -95,6 +95,11 @@ describe('pbtxt parser vs protoc', () => {
     'name: "x" # comment\u0000 foo: 1',
     '# comment\u0000',
     'name: "x"\u0000',
+    // Names of Object.prototype's members are no fields (the parser once looked fields up on plain objects).
+    'constructor: 1',
+    '__proto__ {}',
+    'toString: 1',
+    'parameters { value { constructor: 1 } }',
   ];
   for (const text of cases) {
     it(`agrees on ${JSON.stringify(text)}`, () => {
