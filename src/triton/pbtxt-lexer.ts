@@ -267,11 +267,12 @@ export class TokenScanner {
   /**
    * The next token; after the end, the 'end' token again.
    *
-   * Most of a config is spaces, newlines, identifiers, plain strings, small
+   * Most of a config is spaces, newlines, identifiers, plain strings,
    * decimal integers and one-byte symbols: those are scanned here with the
    * cursor in local variables, and anything else (tabs, comments, escapes,
    * other numbers, bytes past ASCII, errors) is left to the byte-by-byte
-   * scanners below. Unoptimized, every read and write of a field costs an
+   * scanners below, from the token's start (a string or number given up on
+   * is scanned twice, which stays linear). Unoptimized, every read and write of a field costs an
    * inline-cache lookup, and the scan of a small config took longer than
    * the parse built on it (issue 26).
    */
@@ -326,7 +327,7 @@ export class TokenScanner {
       if (c2 === DOT || isLetter(c2)) return this.slowNextFrom(start, line, column);
       type = 'integer';
     } else if (c > SPACE && c < 0x7f && c !== DOT && c !== ZERO && c !== SINGLE_QUOTE) {
-      // A one-byte symbol: braces, brackets, ':' and ','.
+      // A one-byte symbol: any printable ASCII byte not handled above, braces, brackets, ':' and ',' among them.
       i += 1;
       type = 'symbol';
     } else {
