@@ -25,17 +25,22 @@ import { defaultThreads } from '../triton/repository/pool-size.js';
  * before the launcher could write one at exit. Nothing is changed when the
  * user chose V8's tiering flags themselves.
  *
- * While a repository's threads take every core, V8's scavenges (the
- * collections of the young generation, one every few milliseconds of
- * checking) run on their thread alone: a parallel scavenge's helper tasks
- * can only run on a core another thread of the run needs. Measured on the
- * 2-core machine, 12 alternating runs: 1,000 models 162.8 ms against 170.6
- * (median), 20,000 models 1.52 s against 1.60; with one thread (5,000
- * models) it made no difference, so there the flag is left alone. V8 reads
- * this flag at each scavenge, and it is not among the flags a code cache
- * depends on (v8.cachedDataVersionTag does not change with it), so it is
- * set per repository and restored by end(). Nothing is changed when the
- * user chose V8's GC threading flags themselves.
+ * While a repository is checked on two threads or more and they take every
+ * core, V8's scavenges (the collections of the young generation, one every
+ * few milliseconds of checking) run on their thread alone: a parallel
+ * scavenge's helper tasks can only run on a core another thread of the run
+ * needs. Measured on the 2-core machine, 12 alternating runs: 1,000 models
+ * 165.3 ms against 171.2 (median), 20,000 models 1.52 s against 1.60. With
+ * one thread (5,000 models on two cores) it made no difference, so a
+ * repository checked on one thread keeps parallel scavenges; machines of
+ * more cores were not measured, and the rule is the reasoning above. V8
+ * reads this flag at each scavenge, and on Node 20 it is not among the flags
+ * a code cache depends on (v8.cachedDataVersionTag does not change with
+ * it), so it is set per repository; were it part of the tag on another
+ * Node, the launcher would only write no cache (launch.ts). Nothing is
+ * changed when Node was started with --single-threaded-gc,
+ * --single-threaded, --predictable or --[no-]parallel-scavenge (Node
+ * refuses these in NODE_OPTIONS).
  */
 
 /** The largest repository checked without TurboFan. */
@@ -48,18 +53,18 @@ const MIN_CORES_WITHOUT_TURBOFAN = 2;
 const USER_CHOICE = /--(?:no-?)?(?:turbofan|opt|jitless|maglev|sparkplug|always-sparkplug)\b/;
 const choosesCompiler = (options: string): boolean => USER_CHOICE.test(options.replaceAll('_', '-'));
 
-/** V8 options that choose how collections are spread over threads: then this leaves parallel scavenging alone. */
-const USER_GC_CHOICE = /--(?:no-?)?(?:parallel-scavenge|single-threaded-gc|single-threaded|predictable)\b/;
-const choosesGcThreads = (options: string): boolean => USER_GC_CHOICE.test(options.replaceAll('_', '-'));
+/** V8 options that choose how collections are spread over threads (not --predictable-gc-schedule): then this leaves parallel scavenging alone. */
+const USER_GC_CHOICE = /^--(?:no-?)?(?:parallel-scavenge|single-threaded-gc|single-threaded|predictable)(?:=|$)/;
+const choosesGcThreads = (option: string): boolean => USER_GC_CHOICE.test(option.replaceAll('_', '-'));
 
 /** Whether the user chose V8's tiering flags themselves, on Node's command line or in NODE_OPTIONS: then nothing is deferred. */
 export function userChoseCompiler(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? ''): boolean {
   return execArgv.some(choosesCompiler) || choosesCompiler(nodeOptions);
 }
 
-/** Whether the user chose how V8 spreads its collections over threads: then scavenges keep their threads. */
-export function userChoseGcThreads(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? ''): boolean {
-  return execArgv.some(choosesGcThreads) || choosesGcThreads(nodeOptions);
+/** Whether Node was started with a flag that chooses how V8 spreads its collections over threads: then scavenges keep their threads. */
+export function userChoseGcThreads(execArgv: readonly string[] = process.execArgv): boolean {
+  return execArgv.some(choosesGcThreads);
 }
 
 /**
@@ -80,10 +85,10 @@ export interface OptimizerDeferral {
   /**
    * validate's `threads`: the threads for a repository of `models` models,
    * turning TurboFan back on for a large one, and parallel scavenging off
-   * while the threads take every core.
+   * while two threads or more take every core.
    */
   readonly threadsFor: (models: number) => number;
-  /** Restores the flags this changed (idempotent). */
+  /** Restores the flags this changed, for good: threadsFor changes none after it (idempotent). */
   readonly end: () => void;
 }
 
@@ -98,34 +103,41 @@ export interface DeferralContext {
 export function deferOptimizingCompiler(context: DeferralContext = {}): OptimizerDeferral {
   const { execArgv = process.execArgv, nodeOptions = process.env.NODE_OPTIONS ?? '', setFlags = setFlagsFromString } = context;
   const cores = context.cores ?? availableParallelism();
-  const scavenges = scavengeThreading(setFlags, !userChoseGcThreads(execArgv, nodeOptions), cores);
+  const scavenges = scavengeThreading(setFlags, !userChoseGcThreads(execArgv), cores);
   if (userChoseCompiler(execArgv, nodeOptions)) {
     return { threadsFor: (models) => scavenges.threads(defaultThreads(models, cores)), end: scavenges.end };
   }
   setFlags('--no-turbofan');
   let off = true;
-  const end = (): void => {
-    scavenges.end();
+  const turbofanOn = (): void => {
     if (!off) return;
     off = false;
     setFlags('--turbofan');
   };
   return {
     threadsFor: (models) => {
-      if (models > DEFER_UP_TO_MODELS) end();
+      if (models > DEFER_UP_TO_MODELS) turbofanOn();
       return scavenges.threads(off ? defaultThreads(models, cores, MIN_CORES_WITHOUT_TURBOFAN) : defaultThreads(models, cores));
     },
-    end,
+    end: () => {
+      scavenges.end();
+      turbofanOn();
+    },
   };
 }
 
-/** Parallel scavenging, off while a repository's threads take every core (see above); `threads` passes the count through. */
+/**
+ * Parallel scavenging, off while two threads or more take every core (see
+ * above); `threads` passes the count through, and after `end` leaves the
+ * flag as it is.
+ */
 function scavengeThreading(
   setFlags: (flags: string) => void,
   allowed: boolean,
   cores: number,
 ): { readonly threads: (threads: number) => number; readonly end: () => void } {
   let off = false;
+  let ended = !allowed;
   const set = (wanted: boolean): void => {
     if (wanted === off) return;
     off = wanted;
@@ -133,9 +145,12 @@ function scavengeThreading(
   };
   return {
     threads: (threads) => {
-      if (allowed) set(threads >= cores);
+      if (!ended) set(threads >= 2 && threads >= cores);
       return threads;
     },
-    end: () => set(false),
+    end: () => {
+      set(false);
+      ended = true;
+    },
   };
 }

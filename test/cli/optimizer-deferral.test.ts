@@ -80,18 +80,42 @@ describe('deferring the optimizing compiler for small validate runs', () => {
     assert.deepEqual(flags, ['--no-parallel-scavenge', '--parallel-scavenge']);
   });
 
-  it("leaves scavenging alone when the user chose how V8's collections are threaded", () => {
-    for (const context of [
-      { execArgv: ['--single-threaded-gc'] },
-      { execArgv: ['--single_threaded'] },
-      { nodeOptions: '--parallel-scavenge' },
-      { nodeOptions: '--noparallel_scavenge' },
-      { execArgv: ['--predictable'] },
+  it("leaves scavenging alone when Node was started with a choice of how V8's collections are threaded", () => {
+    // Node refuses these in NODE_OPTIONS, so only its command line can hold them.
+    for (const option of [
+      '--single-threaded-gc',
+      '--single_threaded',
+      '--parallel-scavenge',
+      '--noparallel_scavenge',
+      '--no-parallel-scavenge',
+      '--predictable',
     ]) {
-      const { flags, deferral } = recorded(context);
-      assert.equal(deferral.threadsFor(DEFER_UP_TO_MODELS), 2, JSON.stringify(context));
+      const { flags, deferral } = recorded({ execArgv: [option] });
+      assert.equal(deferral.threadsFor(DEFER_UP_TO_MODELS), 2, option);
       deferral.end();
-      assert.deepEqual(flags, ['--no-turbofan', '--turbofan'], JSON.stringify(context));
+      assert.deepEqual(flags, ['--no-turbofan', '--turbofan'], option);
     }
+    // A flag whose name only begins like one of them is not that choice.
+    const { flags, deferral } = recorded({ execArgv: ['--predictable-gc-schedule'] });
+    deferral.threadsFor(DEFER_UP_TO_MODELS);
+    assert.deepEqual(flags, ['--no-turbofan', '--no-parallel-scavenge']);
+  });
+
+  it('keeps parallel scavenges for one thread, even on one core, and changes nothing after end()', () => {
+    const one = recorded({ cores: 1 });
+    assert.equal(one.deferral.threadsFor(DEFER_UP_TO_MODELS), 1);
+    assert.deepEqual(one.flags, ['--no-turbofan']);
+    const { flags, deferral } = recorded();
+    deferral.threadsFor(DEFER_UP_TO_MODELS);
+    deferral.end();
+    deferral.threadsFor(DEFER_UP_TO_MODELS);
+    assert.deepEqual(flags, ['--no-turbofan', '--no-parallel-scavenge', '--parallel-scavenge', '--turbofan']);
+  });
+
+  it('switches scavenging once for a large repository after a small one', () => {
+    const { flags, deferral } = recorded();
+    deferral.threadsFor(DEFER_UP_TO_MODELS);
+    deferral.threadsFor(LARGE_REPOSITORY_MODELS);
+    assert.deepEqual(flags, ['--no-turbofan', '--no-parallel-scavenge', '--turbofan'], 'both take every core: scavenges stay single-threaded');
   });
 });
