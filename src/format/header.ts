@@ -132,15 +132,14 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
   const descriptorCrc = view.getUint32(HeaderField.descriptorCrc, true);
   const payloadCrc = view.getUint32(HeaderField.payloadCrc, true);
   const reserved1 = view.getUint32(HeaderField.reserved1, true);
-  const structural = (field: string, at: number, message: string): PopefError =>
-    new PopefError(ErrorCode.BadStructure, message, {
-      file,
-      offset: offset + at,
-      field,
-      suggestion: 'the file is damaged: pack or export it again',
-    });
   if (reserved0 !== 0 || reserved1 !== 0)
-    throw structural('reserved', reserved0 !== 0 ? HeaderField.reserved0 : HeaderField.reserved1, 'reserved header bytes are not zero');
+    throw damagedHeader(
+      file,
+      offset,
+      'reserved',
+      reserved0 !== 0 ? HeaderField.reserved0 : HeaderField.reserved1,
+      'reserved header bytes are not zero',
+    );
   if (descriptorLength > Limits.maxDescriptorBytes) {
     throw new PopefError(ErrorCode.LimitExceeded, `descriptor length ${descriptorLength} exceeds the limit of ${Limits.maxDescriptorBytes} bytes`, {
       file,
@@ -150,7 +149,9 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
   }
   const expected = blobSizeFor(descriptorLength, payloadLength);
   if (totalSize !== expected) {
-    throw structural(
+    throw damagedHeader(
+      file,
+      offset,
       'total blob size',
       HeaderField.totalSize,
       `total blob size ${totalSize} disagrees with its parts (64-byte header, ${descriptorLength}-byte descriptor, ${payloadLength}-byte payload, padded to 8: ${expected})`,
@@ -159,9 +160,9 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
   // FORMAT.md section 7: codec 1 only for executables; a type this version does not assign may use either codec it defines, no other.
   const assigned = blobType <= BlobType.OPAQUE || blobType === END_OF_SEGMENT;
   if (codec !== Codec.NONE && codec !== Codec.ZLIB)
-    throw structural('codec', HeaderField.codec, `codec ${codec} is not one this layout defines (0 none, 1 zlib)`);
+    throw damagedHeader(file, offset, 'codec', HeaderField.codec, `codec ${codec} is not one this layout defines (0 none, 1 zlib)`);
   if (assigned && codec === Codec.ZLIB && blobType !== BlobType.POPLAR_EXECUTABLE)
-    throw structural('codec', HeaderField.codec, `codec ${codec} is not allowed for blob type ${blobType}`);
+    throw damagedHeader(file, offset, 'codec', HeaderField.codec, `codec ${codec} is not allowed for blob type ${blobType}`);
   return {
     version: version.text,
     major: version.major,
@@ -176,6 +177,21 @@ export function decodeHeader(bytes: Uint8Array, file: string, offset: number, fi
   };
 }
 
+/**
+ * A header field that breaks the layout's rules, `at` bytes into the header
+ * at `offset`. A function of the module, not a closure in decodeHeader:
+ * unoptimized, a closure is allocated on every call, and every blob has a
+ * header (issue 26).
+ */
+function damagedHeader(file: string, offset: number, field: string, at: number, message: string): PopefError {
+  return new PopefError(ErrorCode.BadStructure, message, {
+    file,
+    offset: offset + at,
+    field,
+    suggestion: 'the file is damaged: pack or export it again',
+  });
+}
+
 /** The version field as this code writes it ("1.0" and NUL padding), met in nearly every header read. */
 const CURRENT_VERSION_BYTES = versionField(`${LAYOUT_MAJOR}.${LAYOUT_MINOR}`);
 const CURRENT_VERSION = { text: `${LAYOUT_MAJOR}.${LAYOUT_MINOR}`, major: LAYOUT_MAJOR, minor: LAYOUT_MINOR } as const;
@@ -186,8 +202,12 @@ function versionField(text: string): Uint8Array {
   return out;
 }
 
+const VERSION_AT = HeaderField.version;
+const VERSION_LENGTH = HeaderField.versionLength;
+
 function isCurrentVersion(header: Uint8Array): boolean {
-  for (let i = 0; i < HeaderField.versionLength; i++) if (header[HeaderField.version + i] !== CURRENT_VERSION_BYTES[i]) return false;
+  // The offsets from module constants, not HeaderField's properties: unoptimized, each is a property lookup, 32 per header.
+  for (let i = 0; i < VERSION_LENGTH; i++) if (header[VERSION_AT + i] !== CURRENT_VERSION_BYTES[i]) return false;
   return true;
 }
 

@@ -357,29 +357,38 @@ function checkDescriptor(bytes: Uint8Array, name: string, frame: BlobFrame, head
 }
 
 /**
- * A blob: the frame's fields, then its kind's. Written out rather than as
- * `{ ...frame, kind }`: before V8 (11, Node 20) optimises the code, such a
- * spread with fields after it costs several microseconds per blob, which
- * was the largest share of opening a small file (validate opens one per
- * model: issue 26).
+ * A blob: its frame, given its kind's fields. The frame is made by the walk
+ * for this blob alone and not used after, so it becomes the blob rather
+ * than being copied. Not `{ ...frame, kind }`: before V8 (11, Node 20)
+ * optimises the code, such a spread with fields after it costs several
+ * microseconds per blob, which was the largest share of opening a small
+ * file (validate opens one per model: issue 26).
  */
 function blobOf<K extends object>(frame: BlobFrame, kind: K): BlobFrame & K {
-  const blob: BlobFrame = {
-    file: frame.file,
-    index: frame.index,
+  return Object.assign(frame, kind);
+}
+
+/** The largest u64 of a descriptor that a number holds exactly. */
+const MAX_SAFE_U64 = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * A descriptor whose fields disagree with its blob. A function of the module,
+ * not a closure in describe: unoptimized, a closure is allocated on every
+ * call, and describe runs once per blob.
+ */
+function damagedDescriptor(name: string, frame: BlobFrame, field: string, message: string): PopefError {
+  return new PopefError(ErrorCode.BadStructure, message, {
+    file: name,
     offset: frame.offset,
-    typeCode: frame.typeCode,
-    version: frame.version,
-    codec: frame.codec,
-    descriptorOffset: frame.descriptorOffset,
-    descriptorLength: frame.descriptorLength,
-    descriptorCrc: frame.descriptorCrc,
-    payloadOffset: frame.payloadOffset,
-    payloadLength: frame.payloadLength,
-    payloadCrc: frame.payloadCrc,
-    totalSize: frame.totalSize,
-  };
-  return Object.assign(blob, kind);
+    field,
+    suggestion: 'the file is damaged: pack or export it again',
+  });
+}
+
+/** The tensor info a tensor or feed descriptor must carry. */
+function tensorInfoOf(d: RawDescriptor, name: string, frame: BlobFrame): NonNullable<RawDescriptor['tensorInfo']> {
+  if (d.tensorInfo === undefined) throw damagedDescriptor(name, frame, 'tensor_info', `descriptor of blob ${frame.index} has no tensor info`);
+  return d.tensorInfo;
 }
 
 /** Reads and checks a blob's descriptor and turns the frame into a typed blob. */
@@ -387,33 +396,29 @@ function describe(descriptor: Uint8Array, name: string, frame: BlobFrame, header
   // The metadata descriptor carries nothing; it is still verified.
   const d = checkDescriptor(descriptor, name, frame, header, header.blobType === BlobType.METADATA);
   if (d === undefined) return blobOf(frame, { kind: 'metadata', type: 'METADATA' });
-  const bad = (field: string, message: string): PopefError =>
-    new PopefError(ErrorCode.BadStructure, message, {
-      file: name,
-      offset: frame.offset,
-      field,
-      suggestion: 'the file is damaged: pack or export it again',
-    });
-  const needInfo = (): NonNullable<typeof d.tensorInfo> => {
-    if (d.tensorInfo === undefined) throw bad('tensor_info', `descriptor of blob ${frame.index} has no tensor info`);
-    return d.tensorInfo;
-  };
   switch (header.blobType) {
     case BlobType.POPLAR_EXECUTABLE: {
       const compressed = header.codec === Codec.ZLIB;
-      if (d.uncompressedSize > BigInt(Number.MAX_SAFE_INTEGER))
-        throw bad('uncompressed_size', `uncompressed size ${d.uncompressedSize} is too large`);
+      if (d.uncompressedSize > MAX_SAFE_U64)
+        throw damagedDescriptor(name, frame, 'uncompressed_size', `uncompressed size ${d.uncompressedSize} is too large`);
       const uncompressedSize = Number(d.uncompressedSize);
       if (!compressed && uncompressedSize !== header.payloadLength) {
-        throw bad('uncompressed_size', `uncompressed executable records ${uncompressedSize} bytes but stores ${header.payloadLength}`);
+        throw damagedDescriptor(
+          name,
+          frame,
+          'uncompressed_size',
+          `uncompressed executable records ${uncompressedSize} bytes but stores ${header.payloadLength}`,
+        );
       }
       return blobOf(frame, { kind: 'executable', type: 'POPLAR_EXECUTABLE', name: d.name, compressed, uncompressedSize });
     }
     case BlobType.DATA_TENSOR: {
-      const tensorInfo = needInfo();
+      const tensorInfo = tensorInfoOf(d, name, frame);
       const expected = sizeInBytes(tensorInfo);
       if (expected !== BigInt(header.payloadLength)) {
-        throw bad(
+        throw damagedDescriptor(
+          name,
+          frame,
           'payload length',
           `tensor "${d.name}" stores ${header.payloadLength} bytes but its tensor info (${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}]) needs ${expected}`,
         );
@@ -421,12 +426,14 @@ function describe(descriptor: Uint8Array, name: string, frame: BlobFrame, header
       return blobOf(frame, { kind: 'tensor', type: 'DATA_TENSOR', name: d.name, tensorInfo });
     }
     case BlobType.DATA_FEED: {
-      const tensorInfo = needInfo();
+      const tensorInfo = tensorInfoOf(d, name, frame);
       // A sample of zero bytes makes any count fit the payload: bound it on its own, as every u64 outside the metadata is.
-      if (d.sampleCount > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('sample_count', `sample count ${d.sampleCount} is too large`);
+      if (d.sampleCount > MAX_SAFE_U64) throw damagedDescriptor(name, frame, 'sample_count', `sample count ${d.sampleCount} is too large`);
       const expected = sizeInBytes(tensorInfo) * d.sampleCount;
       if (expected !== BigInt(header.payloadLength)) {
-        throw bad(
+        throw damagedDescriptor(
+          name,
+          frame,
           'payload length',
           `feed "${d.name}" stores ${header.payloadLength} bytes but ${d.sampleCount} sample(s) of ${tensorInfo.dtype} [${tensorInfo.shape.join(', ')}] need ${expected}`,
         );
