@@ -206,7 +206,7 @@ const VERSION_AT = HeaderField.version;
 const VERSION_LENGTH = HeaderField.versionLength;
 
 function isCurrentVersion(header: Uint8Array): boolean {
-  // The offsets from module constants, not HeaderField's properties: unoptimized, each is a property lookup, 32 per header.
+  // The offsets from module constants, not HeaderField's properties: unoptimized, each is a property lookup, up to 33 per header.
   for (let i = 0; i < VERSION_LENGTH; i++) if (header[VERSION_AT + i] !== CURRENT_VERSION_BYTES[i]) return false;
   return true;
 }

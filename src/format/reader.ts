@@ -359,7 +359,7 @@ function checkDescriptor(bytes: Uint8Array, name: string, frame: BlobFrame, head
 /**
  * A blob: its frame, given its kind's fields. The frame is made by the walk
  * for this blob alone and not used after, so it becomes the blob rather
- * than being copied. Not `{ ...frame, kind }`: before V8 (11, Node 20)
+ * than being copied. Not `{ ...frame, ...kind }`: before V8 (11, Node 20)
  * optimises the code, such a spread with fields after it costs several
  * microseconds per blob, which was the largest share of opening a small
  * file (validate opens one per model: issue 26).
@@ -368,13 +368,14 @@ function blobOf<K extends object>(frame: BlobFrame, kind: K): BlobFrame & K {
   return Object.assign(frame, kind);
 }
 
-/** The largest u64 of a descriptor that a number holds exactly. */
+/** The u64 up to which every value converts to a number exactly (Number.MAX_SAFE_INTEGER). */
 const MAX_SAFE_U64 = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
- * A descriptor whose fields disagree with its blob. A function of the module,
- * not a closure in describe: unoptimized, a closure is allocated on every
- * call, and describe runs once per blob.
+ * A descriptor that is missing a field, holds a value out of range, or
+ * disagrees with its blob. A function of the module, not a closure in
+ * describe: unoptimized, a closure is allocated on every call, and describe
+ * runs for every executable, tensor, feed and opaque blob.
  */
 function damagedDescriptor(name: string, frame: BlobFrame, field: string, message: string): PopefError {
   return new PopefError(ErrorCode.BadStructure, message, {
