@@ -291,13 +291,17 @@ export class TokenScanner {
         column = 0;
       }
     }
-    const c = text.charCodeAt(i);
+    let c = text.charCodeAt(i);
     if (c < SPACE || c === HASH) {
-      // Another kind of whitespace, a comment or a control byte: the full gap scanner, from here.
+      // Another kind of whitespace, a comment or a control byte: the full gap scanner, from here (its errors are the token's).
       this.i = i;
       this.line = line;
       this.column = column;
-      return this.slowNext();
+      this.skipGap();
+      i = this.i;
+      line = this.line;
+      column = this.column;
+      c = text.charCodeAt(i);
     }
     const start = i;
     let type: TokenType;
@@ -316,7 +320,7 @@ export class TokenScanner {
       i += 1;
       let c2 = text.charCodeAt(i);
       while (c2 >= SPACE && c2 < 0x7f && c2 !== DOUBLE_QUOTE && c2 !== BACKSLASH) c2 = text.charCodeAt((i += 1));
-      if (c2 !== DOUBLE_QUOTE) return this.slowNextFrom(start, line, column);
+      if (c2 !== DOUBLE_QUOTE) return this.slowToken(start, line, column);
       i += 1;
       type = 'string';
     } else if (c > ZERO && c <= 0x39) {
@@ -324,7 +328,7 @@ export class TokenScanner {
       i += 1;
       let c2 = text.charCodeAt(i);
       while (c2 >= ZERO && c2 <= 0x39) c2 = text.charCodeAt((i += 1));
-      if (c2 === DOT || isLetter(c2)) return this.slowNextFrom(start, line, column);
+      if (c2 === DOT || isLetter(c2)) return this.slowToken(start, line, column);
       type = 'integer';
     } else if (c > SPACE && c < 0x7f && c !== DOT && c !== ZERO && c !== SINGLE_QUOTE) {
       // A one-byte symbol: any printable ASCII byte not handled above, braces, brackets, ':' and ',' among them.
@@ -332,10 +336,7 @@ export class TokenScanner {
       type = 'symbol';
     } else {
       // The end, '.', '0', a single-quoted string or a byte past ASCII.
-      this.i = i;
-      this.line = line;
-      this.column = column;
-      return this.slowNext();
+      return this.slowToken(start, line, column);
     }
     const startColumn = column + 1;
     // The token holds no tab or newline: each byte is one column.
@@ -346,44 +347,36 @@ export class TokenScanner {
     this.previousType = type;
     this.previousLine = line;
     this.previousEndColumn = column;
-    // Only ASCII was scanned here, which is its own UTF-8; the pending errors are empty (they are taken with each token).
-    return { type, text: text.slice(start, i), line, column: startColumn, errors: NO_ERRORS };
+    // Only ASCII was scanned here, which is its own UTF-8. The test for errors is spelt out: there are seldom any, and this runs per token.
+    return { type, text: text.slice(start, i), line, column: startColumn, errors: this.pending.length === 0 ? NO_ERRORS : this.takeErrors() };
   }
 
-  /** slowNext from the start of a token the fast path began and gave up on. */
-  private slowNextFrom(start: number, line: number, column: number): Token {
+  /** The errors found since the last token, for the token now made. */
+  private takeErrors(): readonly LexError[] {
+    if (this.pending.length === 0) return NO_ERRORS;
+    const errors = this.pending;
+    this.pending = [];
+    return errors;
+  }
+
+  /**
+   * The token at `start` (after the gap, at `line` and 0-based `column`),
+   * scanned byte by byte: every kind but identifiers, which next() always
+   * scans itself, errors included.
+   */
+  private slowToken(start: number, line: number, column: number): Token {
     this.i = start;
     this.line = line;
     this.column = column;
-    return this.slowNext();
-  }
-
-  /** The next token, scanned byte by byte: every case, errors included. */
-  private slowNext(): Token {
-    this.skipGap();
     const text = this.text;
-    const startLine = this.line;
-    const startColumn = this.column + 1;
-    const start = this.i;
+    const startLine = line;
+    const startColumn = column + 1;
     let type: TokenType;
     if (this.i >= text.length) {
       type = 'end';
     } else {
       const c = text.charCodeAt(this.i);
-      if (isLetter(c)) {
-        // An identifier holds no tab or newline: each byte is one column.
-        let i = this.i + 1;
-        // isAlnum spelt out: a call per byte is much of the cost of unoptimized code.
-        for (
-          let c2 = text.charCodeAt(i);
-          (c2 >= 0x61 && c2 <= 0x7a) || (c2 >= 0x41 && c2 <= 0x5a) || (c2 >= 0x30 && c2 <= 0x39) || c2 === 0x5f;
-          c2 = text.charCodeAt(i)
-        )
-          i += 1;
-        this.i = i;
-        this.column += i - start;
-        type = 'identifier';
-      } else if (c === ZERO) {
+      if (c === ZERO) {
         this.step();
         type = this.scanNumber(true, false);
       } else if (isDigit(c)) {
@@ -411,8 +404,7 @@ export class TokenScanner {
       }
     }
     const raw = text.slice(start, this.i);
-    const errors = this.pending.length === 0 ? NO_ERRORS : this.pending;
-    if (this.pending.length > 0) this.pending = [];
+    const errors = this.takeErrors();
     this.previousType = type;
     this.previousLine = this.line;
     this.previousEndColumn = this.column;
