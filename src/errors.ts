@@ -176,6 +176,19 @@ export function isNotFound(error: unknown): boolean {
   return error instanceof PopefError && (error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 }
 
+/**
+ * The error for a destination that is already there: the ways out are
+ * another `instead` (name, path, directory) or the call's `force: true`,
+ * which the error names as its suggested option, for the CLI to say --force.
+ */
+export function destinationExists(file: string, message: string, instead: string): PopefError {
+  return new PopefError(ErrorCode.Exists, message, {
+    file,
+    suggestion: `choose another ${instead}, or pass force: true to replace it`,
+    suggestedOption: 'force',
+  });
+}
+
 /** Turns a Node fs error into a PopefError that names the path and the OS reason. */
 export function ioError(error: unknown, file: string, action: string): PopefError {
   const errno = error as NodeJS.ErrnoException;

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { createDeflate, crc32 } from 'node:zlib';
 import { commitAtomically } from '../io/commit.js';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
-import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { ErrorCode, PopefError, destinationExists, ioError } from '../errors.js';
 import { checkCount, checkMetadata, checkName, checkTensorInfo, invalid, toLength } from '../schema/check-values.js';
 import { encodeDescriptorOf, encodeMetadata } from '../schema/encode.js';
 import { sizeInBytes, type Metadata, type TensorInfo } from '../schema/model.js';
@@ -88,11 +88,7 @@ export class PopefWriter {
   static async create(path: string, options: WriterOptions = {}): Promise<PopefWriter> {
     if (options.append === true) return PopefWriter.openForAppend(path, options);
     if (options.force !== true && (await exists(path))) {
-      throw new PopefError(ErrorCode.Exists, 'destination already exists', {
-        file: path,
-        suggestion: 'choose another name, or pass force: true to replace it',
-        suggestedOption: 'force',
-      });
+      throw destinationExists(path, 'destination already exists', 'name');
     }
     await removeStaleSiblings(path);
     const tempPath = tempSibling(path, 'tmp');

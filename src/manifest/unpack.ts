@@ -4,7 +4,7 @@ import { isAbsolute, join, relative, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
-import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { ErrorCode, PopefError, destinationExists, ioError } from '../errors.js';
 import type { Blob, ReadWarning } from '../format/blob.js';
 import { PopefFile } from '../format/reader.js';
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type Manifest, type ManifestBlob } from './manifest.js';
@@ -52,11 +52,7 @@ export async function unpackFile(path: string, outDir: string, options: UnpackOp
     () => false,
   );
   if (existing && options.force !== true) {
-    throw new PopefError(ErrorCode.Exists, 'output directory already exists', {
-      file: outDir,
-      suggestion: 'choose another directory, or pass force: true to replace it',
-      suggestedOption: 'force',
-    });
+    throw destinationExists(outDir, 'output directory already exists', 'directory');
   }
   if (existing) await checkReplaceable(path, outDir, options.workingDirectory);
   const file = await PopefFile.open(path);

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { openRegularFile } from '../io/local-file.js';
 import { commitAtomically } from '../io/commit.js';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
-import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { ErrorCode, PopefError, destinationExists, ioError } from '../errors.js';
 import { ModelSet } from '../format/model-set.js';
 import { PopefWriter } from '../format/writer.js';
 import { schemaErrors } from '../json-schemas.js';
@@ -195,12 +195,7 @@ export async function exportToSdk(
       () => true,
       () => false,
     );
-    if (exists)
-      throw new PopefError(ErrorCode.Exists, 'destination already exists', {
-        file: out,
-        suggestion: 'choose another name, or pass force: true to replace it',
-        suggestedOption: 'force',
-      });
+    if (exists) throw destinationExists(out, 'destination already exists', 'name');
   }
   await removeStaleSiblings(out);
   const temp = tempSibling(out, 'tmp');

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { commitAtomically } from '../io/commit.js';
 import { makeDirectories, type MadeDirectories } from '../io/make-directories.js';
 import { removeStaleSiblings, tempSibling } from '../io/temp-names.js';
-import { ErrorCode, PopefError, ioError } from '../errors.js';
+import { destinationExists, ioError } from '../errors.js';
 
 /**
  * Writes several small files as one step: each goes to a temporary
@@ -22,12 +22,7 @@ export async function writeFilesAtomically(
         () => true,
         () => false,
       );
-      if (present)
-        throw new PopefError(ErrorCode.Exists, 'file already exists', {
-          file: f.path,
-          suggestion: 'choose another path, or pass force: true to replace it',
-          suggestedOption: 'force',
-        });
+      if (present) throw destinationExists(f.path, 'file already exists', 'path');
     }
   }
   const temps: string[] = [];
