@@ -42,11 +42,16 @@ function isPlainContainer(value: unknown): value is Record<string, unknown> | un
   return proto === Object.prototype || proto === null;
 }
 
+/** JSON.stringify(v, null, 2)'s text, its lines after the first indented by `indent` more: as it stands at that depth. */
+function reindent(text: string, indent: string): string {
+  return indent === '' ? text : text.replace(/\n/g, `\n${indent}`);
+}
+
 function whole(value: unknown, indent: string): string {
   const text = JSON.stringify(value, null, 2) as string | undefined;
   // Inside an array JSON.stringify writes null for what it cannot represent.
   if (text === undefined) return 'null';
-  return indent === '' ? text : text.replace(/\n/g, `\n${indent}`);
+  return reindent(text, indent);
 }
 
 /** Whether `value` holds, anywhere outside a large array's elements, an array worth splitting. */
@@ -108,7 +113,7 @@ function* batches(value: readonly unknown[], indent: string): Generator<string> 
     }
     // "[\n  a,\n  b\n]": the elements, each line indented by two more than the batch's own brackets.
     const lines = text.slice(2, -2);
-    yield indent === '' ? lines : `${indent}${lines.replace(/\n/g, `\n${indent}`)}`;
+    yield `${indent}${reindent(lines, indent)}`;
     i += n;
     yield i < value.length ? ',\n' : '\n';
     size = Math.max(1, Math.min(cap, Math.floor((BATCH_TEXT * n) / text.length)));
