@@ -2,6 +2,7 @@
 // with the flag setter recorded; the launcher's test checks that the code
 // cache a validate run writes is still taken by the next run.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { DEFER_UP_TO_MODELS, deferOptimizingCompiler, plannedThreads, type DeferralContext } from '../../src/cli/optimizer-deferral.js';
 import { LARGE_REPOSITORY_MODELS } from '../../src/triton/repository/pool-size.js';
@@ -117,5 +118,22 @@ describe('deferring the optimizing compiler for small validate runs', () => {
     deferral.threadsFor(DEFER_UP_TO_MODELS);
     deferral.threadsFor(LARGE_REPOSITORY_MODELS);
     assert.deepEqual(flags, ['--no-turbofan', '--no-parallel-scavenge', '--turbofan'], 'both take every core: scavenges stay single-threaded');
+  });
+
+  it("sets only flags this Node's V8 has (setFlagsFromString ignores a name it does not know, without a word)", () => {
+    const { flags, deferral } = recorded();
+    deferral.threadsFor(DEFER_UP_TO_MODELS);
+    deferral.threadsFor(DEFER_UP_TO_MODELS + 1);
+    deferral.threadsFor(LARGE_REPOSITORY_MODELS);
+    deferral.end();
+    const known = new Set(
+      execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8' })
+        .split('\n')
+        .map((line) => /^\s+--([\w-]+)/.exec(line)?.[1])
+        .filter((name): name is string => name !== undefined),
+    );
+    const names = new Set(flags.map((f) => f.replace(/^--(?:no-)?/, '')));
+    assert.deepEqual([...names].sort(), ['parallel-scavenge', 'turbofan']);
+    for (const name of names) assert.ok(known.has(name), `node --v8-options has no --${name}`);
   });
 });
