@@ -36,7 +36,9 @@ A version with no PopEF file, or with one not in the open layout (as every
 export of the Poplar SDK is), gets every other rule and one notice
 (popef/not-cross-checked): its anchors were not compared. A description
 committed beside the file (FILE.json, written by popef describe) is
-cross-checked instead. --require-popef makes the notice an error.
+cross-checked instead; where the Poplar SDK is enabled (see popef doctor),
+an SDK-written file is read through it and cross-checked. --require-popef
+makes the notice an error.
 
 A defect that makes others follow (no name_map.json, a config that does
 not parse, a PopEF that cannot be read) is reported once, as the cause: the
