@@ -2,6 +2,7 @@ import { readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { defersFor, plannedThreads, userChoseCompiler } from './optimizer-deferral.js';
+import { newTurbofanHandoff, type TurbofanHandoff } from './turbofan-handoff.js';
 import type { WorkerLaunchData } from './validate-worker-launch.js';
 
 /**
@@ -28,6 +29,8 @@ export interface EarlyWorkers {
   readonly take: () => Worker | undefined;
   /** Ends the workers not taken. */
   readonly dispose: () => void;
+  /** When the workers compile with TurboFan off: who turns it off (turbofan-handoff.ts), for validate's deferral. */
+  readonly turbofanHandoff?: TurbofanHandoff;
 }
 
 /**
@@ -81,8 +84,10 @@ export function startEarlyWorkers(args: readonly string[], workerFile: string, c
   const cores = context.cores ?? availableParallelism();
   const compilerChosen = userChoseCompiler(context.execArgv, context.nodeOptions);
   const count = plannedThreads(entries, cores, compilerChosen) - 1;
-  // Whether the worker will compile with TurboFan off, for its code cache (validate-worker-launch.ts).
-  const workerData: WorkerLaunchData = { turbofanOff: defersFor(entries, compilerChosen) };
+  // Whether the worker will compile with TurboFan off, for its code cache (validate-worker-launch.ts); then it turns it off.
+  const turbofanOff = defersFor(entries, compilerChosen);
+  const turbofanHandoff = turbofanOff && count > 0 ? newTurbofanHandoff() : undefined;
+  const workerData: WorkerLaunchData = turbofanHandoff === undefined ? { turbofanOff } : { turbofanOff, turbofanHandoff };
   const start = context.newWorker ?? ((file: string, data: WorkerLaunchData) => new Worker(file, { workerData: data }));
   const workers: { worker: Worker; exited: boolean }[] = [];
   for (let i = 0; i < count; i++) {
@@ -106,5 +111,7 @@ export function startEarlyWorkers(args: readonly string[], workerFile: string, c
     dispose: () => {
       for (const { worker } of workers.splice(0)) void worker.terminate();
     },
+    // None started: no worker turns TurboFan off, the deferral does.
+    ...(turbofanHandoff === undefined || workers.length === 0 ? {} : { turbofanHandoff }),
   };
 }

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { defaultThreads } from '../triton/repository/pool-size.js';
+import { takeTurbofanBack, type TurbofanHandoff } from './turbofan-handoff.js';
 
 /**
  * How `popef validate` runs V8 for a repository of a given size: up to
@@ -23,7 +24,10 @@ import { defaultThreads } from '../triton/repository/pool-size.js';
  * been loaded: the compile cache (launch.ts) is taken only by a run with the
  * flags of the run that wrote it, so end() restores the flag, in a finally,
  * before the launcher could write one at exit. Nothing is changed when the
- * user chose V8's tiering flags themselves.
+ * user chose V8's tiering flags themselves. When an early worker is booting
+ * for the repository, it is the worker that turns TurboFan off, once booted
+ * (turbofan-handoff.ts says why); this takes that back before it turns
+ * TurboFan on again.
  *
  * While a repository is checked on two threads or more and they take every
  * core, V8's scavenges (the collections of the young generation, one every
@@ -98,6 +102,8 @@ export interface DeferralContext {
   /** Where flags go: V8's own setter, or a test's recorder. */
   readonly setFlags?: (flags: string) => void;
   readonly cores?: number;
+  /** The early workers' handoff: one of them turns TurboFan off (early-workers.ts), not this. */
+  readonly turbofanHandoff?: TurbofanHandoff;
 }
 
 export function deferOptimizingCompiler(context: DeferralContext = {}): OptimizerDeferral {
@@ -107,11 +113,14 @@ export function deferOptimizingCompiler(context: DeferralContext = {}): Optimize
   if (userChoseCompiler(execArgv, nodeOptions)) {
     return { threadsFor: (models) => scavenges.threads(defaultThreads(models, cores)), end: scavenges.end };
   }
-  setFlags('--no-turbofan');
+  const { turbofanHandoff } = context;
+  if (turbofanHandoff === undefined) setFlags('--no-turbofan');
   let off = true;
   const turbofanOn = (): void => {
     if (!off) return;
     off = false;
+    // After this no worker turns it off; whether one had or not, --turbofan leaves the flag as V8's default.
+    if (turbofanHandoff !== undefined) takeTurbofanBack(turbofanHandoff);
     setFlags('--turbofan');
   };
   return {

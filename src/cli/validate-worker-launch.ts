@@ -1,7 +1,9 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
 import { workerData } from 'node:worker_threads';
 import { launch } from './launch.js';
+import { turbofanOffFromWorker, type TurbofanHandoff } from './turbofan-handoff.js';
 
 /**
  * The CLI's validate worker thread (dist/validate-worker.cjs): it loads the
@@ -20,16 +22,25 @@ import { launch } from './launch.js';
  * user's) loads its bundle as any module does. The cache is written after
  * the worker's first reply (validate-worker.ts, onFirstReply): a worker is
  * terminated, not exited, so it has no exit to write at.
+ *
+ * An early worker of a small repository turns TurboFan off itself, once
+ * booted and before its bundle is compiled (turbofan-handoff.ts says why):
+ * this file's imports are loaded by then, node:v8 among them, so none of
+ * Node's own modules is compiled under the changed flags.
  */
 
 /** What a worker's starter passes as workerData. */
 export interface WorkerLaunchData {
   /** The worker compiles with TurboFan off (validate's deferral is on for its repository). */
   readonly turbofanOff?: boolean;
+  /** With turbofanOff: the worker turns TurboFan off itself, unless the main thread has taken that back. */
+  readonly turbofanHandoff?: TurbofanHandoff;
 }
 
 const body = fileURLToPath(new URL('./validate-worker-body.cjs', import.meta.url));
-if ((workerData as WorkerLaunchData | null | undefined)?.turbofanOff === true) {
+const data = workerData as WorkerLaunchData | null | undefined;
+if (data?.turbofanOff === true) {
+  if (data.turbofanHandoff !== undefined) turbofanOffFromWorker(data.turbofanHandoff, setFlagsFromString);
   const launched = launch(body, { cacheName: 'validate-worker', saveAt: 'caller' });
   const onFirstReply = launched.exports.onFirstReply;
   // saveCache writes only after a miss or a rejection, and only once.

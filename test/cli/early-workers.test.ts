@@ -84,18 +84,20 @@ describe('early validate workers', () => {
     assert.equal(started([small, big]).length, 0, 'the first repository decides');
     assert.equal(started([big], { cores: 1 }).length, 0);
     for (const w of started([big])) assert.equal(w.unrefs, 1, 'a worker not taken never holds the process');
-    // What the worker compiles under, for its code cache (src/cli/validate-worker-launch.ts).
+    // What the worker compiles under, for its code cache (src/cli/validate-worker-launch.ts), and the cell through which
+    // it turns TurboFan off itself once booted (src/cli/turbofan-handoff.ts).
+    const [one] = started([big]);
+    assert.equal(one?.data?.turbofanOff, true);
+    assert.ok(one.data.turbofanHandoff instanceof Int32Array && one.data.turbofanHandoff.buffer instanceof SharedArrayBuffer);
+    assert.deepEqual(Object.keys(one.data).sort(), ['turbofanHandoff', 'turbofanOff']);
+    // Workers that compile with TurboFan on get no handoff: nothing is turned off.
     assert.deepEqual(
-      started([big]).map((w) => w.data),
-      [{ turbofanOff: true }],
+      started([huge], { cores: 4 }).map((w) => w.data),
+      [{ turbofanOff: false }, { turbofanOff: false }, { turbofanOff: false }],
     );
     assert.deepEqual(
-      started([huge], { cores: 4 }).map((w) => w.data?.turbofanOff),
-      [false, false, false],
-    );
-    assert.deepEqual(
-      started([big], { cores: 4, execArgv: ['--jitless'] }).map((w) => w.data?.turbofanOff),
-      [false, false, false],
+      started([big], { cores: 4, execArgv: ['--jitless'] }).map((w) => w.data),
+      [{ turbofanOff: false }, { turbofanOff: false }, { turbofanOff: false }],
     );
   });
 
@@ -110,6 +112,34 @@ describe('early validate workers', () => {
     assert.ok(validate);
     const taking = validate.options.filter((o) => o.required || o.optional).map((o) => o.long ?? '');
     assert.deepEqual([...taking].sort(), [...VALUE_OPTIONS].sort());
+  });
+
+  it('give validate the handoff its workers share, and none when no worker started', () => {
+    const workers = (cores: number, root: string, fail = false): ReturnType<typeof startEarlyWorkers> =>
+      startEarlyWorkers([root], 'worker.cjs', {
+        cores,
+        execArgv: [],
+        nodeOptions: '',
+        newWorker: () => {
+          if (fail) throw new Error('no thread');
+          return new FakeWorker() as unknown as Worker;
+        },
+      });
+    const seen: (Int32Array | undefined)[] = [];
+    const early = startEarlyWorkers([big], 'worker.cjs', {
+      cores: 4,
+      execArgv: [],
+      nodeOptions: '',
+      newWorker: (_file, data) => {
+        seen.push(data.turbofanHandoff);
+        return new FakeWorker() as unknown as Worker;
+      },
+    });
+    assert.equal(seen.length, 3);
+    assert.ok(early.turbofanHandoff !== undefined && seen.every((h) => h === early.turbofanHandoff), 'one cell for every worker');
+    assert.equal(workers(2, big, true).turbofanHandoff, undefined, 'no worker could start: the deferral turns TurboFan off itself');
+    assert.equal(workers(2, small).turbofanHandoff, undefined);
+    assert.equal(workers(4, huge).turbofanHandoff, undefined);
   });
 
   it('hands out no worker that exited, and ends the rest on dispose', () => {

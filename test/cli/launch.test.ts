@@ -3,9 +3,11 @@
 // within one process and would hide what a cache did or did not hold.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { PARALLEL_THRESHOLD } from '../../src/triton/repository/pool-size.js';
 import { ROOT, fixture, tempDir } from '../helpers.js';
 
 const LAUNCH = join(ROOT, 'dist/launch.cjs');
@@ -262,6 +264,45 @@ describe('the launcher keeps compiled code between runs', () => {
     assert.equal(cacheFiles(join(cache, 'popef-toolkit')).length, 1);
     assert.equal(run(), cold);
     assert.match(cold, /Inputs \(User-provided\)/);
+  });
+
+  it("takes both caches a validate run of a repository its early worker helps check wrote: the worker's and the CLI's", () => {
+    // The early worker turns TurboFan off itself once booted (src/cli/turbofan-handoff.ts) and writes its cache after
+    // its first reply; the CLI restores the flags before it writes its own at exit. Neither may be refused the next time.
+    const { cache } = setUp('');
+    const repo = join(dirname(cache), 'repo');
+    const source = fixture('repos/clean/mnist');
+    const config = readFileSync(join(source, 'config.pbtxt'), 'utf8');
+    for (let i = 0; i < PARALLEL_THRESHOLD; i++) {
+      const model = join(repo, `m${i}`);
+      mkdirSync(join(model, '1'), { recursive: true });
+      writeFileSync(join(model, 'config.pbtxt'), config.replace('name: "mnist"', `name: "m${i}"`));
+      for (const f of ['executable.popef', 'name_map.json']) copyFileSync(join(source, '1', f), join(model, '1', f));
+    }
+    const run = (): void => {
+      const r = spawnSync(process.execPath, [join(ROOT, 'bin/popef.cjs'), 'validate', repo, '--format', 'json'], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '', XDG_CACHE_HOME: cache },
+      });
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+    };
+    run();
+    const dir = join(cache, 'popef-toolkit');
+    const written = cacheFiles(dir).sort();
+    // With one core, validate starts no worker (pool-size.ts): then only the CLI's cache is there.
+    const expected = availableParallelism() >= 2 ? ['validate-worker', 'validate.json'] : ['validate.json'];
+    assert.deepEqual(
+      written.map((f) => f.replace(/-[0-9a-f]{8}-.*$/, '')),
+      expected,
+    );
+    const inodes = written.map((f) => statSync(join(dir, f)).ino);
+    run();
+    assert.deepEqual(cacheFiles(dir).sort(), written);
+    assert.deepEqual(
+      written.map((f) => statSync(join(dir, f)).ino),
+      inodes,
+      'the second run took both caches and wrote neither',
+    );
   });
 
   it('takes the cache a validate run wrote, though validate turns TurboFan off while it checks', () => {

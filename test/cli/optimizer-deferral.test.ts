@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { DEFER_UP_TO_MODELS, deferOptimizingCompiler, plannedThreads, type DeferralContext } from '../../src/cli/optimizer-deferral.js';
+import { newTurbofanHandoff, turbofanOffFromWorker } from '../../src/cli/turbofan-handoff.js';
 import { LARGE_REPOSITORY_MODELS } from '../../src/triton/repository/pool-size.js';
 
 function recorded(context: DeferralContext = {}): { flags: string[]; deferral: ReturnType<typeof deferOptimizingCompiler> } {
@@ -24,6 +25,36 @@ describe('deferring the optimizing compiler for small validate runs', () => {
     deferral.end();
     deferral.end();
     assert.deepEqual(flags, ['--no-turbofan', '--no-parallel-scavenge', '--parallel-scavenge', '--turbofan']);
+  });
+
+  it('leaves turning TurboFan off to a booting early worker, and takes that back before turning it on', () => {
+    const small = recorded({ turbofanHandoff: newTurbofanHandoff() });
+    assert.deepEqual(small.flags, [], 'the worker sets it once booted');
+    assert.equal(small.deferral.threadsFor(DEFER_UP_TO_MODELS), 2);
+    assert.deepEqual(small.flags, ['--no-parallel-scavenge']);
+    small.deferral.end();
+    assert.deepEqual(
+      small.flags,
+      ['--no-parallel-scavenge', '--parallel-scavenge', '--turbofan'],
+      'V8 default again, whether or not the worker had set it',
+    );
+
+    // The worker set it: the main thread turns it back on for a large repository, and no worker turns it off after that.
+    const handoff = newTurbofanHandoff();
+    const workerFlags: string[] = [];
+    assert.equal(
+      turbofanOffFromWorker(handoff, (f) => workerFlags.push(f)),
+      true,
+    );
+    const large = recorded({ turbofanHandoff: handoff });
+    large.deferral.threadsFor(DEFER_UP_TO_MODELS + 1);
+    assert.deepEqual(large.flags, ['--turbofan']);
+    assert.equal(
+      turbofanOffFromWorker(handoff, (f) => workerFlags.push(f)),
+      false,
+      'taken back',
+    );
+    assert.deepEqual(workerFlags, ['--no-turbofan']);
   });
 
   it('turns parallel scavenging off only while the threads take every core, repository by repository', () => {

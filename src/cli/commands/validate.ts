@@ -101,7 +101,8 @@ export function registerValidate(program: Command, io: CliIo, run: (handler: Han
         const foreign = sdkPopefReader(io);
         const reports = [];
         // Small repositories are checked without V8's optimizing compiler (optimizer-deferral.ts says why).
-        const deferral = deferOptimizingCompiler();
+        const turbofanHandoff = io.earlyWorkers?.turbofanHandoff;
+        const deferral = deferOptimizingCompiler(turbofanHandoff === undefined ? {} : { turbofanHandoff });
         try {
           for (const repository of repositories) {
             reports.push(
