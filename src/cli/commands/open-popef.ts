@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+// fs.promises, loaded on first use: validate imports this module and seldom reads through the SDK (local-file.ts says why).
+import { promises as fsPromises } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
@@ -123,7 +124,7 @@ async function readThroughSdk(
   const { importSdkFiles } = await import('../../run/sdk-convert.js');
   const bridge = await sdk.get();
   if (bridge === undefined) throw withDoctorHint(original);
-  const dir = await mkdtemp(join(io.env.TMPDIR ?? tmpdir(), 'popef-sdk-read-'));
+  const dir = await fsPromises.mkdtemp(join(io.env.TMPDIR ?? tmpdir(), 'popef-sdk-read-'));
   try {
     const out = join(dir, 'open-layout.popef');
     let imported;
@@ -148,7 +149,7 @@ async function readThroughSdk(
     return { file, readBy: { reader: 'poplar-sdk', sdkVersion: imported.sdkVersion } };
   } finally {
     // The file is open: its bytes stay readable until it is closed.
-    await rm(dir, { recursive: true, force: true });
+    await fsPromises.rm(dir, { recursive: true, force: true });
   }
 }
 
