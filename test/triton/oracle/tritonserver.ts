@@ -97,6 +97,9 @@ async function freePort(): Promise<number> {
 
 const STATUS_PREFIX = /^(Invalid argument|Internal|Not found|Unavailable|Unsupported|Already exists|Unknown): /;
 
+/** What tritonserver prints once the initial load of every model has ended (its HTTP service then listens). */
+const READY_LINE = 'Started HTTPService';
+
 /** Log lines are `E... file:line] "message"`, with the message's quotes and backslashes escaped. */
 function unquote(s: string): string {
   return s.replace(/\\(.)/g, '$1');
@@ -123,6 +126,12 @@ export interface RunningTriton {
   readonly metricsPort: number;
   /** The tritonserver process (its Python backend stubs are its children): what the serve benchmark reads CPU time of. */
   readonly pid: number;
+  /**
+   * Milliseconds from the spawn to the moment the ready line arrived on its
+   * pipe (not when the poll below next looked): what the validate benchmark
+   * times, as child-usage.py times validate from fork to exit.
+   */
+  readonly readyAfterMs: number;
   /** Everything the server printed so far. */
   log(): string;
   /** GET or POST on the server's HTTP port, retried while the port is not yet open. */
@@ -144,6 +153,7 @@ export async function startTriton(
   pollMs = 100,
 ): Promise<RunningTriton> {
   const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
+  const spawnedAt = process.hrtime.bigint();
   const child = spawn(
     binary,
     [
@@ -164,8 +174,13 @@ export async function startTriton(
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let log = '';
-  child.stdout.on('data', (b: Buffer) => (log += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (log += b.toString()));
+  let readyAt: bigint | undefined;
+  const take = (b: Buffer): void => {
+    log += b.toString();
+    if (readyAt === undefined && log.includes(READY_LINE)) readyAt = process.hrtime.bigint();
+  };
+  child.stdout.on('data', take);
+  child.stderr.on('data', take);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async (): Promise<void> => {
     child.kill('SIGKILL');
@@ -174,7 +189,7 @@ export async function startTriton(
   const deadline = Date.now() + timeoutMs;
   try {
     // The HTTP service starts once the initial load of every model has ended.
-    while (!log.includes('Started HTTPService')) {
+    while (readyAt === undefined) {
       if (child.signalCode !== null) throw new TritonCrashed(child.signalCode, log);
       if (child.exitCode !== null) throw new Error(`tritonserver exited with ${String(child.exitCode)} before it was ready:\n${log.slice(-4000)}`);
       if (Date.now() > deadline) throw new Error(`tritonserver did not start within ${timeoutMs} ms:\n${log.slice(-4000)}`);
@@ -196,7 +211,8 @@ export async function startTriton(
       }
     }
   };
-  return { httpPort: http, grpcPort: grpc, metricsPort: metrics, pid: child.pid ?? 0, log: () => log, ask, stop };
+  const readyAfterMs = Number(readyAt - spawnedAt) / 1e6;
+  return { httpPort: http, grpcPort: grpc, metricsPort: metrics, pid: child.pid ?? 0, readyAfterMs, log: () => log, ask, stop };
 }
 
 /**
