@@ -69,6 +69,11 @@ const DECIMAL = /^(?:0|[1-9]\d*)$/;
 
 /** What the parser needs of one field, looked up once per field occurrence. */
 interface FieldPlan {
+  /**
+   * The field's name as the schema spells it: the string the parsed message is keyed by. Not the token's text, which
+   * is equal but a new string each time, hashed and looked up in V8's string table at each store (issue 26).
+   */
+  readonly name: string;
   readonly spec: FieldSpec;
   /** A repeated or map field. */
   readonly repeated: boolean;
@@ -90,7 +95,8 @@ let fieldPlans: ReadonlyMap<string, ReadonlyMap<string, FieldPlan>> | undefined;
 function plans(): ReadonlyMap<string, ReadonlyMap<string, FieldPlan>> {
   if (fieldPlans !== undefined) return fieldPlans;
   const table = new Map<string, Map<string, FieldPlan>>();
-  const plan = (spec: FieldSpec, valueType: string): FieldPlan => ({
+  const plan = (name: string, spec: FieldSpec, valueType: string): FieldPlan => ({
+    name,
     spec,
     repeated: spec.repeated === true || spec.map !== undefined,
     isMessage: spec.map !== undefined || isMessageName(spec.t),
@@ -100,18 +106,18 @@ function plans(): ReadonlyMap<string, ReadonlyMap<string, FieldPlan>> {
     const byName = new Map<string, FieldPlan>();
     for (const [field, spec] of Object.entries(fields as Record<string, FieldSpec>)) {
       if (spec.map === undefined) {
-        byName.set(field, plan(spec, spec.t));
+        byName.set(field, plan(field, spec, spec.t));
         continue;
       }
       const entryType = mapEntryTypeName(msg, field);
-      byName.set(field, plan(spec, entryType));
+      byName.set(field, plan(field, spec, entryType));
       const key: FieldSpec = { n: 1, t: spec.map };
       const value: FieldSpec = { n: 2, t: spec.t };
       table.set(
         entryType,
         new Map([
-          ['key', plan(key, key.t)],
-          ['value', plan(value, value.t)],
+          ['key', plan('key', key, key.t)],
+          ['value', plan('value', value, value.t)],
         ]),
       );
     }
@@ -141,13 +147,18 @@ interface FieldInProgress {
 class Parser {
   private readonly positions = new Map<string, SourcePos>();
   private token: Token;
-  /** Inside how many repeated elements past FINE_ELEMENTS the parser is (positions of their fields are not kept). */
-  private coarse = 0;
+  /**
+   * Inside how many repeated elements past FINE_ELEMENTS the parser is (positions of their fields are not kept); when
+   * the parse keeps no positions at all, 1 for the whole parse, so that no path is built either.
+   */
+  private coarse: number;
 
   constructor(
     private readonly scanner: TokenScanner,
     private readonly file: string | undefined,
+    keepPositions: boolean,
   ) {
+    this.coarse = keepPositions ? 0 : 1;
     this.token = scanner.next();
     this.enter();
   }
@@ -231,10 +242,10 @@ class Parser {
       this.consume(']');
       this.fail(`Extension "${name}" is not defined or is not an extension of "${type}".`);
     }
-    const name = this.consumeIdentifier();
-    const plan = plans().get(type)?.get(name);
-    if (plan === undefined) this.fail(`Message type "${type}" has no field named "${name}".`);
-    const { spec, repeated, isMessage, valueType } = plan;
+    const written = this.consumeIdentifier();
+    const plan = plans().get(type)?.get(written);
+    if (plan === undefined) this.fail(`Message type "${type}" has no field named "${written}".`);
+    const { name, spec, repeated, isMessage, valueType } = plan;
     if (!repeated && set.has(name)) this.fail(`Non-repeated field "${name}" is specified multiple times.`);
     if (spec.oneof !== undefined) {
       const other = Object.keys(message).find((k) => k !== name && this.specFor(type, k)?.oneof === spec.oneof && set.has(k));
@@ -242,7 +253,8 @@ class Parser {
         this.fail(`Field "${name}" is specified along with field "${other}", another member of oneof "${spec.oneof}".`);
       }
     }
-    const fieldPath = path === '' ? name : `${path}.${name}`;
+    // Paths serve positions alone: without positions they are not built.
+    const fieldPath = this.coarse !== 0 ? '' : path === '' ? name : `${path}.${name}`;
     if (this.coarse === 0 && !this.positions.has(fieldPath)) this.positions.set(fieldPath, { line: start.line, column: start.column });
     const field: FieldInProgress = { message, set, name, spec, fieldPath, repeated, isMessage };
 
@@ -288,7 +300,7 @@ class Parser {
   /** Parses one element of a repeated message field and stores it, its path built once for both. */
   private storeElement(field: FieldInProgress, valueType: string, at: SourcePos): void {
     const index = this.countOf(field.message, field.name);
-    const path = `${field.fieldPath}[${index}]`;
+    const path = this.coarse !== 0 ? '' : `${field.fieldPath}[${index}]`;
     this.store(field, this.element(valueType, field.spec, path, index), at, path);
   }
 
@@ -489,7 +501,65 @@ export function parsePbtxt<M extends MessageName = 'inference.ModelConfig'>(
   text: string | Uint8Array,
   options: ParseOptions & { readonly type?: M } = {},
 ): ParseResult<M> {
-  const parser = new Parser(new TokenScanner(text), options.file);
-  const message = parser.parseTop(options.type ?? 'inference.ModelConfig');
-  return { message: message as Message<M>, positions: parser.positionMap };
+  const type = options.type ?? 'inference.ModelConfig';
+  const message = new Parser(new TokenScanner(text), options.file, false).parseTop(type);
+  return { message: message as Message<M>, positions: new PositionsOnDemand(() => positionsOf(text, type, options.file)) };
+}
+
+/** The positions of a text that has parsed once: the same parse again, keeping them. */
+function positionsOf(text: string | Uint8Array, type: MessageName, file: string | undefined): ReadonlyMap<string, SourcePos> {
+  const parser = new Parser(new TokenScanner(text), file, true);
+  parser.parseTop(type);
+  return parser.positionMap;
+}
+
+/**
+ * ParseResult.positions, made the first time they are looked at, by a
+ * second parse that keeps them. Most configs get no finding that points
+ * into them (validate checks thousands at a time, and a clean one is never
+ * looked up), and keeping positions (a path string and a map entry for
+ * every field and element) was about a tenth of a parse before V8
+ * optimises the parser (issue 26). The parser is deterministic, so the
+ * second parse finds what the first would have kept.
+ */
+class PositionsOnDemand implements ReadonlyMap<string, SourcePos> {
+  private made: ReadonlyMap<string, SourcePos> | undefined;
+
+  constructor(private readonly make: () => ReadonlyMap<string, SourcePos>) {}
+
+  private map(): ReadonlyMap<string, SourcePos> {
+    return (this.made ??= this.make());
+  }
+
+  get size(): number {
+    return this.map().size;
+  }
+
+  get(key: string): SourcePos | undefined {
+    return this.map().get(key);
+  }
+
+  has(key: string): boolean {
+    return this.map().has(key);
+  }
+
+  forEach(callback: (value: SourcePos, key: string, map: ReadonlyMap<string, SourcePos>) => void, thisArg?: unknown): void {
+    this.map().forEach((value, key) => callback.call(thisArg, value, key, this));
+  }
+
+  entries(): MapIterator<[string, SourcePos]> {
+    return this.map().entries();
+  }
+
+  keys(): MapIterator<string> {
+    return this.map().keys();
+  }
+
+  values(): MapIterator<SourcePos> {
+    return this.map().values();
+  }
+
+  [Symbol.iterator](): MapIterator<[string, SourcePos]> {
+    return this.map()[Symbol.iterator]();
+  }
 }
