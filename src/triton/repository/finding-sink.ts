@@ -62,6 +62,9 @@ function causeKey(input: RuleInput, version: string | undefined): string {
   return version === undefined ? input : `${input}@${version}`;
 }
 
+/** Positions of a sink given none (one map for all: it is never written). */
+const NO_POSITIONS: ReadonlyMap<string, SourcePos> = new Map();
+
 export class FindingSink {
   private readonly listed: Listed[] = [];
   /** Index in `listed` of the cause that left an input unusable, by causeKey; the first cause of an input is the one kept. */
@@ -73,7 +76,7 @@ export class FindingSink {
 
   constructor(private readonly options: SinkOptions = {}) {
     this.limit = options.limit ?? MAX_FINDINGS_PER_RULE;
-    this.positions = options.positions ?? new Map();
+    this.positions = options.positions ?? NO_POSITIONS;
   }
 
   /** What the sink holds so far, as plain data (see SinkState). */
@@ -168,6 +171,13 @@ export class FindingSink {
   }
 
   addAll(raws: Iterable<RawFinding>): void {
+    // Rules return arrays, most of them empty: indexed, as for-of makes an iterator (and a result per step) before V8
+    // optimises this, and a model passes here a dozen times (issue 26).
+    if (Array.isArray(raws)) {
+      const list = raws as readonly RawFinding[];
+      for (let i = 0; i < list.length; i++) this.add(list[i] as RawFinding);
+      return;
+    }
     for (const raw of raws) this.add(raw);
   }
 
