@@ -55,7 +55,11 @@ export class DecodedByBytes<T> {
   get(bytes: Uint8Array, crc: number, decode: () => T): T {
     const candidates = this.byCrc.get(crc);
     if (candidates !== undefined) {
-      for (const kept of candidates) if (sameBytes(kept.bytes, bytes)) return kept.value;
+      // Indexed: every descriptor and metadata blob validate reads passes here (issue 26).
+      for (let k = 0; k < candidates.length; k++) {
+        const kept = candidates[k] as Kept<T>;
+        if (sameBytes(kept.bytes, bytes)) return kept.value;
+      }
     }
     const value = decode();
     if (bytes.byteLength <= MAX_KEPT_BYTES && this.total + bytes.byteLength <= MAX_TOTAL_BYTES) {

@@ -30,10 +30,15 @@ function describeInfo(info: TensorInfo): string {
   return `${info.dtype} [${info.shape.join(', ')}] (${sizeInBytes(info)} bytes)`;
 }
 
-/** Throws the first inconsistency found, as an E_MODEL error. */
+/**
+ * Throws the first inconsistency found, as an E_MODEL error. Its loops are
+ * indexed: validate runs it for every model, before V8 optimises it, when
+ * for-of makes an iterator and a result object per step (issue 26).
+ */
 export function checkModelContents(c: ModelContents): void {
   const executables = new Map<string, Where>();
-  for (const e of c.executables) {
+  for (let k = 0; k < c.executables.length; k++) {
+    const e = c.executables[k] as ModelContents['executables'][number];
     if (e.name === '') {
       throw modelError(e.where, 'executable name', 'executable has an empty name', 'every executable needs a unique, non-empty name');
     }
@@ -50,7 +55,8 @@ export function checkModelContents(c: ModelContents): void {
   }
 
   const described = new Set<string>();
-  for (const { metadata, where } of c.metadata) {
+  for (let k = 0; k < c.metadata.length; k++) {
+    const { metadata, where } = c.metadata[k] as ModelContents['metadata'][number];
     if (!executables.has(metadata.executable)) {
       throw modelError(
         where,
@@ -84,7 +90,8 @@ export function checkModelContents(c: ModelContents): void {
     });
   }
 
-  for (const o of c.opaques) {
+  for (let k = 0; k < c.opaques.length; k++) {
+    const o = c.opaques[k] as ModelContents['opaques'][number];
     if (!executables.has(o.executable)) {
       throw modelError(
         o.where,
@@ -96,15 +103,18 @@ export function checkModelContents(c: ModelContents): void {
   }
 
   const anchorsByName = new Map<string, TensorInfo[]>();
-  for (const { metadata } of c.metadata) {
-    for (const a of metadata.anchors) {
+  for (let k = 0; k < c.metadata.length; k++) {
+    const { metadata } = c.metadata[k] as ModelContents['metadata'][number];
+    for (let j = 0; j < metadata.anchors.length; j++) {
+      const a = metadata.anchors[j] as Metadata['anchors'][number];
       const list = anchorsByName.get(a.name) ?? [];
       list.push(a.tensorInfo);
       anchorsByName.set(a.name, list);
     }
   }
   const tensorNames = new Set<string>();
-  for (const t of c.tensors) {
+  for (let k = 0; k < c.tensors.length; k++) {
+    const t = c.tensors[k] as ModelContents['tensors'][number];
     if (t.name === '') throw modelError(t.where, 'tensor name', 'tensor data blob has an empty name', 'name tensor data after the anchor it holds');
     if (tensorNames.has(t.name)) {
       throw modelError(t.where, 'tensor name', `tensor data "${t.name}" is stored twice`, 'keep one tensor data blob per anchor');
@@ -132,7 +142,8 @@ export function checkModelContents(c: ModelContents): void {
     }
   }
   const feedNames = new Set<string>();
-  for (const f of c.feeds) {
+  for (let k = 0; k < c.feeds.length; k++) {
+    const f = c.feeds[k] as ModelContents['feeds'][number];
     if (feedNames.has(f.name)) throw modelError(f.where, 'feed name', `feed data "${f.name}" is stored twice`, 'keep one feed data blob per name');
     feedNames.add(f.name);
   }

@@ -2,7 +2,7 @@ import type { Int64, ModelConfig } from '../model-config.js';
 import { ENUMS, ENUM_VALUE_SINCE, MESSAGES, isEnumName, isMessageName, knownIn, type FieldSpec } from '../schema.js';
 import type { RawFinding } from './findings.js';
 import { enumName, validateModelIOConfig } from './io-rules.js';
-import { OWN_RULES } from './own-rules.js';
+import { OWN_RULES, type OwnRule } from './own-rules.js';
 import { autoCompleteBackendFields, normalizeInstanceGroup, normalizeModelConfig, type ModelDirectory } from './normalize.js';
 
 /**
@@ -77,7 +77,9 @@ function newerThanTarget(config: ModelConfig, target: string, configPath: string
   if (target === 'latest') return out;
   const walk = (type: string, message: Record<string, unknown>, path: string): void => {
     const fields = (MESSAGES as unknown as Record<string, Record<string, FieldSpec>>)[type] ?? {};
-    for (const name of heldFields(type, message)) {
+    const held = heldFields(type, message);
+    for (let k = 0; k < held.length; k++) {
+      const name = held[k] as string;
       const v = message[name];
       const spec = fields[name];
       if (spec === undefined) continue;
@@ -595,9 +597,17 @@ export interface ConfigCheck {
 }
 
 /** Every config rule, in the order Triton meets them while loading the model. */
+/**
+ * Appends `found` to `out`. By index, as the loops of this module that run for every model are: before V8 optimises
+ * them, for-of makes an iterator and a result object per step, and most of these lists are empty (issue 26).
+ */
+function pushAll(out: RawFinding[], found: readonly RawFinding[]): void {
+  for (let i = 0; i < found.length; i++) out.push(found[i] as RawFinding);
+}
+
 export function checkConfig(config: ModelConfig, ctx: ConfigContext): ConfigCheck {
   const out: RawFinding[] = [];
-  for (const f of newerThanTarget(config, ctx.tritonVersion, ctx.configPath)) out.push(f);
+  pushAll(out, newerThanTarget(config, ctx.tritonVersion, ctx.configPath));
   // Poll: GetNormalizedModelConfig, then ValidateModelConfig, then the name check.
   const filled = autoCompleteBackendFields(config, ctx);
   if (filled.error !== undefined) out.push(filled.error);
@@ -612,14 +622,14 @@ export function checkConfig(config: ModelConfig, ctx: ConfigContext): ConfigChec
       hint: `rename the directory to ${m}, or set name: "${ctx.name}" (or leave name out)`,
     });
   }
-  for (const rule of OWN_RULES) for (const f of rule(normalized, m)) out.push(f);
+  for (let r = 0; r < OWN_RULES.length; r++) pushAll(out, (OWN_RULES[r] as OwnRule)(normalized, m));
   // Create: TritonModel::Create normalises and checks instance groups once the
   // backend resolves, then Model::Init checks inputs and outputs. Triton never
   // gets there without the backend library; these run anyway, so one pass
   // shows every problem.
   normalized = normalizeInstanceGroup(normalized);
   validateInstanceGroup(normalized, out);
-  for (const f of validateModelIOConfig(normalized)) out.push(f);
+  pushAll(out, validateModelIOConfig(normalized));
   if (normalized.sequence_batching !== undefined && (normalized.parameters ?? []).some((p) => p.key === 'TRITON_BATCH_STRATEGY_PATH')) {
     out.push({
       rule: 'config/batch-strategy',

@@ -285,7 +285,10 @@ export async function readModelDirectory(
   );
   const subdirs: string[] = [];
   const linkLoops: string[] = [];
-  for (const e of entries) {
+  // Indexed, as below: this runs for every model, before V8 optimises it, when for-of makes an iterator and a result
+  // object per step (issue 26).
+  for (let k = 0; k < entries.length; k++) {
+    const e = entries[k] as Dirent;
     // The listing says what a plain entry is; only a symbolic link needs its path joined and followed.
     if (e.isDirectory()) subdirs.push(e.name);
     else if (e.isSymbolicLink()) {
@@ -312,8 +315,11 @@ export async function readModelDirectory(
   const candidates = subdirs.filter((d) => !NOT_VERSIONS.has(d)).map(versionVerdict);
   const policy = config.kind === 'parsed' ? config.config.version_policy : undefined;
   const selected: VersionDirectory[] = [];
-  for (const c of selectVersions(candidates, policy))
+  const chosen = selectVersions(candidates, policy);
+  for (let k = 0; k < chosen.length; k++) {
+    const c = chosen[k] as VersionCandidate;
     if (c.version !== undefined) selected.push(await readVersionDirectory(path, { dir: c.dir, verdict: c.verdict, version: c.version }, list, root));
+  }
   const read: Mutable<ModelDirectoryRead> = { name, path: given, config, candidates, selected, linkLoops };
   if (firstSubdirectory !== undefined) read.firstSubdirectory = firstSubdirectory;
   return read;

@@ -1,6 +1,6 @@
 import { ErrorCode, PopefError } from '../../errors.js';
 import type { ModelConfig } from '../model-config.js';
-import { parseNameMap, type ParsedNameMap } from '../name-map.js';
+import { parseNameMap, type NameMapEntry, type ParsedNameMap } from '../name-map.js';
 import type { SourcePos } from '../pbtxt-lexer.js';
 import type { RawFinding } from './findings.js';
 
@@ -51,6 +51,8 @@ export interface NameMapCheck {
  * config path and no file.
  */
 export function nameMapRules(text: string, file: string, model: string, config: ModelConfig | undefined): NameMapCheck {
+  // The loops below are indexed: this runs for every version of every model, before V8 optimises it, when for-of
+  // makes an iterator and a result object per step (issue 26).
   const out: RawFinding[] = [];
   let parsed: ParsedNameMap;
   try {
@@ -68,7 +70,8 @@ export function nameMapRules(text: string, file: string, model: string, config: 
     });
     return { findings: out };
   }
-  for (const problem of parsed.schemaErrors)
+  for (let k = 0; k < parsed.schemaErrors.length; k++) {
+    const problem = parsed.schemaErrors[k] as string;
     out.push({
       rule: 'name-map/invalid',
       message: `name_map.json does not match its schema: ${problem}`,
@@ -76,9 +79,12 @@ export function nameMapRules(text: string, file: string, model: string, config: 
       hint: 'keys and values are non-empty strings (schemas/name-map.schema.json)',
       unusable: ['name-map'],
     });
+  }
   const keys = new Map<string, SourcePos>();
   const values = new Map<string, string>();
-  for (const e of parsed.entries) {
+  const entries = parsed.entries;
+  for (let k = 0; k < entries.length; k++) {
+    const e = entries[k] as NameMapEntry;
     const first = keys.get(e.anchor);
     if (first !== undefined) {
       out.push({
@@ -110,7 +116,8 @@ export function nameMapRules(text: string, file: string, model: string, config: 
     ...(config.output ?? []).map((t, i) => ({ name: t.name ?? '', path: `output[${i}]` })),
   ];
   const tensorNames = new Set(tensors.map((t) => t.name));
-  for (const e of parsed.entries) {
+  for (let k = 0; k < entries.length; k++) {
+    const e = entries[k] as NameMapEntry;
     if (e.name !== '' && !tensorNames.has(e.name)) {
       out.push({
         rule: 'name-map/unknown-tensor',
@@ -121,7 +128,8 @@ export function nameMapRules(text: string, file: string, model: string, config: 
       });
     }
   }
-  for (const t of tensors) {
+  for (let k = 0; k < tensors.length; k++) {
+    const t = tensors[k] as (typeof tensors)[number];
     if (t.name !== '' && !values.has(t.name)) {
       out.push({
         rule: 'name-map/unmapped-tensor',
@@ -137,6 +145,10 @@ export function nameMapRules(text: string, file: string, model: string, config: 
 /** Config (Triton) name -> anchor name, from a usable map: the first anchor given each name. */
 export function anchorsByName(map: ParsedNameMap | undefined): Map<string, string> {
   const anchorOf = new Map<string, string>();
-  for (const e of map?.entries ?? []) if (e.name !== '' && !anchorOf.has(e.name)) anchorOf.set(e.name, e.anchor);
+  const entries = map?.entries ?? [];
+  for (let k = 0; k < entries.length; k++) {
+    const e = entries[k] as NameMapEntry;
+    if (e.name !== '' && !anchorOf.has(e.name)) anchorOf.set(e.name, e.anchor);
+  }
   return anchorOf;
 }

@@ -1,5 +1,5 @@
 import { isAbsolute, normalize, sep } from 'node:path';
-import type { Int64, ModelConfig } from '../model-config.js';
+import type { Int64, ModelConfig, ModelInput, ModelOutput } from '../model-config.js';
 import type { RawFinding } from './findings.js';
 
 /**
@@ -142,14 +142,18 @@ export const instanceGroupCount: OwnRule = (config, m) => {
   return out;
 };
 
+/**
+ * Inputs, then outputs: a call for each, not a loop over [kind, list]
+ * pairs, whose destructuring takes an iterator per pair before V8 optimises
+ * the rule, and these run for every model (issue 26).
+ */
+type TensorKind = 'input' | 'output';
+
 /** io/duplicate-name: Triton keeps the first of two equal input (or output) names. */
 export const duplicateIoNames: OwnRule = (config, m) => {
   const out: RawFinding[] = [];
   const names = new Set<string>();
-  for (const [kind, list] of [
-    ['input', config.input ?? []],
-    ['output', config.output ?? []],
-  ] as const) {
+  const each = (kind: TensorKind, list: readonly (ModelInput | ModelOutput)[]): void => {
     list.forEach((t, i) => {
       const name = t.name ?? '';
       if (name === '') return;
@@ -163,7 +167,9 @@ export const duplicateIoNames: OwnRule = (config, m) => {
       }
       names.add(`${kind}:${name}`);
     });
-  }
+  };
+  each('input', config.input ?? []);
+  each('output', config.output ?? []);
   return out;
 };
 
@@ -197,10 +203,7 @@ export const unsafeNames: OwnRule = (config, m) => {
       hint: 'rename the model directory and its config name to letters, digits, _ . - ~',
     });
   }
-  for (const [kind, list] of [
-    ['input', config.input ?? []],
-    ['output', config.output ?? []],
-  ] as const) {
+  const each = (kind: TensorKind, list: readonly (ModelInput | ModelOutput)[]): void => {
     list.forEach((t, i) => {
       const tensor = t.name ?? '';
       if (tensor === '' || TENSOR_SAFE.test(tensor)) return;
@@ -211,7 +214,9 @@ export const unsafeNames: OwnRule = (config, m) => {
         hint: "give it a plain name in name_map.json (popef config or scaffold: --name 'ANCHOR=new_name')",
       });
     });
-  }
+  };
+  each('input', config.input ?? []);
+  each('output', config.output ?? []);
   return out;
 };
 

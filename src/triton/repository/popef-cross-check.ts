@@ -70,6 +70,9 @@ interface PopefToOpen {
   readonly listedRegular: boolean;
 }
 
+// The loops over a version's files are indexed: they run for every model, before V8 optimises them, when for-of makes
+// an iterator and a result object per step (issue 26).
+
 /**
  * Each PopEF file opened once, for both the layout test and the reading:
  * its source, or its path when it could not be opened (the reader then
@@ -77,7 +80,8 @@ interface PopefToOpen {
  */
 async function openAll(files: readonly PopefToOpen[]): Promise<(FileSource | string)[]> {
   const opened: (FileSource | string)[] = [];
-  for (const { path, listedRegular } of files) {
+  for (let k = 0; k < files.length; k++) {
+    const { path, listedRegular } = files[k] as PopefToOpen;
     try {
       opened.push(await FileSource.open(path, path, { listedRegular }));
     } catch (error) {
@@ -92,13 +96,17 @@ async function openAll(files: readonly PopefToOpen[]): Promise<(FileSource | str
 }
 
 async function closeAll(opened: readonly (FileSource | string)[]): Promise<void> {
-  for (const o of opened) if (typeof o !== 'string') await o.close();
+  for (let k = 0; k < opened.length; k++) {
+    const o = opened[k];
+    if (o !== undefined && typeof o !== 'string') await o.close();
+  }
 }
 
 /** The index of the first file that is not in the open layout; a file that cannot be read is left to the reader to report. */
 async function firstForeignFile(opened: readonly (FileSource | string)[]): Promise<number | undefined> {
-  for (const [i, source] of opened.entries()) {
-    if (typeof source === 'string') continue;
+  for (let i = 0; i < opened.length; i++) {
+    const source = opened[i];
+    if (source === undefined || typeof source === 'string') continue;
     try {
       const n = Math.min(BLOB_MAGIC.length, source.size);
       if (layoutOf(n === 0 ? new Uint8Array() : await source.read(0, n, 'blob magic'), source.size) === 'foreign') return i;

@@ -40,7 +40,10 @@ export function checkAgainstPopef(
   const check = (kind: 'input' | 'output', tensors: readonly (ModelInput | ModelOutput)[], anchors: readonly Anchor[]): void => {
     // By name, looked up once per tensor: a scan per tensor is quadratic in a large model.
     const byName = new Map<string, Anchor>();
-    for (const a of anchors) if (!byName.has(a.name)) byName.set(a.name, a);
+    for (let k = 0; k < anchors.length; k++) {
+      const a = anchors[k] as Anchor;
+      if (!byName.has(a.name)) byName.set(a.name, a);
+    }
     let list: string | undefined;
     // The anchor list of the message, made once: per missing tensor it would be quadratic.
     const anchorList = (): string => (list ??= anchors.map((a) => `"${a.name}"`).join(', ') || 'none');
@@ -100,7 +103,11 @@ export function checkAgainstPopef(
   };
   check('input', config.input ?? [], inputs);
   check('output', config.output ?? [], outputs);
-  for (const a of [...inputs, ...outputs]) {
+  // Indexed, as above: this runs for every model, before V8 optimises it, when for-of and spreads make an iterator
+  // and a result object per step (issue 26).
+  const anchors = inputs.concat(outputs);
+  for (let k = 0; k < anchors.length; k++) {
+    const a = anchors[k] as Anchor;
     if (!served.has(a)) {
       push('popef/unserved-anchor', () => ({
         message: `user-provided ${a.type === 'INPUT' ? 'input' : 'output'} anchor "${a.name}" of executable "${metadata.executable}" is not in the config of model ${model}`,
