@@ -144,8 +144,12 @@ interface FieldInProgress {
   readonly isMessage: boolean;
 }
 
+/** The positions of a parse that keeps none: never written (every write is behind coarse === 0). */
+const NO_POSITIONS_KEPT = new Map<string, SourcePos>();
+
 class Parser {
-  private readonly positions = new Map<string, SourcePos>();
+  /** Made only by a parse that keeps positions. */
+  private readonly positions: Map<string, SourcePos>;
   private token: Token;
   /**
    * Inside how many repeated elements past FINE_ELEMENTS the parser is (positions of their fields are not kept); when
@@ -159,6 +163,7 @@ class Parser {
     keepPositions: boolean,
   ) {
     this.coarse = keepPositions ? 0 : 1;
+    this.positions = keepPositions ? new Map() : NO_POSITIONS_KEPT;
     this.token = scanner.next();
     this.enter();
   }
