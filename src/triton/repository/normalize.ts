@@ -39,9 +39,21 @@ const OPENVINO = 'model.xml';
 const LIBTORCH = 'model.pt';
 const PYTHON = 'model.py';
 
+/**
+ * A shallow copy that fields are then added to. Object.assign onto a new
+ * object, not a spread: before V8 optimises the code (validate normalises
+ * every model's config, in runs too short for that), adding a field to the
+ * copy a spread makes costs about 1 µs each time, and one onto a new
+ * object follows transitions V8 has already made. Parsed messages hold
+ * only schema field names, so no key is __proto__.
+ */
+function copyOf<T extends object>(input: T): T {
+  return Object.assign({}, input);
+}
+
 /** Mirrors `AutoCompleteBackendFields`: fills name, backend, platform and default_model_filename. */
 export function autoCompleteBackendFields(input: ModelConfig, dir: ModelDirectory): { config: ModelConfig; error?: RawFinding } {
-  const config: ModelConfig = { ...input };
+  const config = copyOf(input);
   const contents = dir.firstSubdirectory;
   const hasVersion = contents !== undefined;
   const entry = (name: string): { isDirectory: boolean } | undefined => contents?.find((e) => e.name === name);
@@ -128,7 +140,7 @@ export function autoCompleteBackendFields(input: ModelConfig, dir: ModelDirector
 
 /** Mirrors `NormalizeModelConfig`: the defaults that do not depend on the backend. */
 export function normalizeModelConfig(input: ModelConfig): ModelConfig {
-  const config: ModelConfig = { ...input };
+  const config = copyOf(input);
   const mbs = config.max_batch_size ?? 0;
   if (config.version_policy === undefined) config.version_policy = { latest: { num_versions: 1 } };
   if (config.dynamic_batching !== undefined && (config.dynamic_batching.preferred_batch_size ?? []).length === 0 && mbs > 0) {
@@ -145,7 +157,7 @@ export function normalizeModelConfig(input: ModelConfig): ModelConfig {
   }
   // Pinned memory is on unless the config says otherwise (not for ensembles, which have no instances).
   if (config.ensemble_scheduling === undefined) {
-    const optimization = { ...(config.optimization ?? {}) };
+    const optimization = copyOf(config.optimization ?? {});
     optimization.input_pinned_memory ??= { enable: true };
     optimization.output_pinned_memory ??= { enable: true };
     config.optimization = optimization;
@@ -160,8 +172,8 @@ export function normalizeModelConfig(input: ModelConfig): ModelConfig {
  */
 export function normalizeInstanceGroup(input: ModelConfig): ModelConfig {
   if (input.ensemble_scheduling !== undefined) return input;
-  const config: ModelConfig = { ...input };
-  const groups: ModelInstanceGroup[] = (config.instance_group ?? []).map((g) => ({ ...g }));
+  const config = copyOf(input);
+  const groups: ModelInstanceGroup[] = (config.instance_group ?? []).map((g) => copyOf(g));
   if (groups.length === 0) groups.push({ name: config.name ?? '', kind: 'KIND_AUTO', count: 0 });
   groups.forEach((g, i) => {
     if ((g.name ?? '') === '') g.name = `${config.name ?? ''}_${i}`;
