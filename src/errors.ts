@@ -201,14 +201,16 @@ export function ioError(error: unknown, file: string, action: string): PopefErro
     ENOSPC: 'free some disk space and try again',
     EFBIG: 'the file is larger than this process may write (ulimit -f) or the file system allows',
     EROFS: 'choose a writable destination',
-    EEXIST: 'use --force to overwrite, or choose another destination',
+    EEXIST: 'choose another destination, or pass force: true to replace it',
     ENOTDIR: 'a file stands where a directory is needed: give a directory path',
   };
-  // A directory cannot be created where a file is: --force would not help (it replaces only what a command wrote).
-  if (reason === 'EEXIST' && /\bdirectory\b/.test(action)) hint.EEXIST = 'a file of that name is in the way: give a directory path, or move the file';
+  // A directory cannot be created where a file is: force would not help (it replaces only what a call wrote).
+  const fileInTheWay = reason === 'EEXIST' && /\bdirectory\b/.test(action);
+  if (fileInTheWay) hint.EEXIST = 'a file of that name is in the way: give a directory path, or move the file';
   return new PopefError(
     errno.code === 'EEXIST' ? ErrorCode.Exists : ErrorCode.Io,
     `cannot ${action}: ${reason}${errno.message && errno.code === undefined ? ` (${errno.message})` : ''}`,
-    { file, suggestion: hint[reason], cause: error },
+    // The library's option, named as such, for a front end to say its own way (the CLI's --force: report-error.ts).
+    { file, suggestion: hint[reason], cause: error, ...(reason === 'EEXIST' && !fileInTheWay ? { suggestedOption: 'force' as const } : {}) },
   );
 }
