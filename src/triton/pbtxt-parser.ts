@@ -163,7 +163,7 @@ class Parser {
     keepPositions: boolean,
   ) {
     this.coarse = keepPositions ? 0 : 1;
-    this.positions = keepPositions ? new Map() : NO_POSITIONS_KEPT;
+    this.positions = keepPositions ? new Map<string, SourcePos>() : NO_POSITIONS_KEPT;
     this.token = scanner.next();
     this.enter();
   }
