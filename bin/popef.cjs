@@ -11,4 +11,6 @@ const early =
     : undefined;
 const { launch } = require('../dist/launch.cjs');
 const { exports: cli } = launch(require.resolve('../dist/bin.cjs'));
+// Compiled under the flags it was cached with: from here on the early worker may change them (src/cli/turbofan-handoff.ts).
+early?.bundleLoaded();
 cli.runProcess(early);

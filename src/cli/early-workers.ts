@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { defersFor, plannedThreads, userChoseCompiler } from './optimizer-deferral.js';
-import { newTurbofanHandoff, type TurbofanHandoff } from './turbofan-handoff.js';
+import { bundleLoaded, newTurbofanHandoff, type TurbofanHandoff } from './turbofan-handoff.js';
 import type { WorkerLaunchData } from './validate-worker-launch.js';
 
 /**
@@ -29,6 +29,8 @@ export interface EarlyWorkers {
   readonly take: () => Worker | undefined;
   /** Ends the workers not taken. */
   readonly dispose: () => void;
+  /** The main thread has compiled its bundle: a worker may now change V8's flags (turbofan-handoff.ts). bin/popef.cjs calls it. */
+  readonly bundleLoaded: () => void;
   /** When the workers compile with TurboFan off: who turns it off (turbofan-handoff.ts), for validate's deferral. */
   readonly turbofanHandoff?: TurbofanHandoff;
 }
@@ -68,7 +70,7 @@ export function repositoriesOf(args: readonly string[]): string[] {
 
 /** Starts validate's workers for the command line `args` (after the word validate), or none. Never throws. */
 export function startEarlyWorkers(args: readonly string[], workerFile: string, context: EarlyContext = {}): EarlyWorkers {
-  const none: EarlyWorkers = { take: () => undefined, dispose: () => undefined };
+  const none: EarlyWorkers = { take: () => undefined, dispose: () => undefined, bundleLoaded: () => undefined };
   // --model checks a few models; --help and --version check none.
   if (args.some((a) => a === '--model' || a.startsWith('--model=') || a === '-h' || a === '--help')) return none;
   const first = repositoriesOf(args)[0];
@@ -110,6 +112,9 @@ export function startEarlyWorkers(args: readonly string[], workerFile: string, c
     },
     dispose: () => {
       for (const { worker } of workers.splice(0)) void worker.terminate();
+    },
+    bundleLoaded: () => {
+      if (turbofanHandoff !== undefined) bundleLoaded(turbofanHandoff);
     },
     // None started: no worker turns TurboFan off, the deferral does.
     ...(turbofanHandoff === undefined || workers.length === 0 ? {} : { turbofanHandoff }),

@@ -9,58 +9,99 @@
  * boots (about 25 ms on the 2-core CI machine): when the main thread set
  * --no-turbofan as it began checking, the rest of the worker's boot
  * compiled from source, and its first line ran 44-47 ms after the main
- * thread's first line instead of 31-32 ms. Measured over 31 alternating
- * runs of 1,000 models: 219.7 ms against 224.5 (median). The main thread
+ * thread's first line instead of 31-32 ms. Measured over 25 alternating
+ * runs of 1,000 models: 226.3 ms against 234.6 (median). The main thread
  * meanwhile checks its first models with TurboFan on, for the few
  * milliseconds until the worker has booted.
  *
- * One Int32 in shared memory holds the state, so that each flag is set
- * once and the main thread can take the job back (a large repository
- * after a small one, the end of the run) without the worker turning
- * TurboFan off after that.
+ * Neither may change a flag while the main thread compiles its own bundle
+ * (launch.ts keeps the cache only under the flags it was compiled with):
+ * the cell starts at MAIN_LOADING, and bin/popef.cjs says when the bundle
+ * is loaded (EarlyWorkers.bundleLoaded). One Int32 in shared memory holds
+ * the state, so that the flag is set once, and the main thread can take
+ * the job back (a large repository after a small one, the end of the run)
+ * without a worker turning TurboFan off after that.
  */
 
-/** Neither thread has set the flag yet; the worker may. */
-const PENDING = 0;
-/** The worker is setting it. */
-const WORKER_SETTING = 1;
-/** The worker has set it. */
-const WORKER_SET = 2;
-/** The main thread has taken the job back: the worker leaves the flags alone. */
-const TAKEN_BACK = 3;
+/** The main thread is compiling its bundle: no flag may change yet. */
+const MAIN_LOADING = 0;
+/** Neither thread has set the flag yet; a worker may. */
+const PENDING = 1;
+/** A worker is setting it. */
+const WORKER_SETTING = 2;
+/** A worker has set it: TurboFan is off. */
+const WORKER_SET = 3;
+/** The main thread has taken the job back: workers leave the flags alone, which are the main thread's again. */
+const TAKEN_BACK = 4;
 
 /** The shared cell, created by the main thread and passed to the early workers in their workerData. */
 export type TurbofanHandoff = Int32Array;
 
 export function newTurbofanHandoff(): TurbofanHandoff {
+  // Zero-filled: MAIN_LOADING.
   return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
 }
 
-/**
- * In the worker: turns TurboFan off unless the main thread has taken the
- * job back; whether it did. `setFlags` is V8's own setter (node:v8, which
- * this module does not load: the early workers' bundle, loaded before
- * anything else, takes it in too), or a test's.
- */
-export function turbofanOffFromWorker(handoff: TurbofanHandoff, setFlags: (flags: string) => void): boolean {
-  if (Atomics.compareExchange(handoff, 0, PENDING, WORKER_SETTING) !== PENDING) return false;
-  try {
-    setFlags('--no-turbofan');
-  } finally {
-    Atomics.store(handoff, 0, WORKER_SET);
-    Atomics.notify(handoff, 0);
-  }
-  return true;
+/** On the main thread, once its bundle is compiled: from now on a worker may turn TurboFan off. */
+export function bundleLoaded(handoff: TurbofanHandoff): void {
+  if (Atomics.compareExchange(handoff, 0, MAIN_LOADING, PENDING) === MAIN_LOADING) Atomics.notify(handoff, 0);
 }
 
-/** How long the main thread waits for a worker in the middle of setting the flag (a flag takes microseconds to set). */
+/**
+ * How long a worker waits for the main thread's bundle before it leaves
+ * the flags alone (it then loads its code without the cache); the bundle
+ * takes about 10 ms to load.
+ */
+const MAIN_LOADING_WAIT_MS = 200;
+/** How long one thread waits for another in the middle of setting the flag (a flag takes microseconds to set). */
 const SETTING_WAIT_MS = 100;
 
 /**
+ * In a worker: turns TurboFan off unless the main thread is still loading
+ * its bundle after MAIN_LOADING_WAIT_MS or has taken the job back, and says
+ * whether TurboFan is off now (this worker or another turned it off), which
+ * is when the worker's code cache, made under that flag, is of use.
+ * `setFlags` is V8's own setter (node:v8, which this module does not load:
+ * the early workers' bundle, loaded before anything else, takes it in
+ * too), or a test's.
+ */
+export function turbofanOffFromWorker(handoff: TurbofanHandoff, setFlags: (flags: string) => void): boolean {
+  if (Atomics.load(handoff, 0) === MAIN_LOADING) Atomics.wait(handoff, 0, MAIN_LOADING, MAIN_LOADING_WAIT_MS);
+  if (Atomics.compareExchange(handoff, 0, PENDING, WORKER_SETTING) === PENDING) {
+    try {
+      setFlags('--no-turbofan');
+    } finally {
+      Atomics.store(handoff, 0, WORKER_SET);
+      Atomics.notify(handoff, 0);
+    }
+    return true;
+  }
+  if (Atomics.load(handoff, 0) === WORKER_SETTING) Atomics.wait(handoff, 0, WORKER_SETTING, SETTING_WAIT_MS);
+  return Atomics.load(handoff, 0) === WORKER_SET;
+}
+
+/**
  * On the main thread: takes the job back, so that no worker changes the
- * flag after this returns (the main thread then sets TurboFan as it needs).
+ * flag after this returns and every later worker knows TurboFan is the
+ * main thread's to set (it then sets it as it needs). A worker in the
+ * middle of setting the flag is waited for; one that has not finished
+ * after SETTING_WAIT_MS (a thread descheduled in those few instructions)
+ * may still turn TurboFan off afterwards, which costs speed, not results.
  */
 export function takeTurbofanBack(handoff: TurbofanHandoff): void {
-  // A worker in the middle of setting the flag is waited for (bounded: a worker is stopped only by its end).
-  if (Atomics.compareExchange(handoff, 0, PENDING, TAKEN_BACK) === WORKER_SETTING) Atomics.wait(handoff, 0, WORKER_SETTING, SETTING_WAIT_MS);
+  for (;;) {
+    const state = Atomics.load(handoff, 0);
+    if (state === TAKEN_BACK) return;
+    if (state === WORKER_SETTING) {
+      if (Atomics.wait(handoff, 0, WORKER_SETTING, SETTING_WAIT_MS) === 'timed-out') {
+        Atomics.store(handoff, 0, TAKEN_BACK);
+        return;
+      }
+      continue;
+    }
+    if (Atomics.compareExchange(handoff, 0, state, TAKEN_BACK) === state) {
+      Atomics.notify(handoff, 0);
+      return;
+    }
+  }
 }

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
+import type * as V8 from 'node:v8';
 import { workerData } from 'node:worker_threads';
 import { launch } from './launch.js';
 import { turbofanOffFromWorker, type TurbofanHandoff } from './turbofan-handoff.js';
@@ -25,8 +25,10 @@ import { turbofanOffFromWorker, type TurbofanHandoff } from './turbofan-handoff.
  *
  * An early worker of a small repository turns TurboFan off itself, once
  * booted and before its bundle is compiled (turbofan-handoff.ts says why):
- * this file's imports are loaded by then, node:v8 among them, so none of
- * Node's own modules is compiled under the changed flags.
+ * this file's imports, and node:v8, are loaded by then, so none of Node's
+ * own modules is compiled under the changed flags. When it does not (the
+ * main thread took the job back, or was still loading its own bundle), it
+ * loads its code as any module does, since the cache would be refused.
  */
 
 /** What a worker's starter passes as workerData. */
@@ -39,8 +41,10 @@ export interface WorkerLaunchData {
 
 const body = fileURLToPath(new URL('./validate-worker-body.cjs', import.meta.url));
 const data = workerData as WorkerLaunchData | null | undefined;
-if (data?.turbofanOff === true) {
-  if (data.turbofanHandoff !== undefined) turbofanOffFromWorker(data.turbofanHandoff, setFlagsFromString);
+// node:v8 is loaded only here, and before the flag changes (Node's modules compile under the flags of their load).
+const v8 = (): typeof V8 => createRequire(import.meta.url)('node:v8') as typeof V8;
+// The cache was made with TurboFan off: it serves only a worker that runs so (see turbofan-handoff.ts).
+if (data?.turbofanOff === true && (data.turbofanHandoff === undefined || turbofanOffFromWorker(data.turbofanHandoff, v8().setFlagsFromString))) {
   const launched = launch(body, { cacheName: 'validate-worker', saveAt: 'caller' });
   const onFirstReply = launched.exports.onFirstReply;
   // saveCache writes only after a miss or a rejection, and only once.

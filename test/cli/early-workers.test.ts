@@ -137,6 +137,9 @@ describe('early validate workers', () => {
     });
     assert.equal(seen.length, 3);
     assert.ok(early.turbofanHandoff !== undefined && seen.every((h) => h === early.turbofanHandoff), 'one cell for every worker');
+    assert.equal(Atomics.load(early.turbofanHandoff, 0), 0, 'no worker may change a flag while the bundle loads');
+    early.bundleLoaded();
+    assert.equal(Atomics.load(early.turbofanHandoff, 0), 1, 'now one may');
     assert.equal(workers(2, big, true).turbofanHandoff, undefined, 'no worker could start: the deferral turns TurboFan off itself');
     assert.equal(workers(2, small).turbofanHandoff, undefined);
     assert.equal(workers(4, huge).turbofanHandoff, undefined);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { DEFER_UP_TO_MODELS, deferOptimizingCompiler, plannedThreads, type DeferralContext } from '../../src/cli/optimizer-deferral.js';
-import { newTurbofanHandoff, turbofanOffFromWorker } from '../../src/cli/turbofan-handoff.js';
+import { bundleLoaded, newTurbofanHandoff, turbofanOffFromWorker } from '../../src/cli/turbofan-handoff.js';
 import { LARGE_REPOSITORY_MODELS } from '../../src/triton/repository/pool-size.js';
 
 function recorded(context: DeferralContext = {}): { flags: string[]; deferral: ReturnType<typeof deferOptimizingCompiler> } {
@@ -41,6 +41,7 @@ describe('deferring the optimizing compiler for small validate runs', () => {
 
     // The worker set it: the main thread turns it back on for a large repository, and no worker turns it off after that.
     const handoff = newTurbofanHandoff();
+    bundleLoaded(handoff);
     const workerFlags: string[] = [];
     assert.equal(
       turbofanOffFromWorker(handoff, (f) => workerFlags.push(f)),
