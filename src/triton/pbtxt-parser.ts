@@ -506,6 +506,22 @@ export function parsePbtxt<M extends MessageName = 'inference.ModelConfig'>(
   text: string | Uint8Array,
   options: ParseOptions & { readonly type?: M } = {},
 ): ParseResult<M> {
+  const parser = new Parser(new TokenScanner(text), options.file, true);
+  const message = parser.parseTop(options.type ?? 'inference.ModelConfig');
+  return { message: message as Message<M>, positions: parser.positionMap };
+}
+
+/**
+ * parsePbtxt, with the positions made the first time they are looked at,
+ * by a second parse of `text`, which must not change until then (validate
+ * parses a buffer of its own; see PositionsOnDemand). For validate, not
+ * the library's callers: the positions are then not a Map (they cannot be
+ * cloned to another thread or written as JSON).
+ */
+export function parsePbtxtPositionsOnDemand<M extends MessageName = 'inference.ModelConfig'>(
+  text: string | Uint8Array,
+  options: ParseOptions & { readonly type?: M } = {},
+): ParseResult<M> {
   const type = options.type ?? 'inference.ModelConfig';
   const message = new Parser(new TokenScanner(text), options.file, false).parseTop(type);
   return { message: message as Message<M>, positions: new PositionsOnDemand(() => positionsOf(text, type, options.file)) };

@@ -18,7 +18,8 @@
  *   does once the initial load of every model has ended (the free ports are
  *   found before, and the log's poll is not waited for); the repository
  *   index is then asked that all are READY.
- *   Its CPU time is read from /proc at that moment (Linux only).
+ *   Its CPU time is read from /proc when startTriton returns, within a
+ *   poll (5 ms) of the line (Linux only).
  *
  * The two run alternately, ROUNDS times each, so that the load of the
  * machine (other work on the same cores) falls on both alike; the figures

@@ -1,6 +1,6 @@
 import { PopefError } from '../../errors.js';
 import type { Metadata } from '../../schema/model.js';
-import { parsePbtxt } from '../pbtxt-parser.js';
+import { parsePbtxtPositionsOnDemand } from '../pbtxt-parser.js';
 import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
 import { checkConfig } from './config-rules.js';
 import { FindingSink } from './finding-sink.js';
@@ -38,9 +38,9 @@ export function checkConfigText(text: string, options: ConfigTextCheck): Finding
   const { model, file } = options;
   // The sink of every validate rule: --strict, the per-rule limit and positions, as popef validate applies them.
   const sink = new FindingSink({ model, strict: options.strict, configFile: file });
-  let parsed: ReturnType<typeof parsePbtxt>;
+  let parsed: ReturnType<typeof parsePbtxtPositionsOnDemand>;
   try {
-    parsed = parsePbtxt(text, { file });
+    parsed = parsePbtxtPositionsOnDemand(text, { file });
   } catch (error) {
     if (!(error instanceof PopefError)) throw error;
     sink.add(parseFailure(error, file));

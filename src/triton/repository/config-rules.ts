@@ -596,7 +596,6 @@ export interface ConfigCheck {
   readonly findings: RawFinding[];
 }
 
-/** Every config rule, in the order Triton meets them while loading the model. */
 /**
  * Appends `found` to `out`. By index, as the loops of this module that run for every model are: before V8 optimises
  * them, for-of makes an iterator and a result object per step, and most of these lists are empty (issue 26).
@@ -605,6 +604,7 @@ function pushAll(out: RawFinding[], found: readonly RawFinding[]): void {
   for (let i = 0; i < found.length; i++) out.push(found[i] as RawFinding);
 }
 
+/** Every config rule, in the order Triton meets them while loading the model. */
 export function checkConfig(config: ModelConfig, ctx: ConfigContext): ConfigCheck {
   const out: RawFinding[] = [];
   pushAll(out, newerThanTarget(config, ctx.tritonVersion, ctx.configPath));

@@ -4,7 +4,7 @@ import { PopefError, ioError, isNotFound } from '../../errors.js';
 import { FILE_LIMITS, readRegularFile, readRegularText } from '../../io/local-file.js';
 import type { Message, ModelConfig } from '../model-config.js';
 import type { SourcePos } from '../pbtxt-lexer.js';
-import { parsePbtxt } from '../pbtxt-parser.js';
+import { parsePbtxtPositionsOnDemand } from '../pbtxt-parser.js';
 import type { DirEntry } from './normalize.js';
 import { childPath } from '../../io/child-path.js';
 
@@ -235,7 +235,8 @@ async function readConfig(path: string, file: string, root: string | undefined, 
     throw error;
   }
   try {
-    const parsed = parsePbtxt(bytes, { file });
+    // The bytes are this read's own, and kept unchanged: the positions can wait until a finding needs one.
+    const parsed = parsePbtxtPositionsOnDemand(bytes, { file });
     return { kind: 'parsed', bytes, config: parsed.message, positions: parsed.positions };
   } catch (error) {
     if (!(error instanceof PopefError)) throw error;

@@ -143,9 +143,10 @@ export const instanceGroupCount: OwnRule = (config, m) => {
 };
 
 /**
- * Inputs, then outputs: a call for each, not a loop over [kind, list]
- * pairs, whose destructuring takes an iterator per pair before V8 optimises
- * the rule, and these run for every model (issue 26).
+ * The list of tensors a rule below is looking at. Those rules call a
+ * function for inputs, then for outputs, rather than loop over [kind, list]
+ * pairs, whose destructuring takes an iterator per pair before V8
+ * optimises the rule, and they run for every model (issue 26).
  */
 type TensorKind = 'input' | 'output';
 

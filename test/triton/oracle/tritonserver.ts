@@ -149,7 +149,7 @@ export async function startTriton(
   backendDirectory: string,
   timeoutMs = 300_000,
   extraArgs: readonly string[] = [],
-  /** How often the log is looked at for the ready line (a benchmark times the start with a shorter one). */
+  /** How often the log is looked at for the ready line (the time of its arrival is noted as it comes: readyAfterMs). */
   pollMs = 100,
 ): Promise<RunningTriton> {
   const [http, grpc, metrics] = [await freePort(), await freePort(), await freePort()];
@@ -175,12 +175,19 @@ export async function startTriton(
   );
   let log = '';
   let readyAt: bigint | undefined;
-  const take = (b: Buffer): void => {
-    log += b.toString();
-    if (readyAt === undefined && log.includes(READY_LINE)) readyAt = process.hrtime.bigint();
+  // Each stream is searched on its own, in its newest chunk and the end of the one before (the line may be cut between
+  // two): the whole log, searched at every chunk, would be quadratic in a long start.
+  const taker = (): ((b: Buffer) => void) => {
+    let tail = '';
+    return (b: Buffer): void => {
+      const text = b.toString();
+      log += text;
+      if (readyAt === undefined && (tail + text).includes(READY_LINE)) readyAt = process.hrtime.bigint();
+      tail = (tail + text).slice(-READY_LINE.length);
+    };
   };
-  child.stdout.on('data', take);
-  child.stderr.on('data', take);
+  child.stdout.on('data', taker());
+  child.stderr.on('data', taker());
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async (): Promise<void> => {
     child.kill('SIGKILL');
