@@ -2,7 +2,7 @@ import type { Colour } from './colour.js';
 import { join } from 'node:path';
 import { followLine } from './follow-line.js';
 import { printable } from './printable.js';
-import { RULES, type Finding, type RuleId, type RuleInput } from '../triton/repository/findings.js';
+import { REPOSITORY_ONLY_RULES, REPOSITORY_RULES, RULES, type Finding, type RuleId, type RuleInput } from '../triton/repository/findings.js';
 import { summarizeFindings, type RepositoryReport } from '../triton/repository/validate.js';
 
 /**
@@ -119,27 +119,37 @@ function notRun(rule: RuleId, findings: readonly Finding[], popefSkipped: string
     const what = names.length === 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1) ?? ''}`;
     return `not run: ${what} ${inputs.length === 1 ? 'is' : 'are'} not usable (${cause.message} [${cause.rule}])`;
   }
-  return popefSkipped !== undefined && reads.includes('popef') ? `not run: ${popefSkipped}` : undefined;
+  // The notice that the cross-check was not done is not a pass where the PopEF was not read: --require-popef reports
+  // it as layout/popef-missing, an unreadable PopEF as popef/unreadable.
+  return popefSkipped !== undefined && (reads.includes('popef') || rule === 'popef/not-cross-checked') ? `not run: ${popefSkipped}` : undefined;
 }
 
 /** JUnit XML: one test case per model and rule, failing on that rule's errors, skipped (with the reason) where it could not run. */
 export function renderJunit(run: ValidateRun): string {
   const ruleIds = Object.keys(RULES) as RuleId[];
+  const repositoryRuleIds = ruleIds.filter((rule) => REPOSITORY_RULES.has(rule));
+  const modelRuleIds = ruleIds.filter((rule) => !REPOSITORY_ONLY_RULES.has(rule));
   const suites: string[] = [];
   let tests = 0;
   let failures = 0;
   let skippedCount = 0;
   run.reports.forEach((r, index) => {
     const root = run.shownRoots[index] ?? r.repository;
-    const groups: { name: string; findings: readonly Finding[]; popefSkipped?: string }[] = [
-      { name: '(repository)', findings: r.findings },
-      ...r.models.map((m) => ({ name: m.name, findings: m.findings, ...(m.popefSkipped === undefined ? {} : { popefSkipped: m.popefSkipped }) })),
+    // The repository's suite holds the repository's own rules; a model's, every rule that can be a model's.
+    const groups: { name: string; rules: readonly RuleId[]; findings: readonly Finding[]; popefSkipped?: string }[] = [
+      { name: '(repository)', rules: repositoryRuleIds, findings: r.findings },
+      ...r.models.map((m) => ({
+        name: m.name,
+        rules: modelRuleIds,
+        findings: m.findings,
+        ...(m.popefSkipped === undefined ? {} : { popefSkipped: m.popefSkipped }),
+      })),
     ];
     for (const g of groups) {
       const cases: string[] = [];
       let suiteFailures = 0;
       let suiteSkipped = 0;
-      for (const rule of ruleIds) {
+      for (const rule of g.rules) {
         const hits = g.findings.filter((f) => f.rule === rule);
         const folded = g.findings.flatMap((f) => (f.consequences ?? []).filter((c) => c.rule === rule).map((c) => ({ cause: f, c })));
         const errors = hits.filter((f) => f.severity === 'error');
@@ -181,11 +191,11 @@ export function renderJunit(run: ValidateRun): string {
         const open = `    <testcase classname="${xml(`${root}/${g.name}`)}" name="${rule}"`;
         cases.push(body.length === 0 ? `${open}/>` : `${open}>\n${body.join('\n')}\n    </testcase>`);
       }
-      tests += ruleIds.length;
+      tests += g.rules.length;
       failures += suiteFailures;
       skippedCount += suiteSkipped;
       suites.push(
-        `  <testsuite name="${xml(`${root}/${g.name}`)}" tests="${ruleIds.length}" failures="${suiteFailures}" errors="0" skipped="${suiteSkipped}">\n${cases.join('\n')}\n  </testsuite>`,
+        `  <testsuite name="${xml(`${root}/${g.name}`)}" tests="${g.rules.length}" failures="${suiteFailures}" errors="0" skipped="${suiteSkipped}">\n${cases.join('\n')}\n  </testsuite>`,
       );
     }
   });

@@ -199,4 +199,31 @@ describe('popef validate: findings by cause', () => {
     assert.match(r.stdout, /name="layout\/version-name"\/>/);
     assert.match(r.stdout, /name="config\/parse">\n {6}<failure /);
   });
+
+  it("JUnit: the repository's suite lists the repository's rules, a model's suite no rule only a repository can break", async () => {
+    const r = await runCli(['validate', 'repos/clean', '--format', 'junit'], { cwd: FIXTURES });
+    const suite = (name: string): string[] => {
+      const body = new RegExp(`<testsuite name="repos/clean/${name.replace(/[()]/g, '\\$&')}" tests="(\\d+)"[^>]*>([^]*?)</testsuite>`).exec(
+        r.stdout,
+      );
+      assert.ok(body !== null, r.stdout.slice(0, 400));
+      const names = [...(body[2] ?? '').matchAll(/ name="([^"]+)"/g)].map((m) => m[1] ?? '');
+      assert.equal(Number(body[1]), names.length);
+      return names;
+    };
+    assert.deepEqual(suite('(repository)').sort(), ['layout/hidden-directory', 'layout/link-loop', 'layout/model-directory', 'layout/no-models']);
+    const model = suite('mnist');
+    assert.ok(model.includes('layout/link-loop') && model.includes('config/parse'));
+    assert.ok(!model.includes('layout/no-models') && !model.includes('layout/hidden-directory') && !model.includes('layout/model-directory'));
+  });
+
+  it('JUnit: with --require-popef and no PopEF, the cross-check notice is skipped with the reason, not passed', async () => {
+    await inTempDir(async (dir) => {
+      await cp(fixture('repos/clean'), join(dir, 'repo'), { recursive: true });
+      await rm(join(dir, 'repo/mnist/1/executable.popef'));
+      const r = await runCli(['validate', join(dir, 'repo'), '--require-popef', '--format', 'junit']);
+      assert.match(r.stdout, /name="layout\/popef-missing">\n {6}<failure /);
+      assert.match(r.stdout, /name="popef\/not-cross-checked">\n {6}<skipped message="not run: no PopEF file in mnist\/1"\/>/);
+    });
+  });
 });

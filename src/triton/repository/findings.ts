@@ -433,6 +433,15 @@ export const RULES = {
 /** The id of a validate rule (`config/max-batch-size`, ...): a key of RULES. */
 export type RuleId = keyof typeof RULES;
 
+/**
+ * The rules whose findings are the repository's own (validate.ts adds them
+ * to the repository's sink), and of those the ones that are never a
+ * model's: a report lists for the repository only the first, and for a
+ * model every rule but the second.
+ */
+export const REPOSITORY_ONLY_RULES: ReadonlySet<RuleId> = new Set<RuleId>(['layout/model-directory', 'layout/hidden-directory', 'layout/no-models']);
+export const REPOSITORY_RULES: ReadonlySet<RuleId> = new Set<RuleId>([...REPOSITORY_ONLY_RULES, 'layout/link-loop']);
+
 /** A finding before it is placed in a model and file: where, by config path. */
 export interface RawFinding {
   readonly rule: RuleId;
