@@ -524,14 +524,8 @@ export function parsePbtxtPositionsOnDemand<M extends MessageName = 'inference.M
 ): ParseResult<M> {
   const type = options.type ?? 'inference.ModelConfig';
   const message = new Parser(new TokenScanner(text), options.file, false).parseTop(type);
-  return { message: message as Message<M>, positions: new PositionsOnDemand(() => positionsOf(text, type, options.file)) };
-}
-
-/** The positions of a text that has parsed once: the same parse again, keeping them. */
-function positionsOf(text: string | Uint8Array, type: MessageName, file: string | undefined): ReadonlyMap<string, SourcePos> {
-  const parser = new Parser(new TokenScanner(text), file, true);
-  parser.parseTop(type);
-  return parser.positionMap;
+  // The positions of a text that has parsed once: the eager parse of it again.
+  return { message: message as Message<M>, positions: new PositionsOnDemand(() => parsePbtxt(text, { file: options.file, type }).positions) };
 }
 
 /**

@@ -62,8 +62,8 @@ function causeKey(input: RuleInput, version: string | undefined): string {
   return version === undefined ? input : `${input}@${version}`;
 }
 
-/** Positions of a sink given none (one map for all: it is never written). */
-const NO_POSITIONS: ReadonlyMap<string, SourcePos> = new Map();
+/** Positions of a sink given none, or whose config's are let go (one map for all: it is never written). */
+export const NO_POSITIONS: ReadonlyMap<string, SourcePos> = new Map();
 
 export class FindingSink {
   private readonly listed: Listed[] = [];

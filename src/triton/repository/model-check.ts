@@ -3,13 +3,12 @@ import { join, relative } from 'node:path';
 import { ErrorCode, PopefError } from '../../errors.js';
 import type { ParsedNameMap } from '../name-map.js';
 import type { ModelConfig } from '../model-config.js';
-import type { SourcePos } from '../pbtxt-lexer.js';
 import { DEFAULT_TRITON_VERSION } from '../triton-release.js';
 import { backendLibrary, backendLibraryRules, backendSearchPath } from './backend-rules.js';
 import { parseFailure } from './check-text.js';
 import { checkConfig } from './config-rules.js';
 import { checkModelFiles, filesNamedBy, type FileProbe } from './file-rules.js';
-import { FindingSink, type SinkOptions } from './finding-sink.js';
+import { FindingSink, NO_POSITIONS, type SinkOptions } from './finding-sink.js';
 import type { RawFinding } from './findings.js';
 import {
   notCrossCheckedRule,
@@ -104,8 +103,6 @@ export function isFile(path: string): boolean {
 export function sinkOptionsFor(model: string, options: Pick<ValidateOptions, 'strict' | 'maxFindingsPerRule'>): SinkOptions {
   return { model, strict: options.strict, limit: options.maxFindingsPerRule, configFile: `${model}/config.pbtxt` };
 }
-
-const NO_POSITIONS: ReadonlyMap<string, SourcePos> = new Map();
 
 /** A model's findings so far, its sink still open for the repository-level rules (ensemble steps). */
 export interface CheckedModel {
