@@ -68,13 +68,15 @@ const SETTING_WAIT_MS = 100;
 export function turbofanOffFromWorker(handoff: TurbofanHandoff, setFlags: (flags: string) => void): boolean {
   if (Atomics.load(handoff, 0) === MAIN_LOADING) Atomics.wait(handoff, 0, MAIN_LOADING, MAIN_LOADING_WAIT_MS);
   if (Atomics.compareExchange(handoff, 0, PENDING, WORKER_SETTING) === PENDING) {
+    let settled = false;
     try {
       setFlags('--no-turbofan');
     } finally {
-      Atomics.store(handoff, 0, WORKER_SET);
+      // Not over TAKEN_BACK: a main thread that gave up waiting (takeTurbofanBack) has the flags, and later workers must know.
+      settled = Atomics.compareExchange(handoff, 0, WORKER_SETTING, WORKER_SET) === WORKER_SETTING;
       Atomics.notify(handoff, 0);
     }
-    return true;
+    return settled;
   }
   if (Atomics.load(handoff, 0) === WORKER_SETTING) Atomics.wait(handoff, 0, WORKER_SETTING, SETTING_WAIT_MS);
   return Atomics.load(handoff, 0) === WORKER_SET;

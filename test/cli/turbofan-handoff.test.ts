@@ -119,6 +119,25 @@ describe('the TurboFan handoff between validate and its early worker', () => {
     await new Promise((resolve) => worker.once('exit', resolve));
   });
 
+  it('lets the main thread give up on a worker stuck setting the flag, and that worker then leaves the cell as taken back', async () => {
+    const handoff = newTurbofanHandoff();
+    bundleLoaded(handoff);
+    // Held in WORKER_SETTING for 300 ms, past the main thread's 100 ms wait.
+    const worker = handoffWorker(
+      handoff,
+      `const off = handoff.turbofanOffFromWorker(cell, () => { parentPort.postMessage('setting'); const end = Date.now() + 300; while (Date.now() < end); });
+       parentPort.postMessage(off);`,
+    );
+    const messages: unknown[] = [];
+    worker.on('message', (m) => messages.push(m));
+    await new Promise<void>((resolve) => worker.once('message', () => resolve()));
+    takeTurbofanBack(handoff);
+    assert.equal(Atomics.load(handoff, 0), TAKEN_BACK, 'given up after the wait');
+    await new Promise((resolve) => worker.once('exit', resolve));
+    assert.equal(Atomics.load(handoff, 0), TAKEN_BACK, 'the late worker did not write over it');
+    assert.deepEqual(messages, ['setting', false], 'nor takes TurboFan for off');
+  });
+
   it("is what the built worker does: it turns TurboFan off, in the process's V8 flags, once the bundle is loaded", () => {
     // In a process of its own: V8's flags are the process's.
     const script = `
